@@ -1,0 +1,63 @@
+//! The command line: argument definitions (clap derive) and dispatch. Kept thin:
+//! every subcommand hands over to a library module.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::exit;
+
+pub mod nsys;
+pub mod snapshot;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "instrument",
+    version,
+    about = "Reversible memory-print instrumentation for pithtrain, and readers for what it produces"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Read a PyTorch memory snapshot (or a directory of per-rank snapshots) and say where the memory went.
+    Snapshot(snapshot::SnapshotArgs),
+    /// Nsight Systems helpers: functions-trace JSON, the profile command, and the report.
+    #[command(subcommand)]
+    Nsys(nsys::NsysCommand),
+}
+
+/// Parse the arguments, run the command, print errors as one line, return the exit code.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() {
+                exit::USER_ERROR
+            } else {
+                exit::OK
+            };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    let result = match cli.command {
+        Command::Snapshot(args) => snapshot::run(args),
+        Command::Nsys(cmd) => nsys::run(cmd),
+    };
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let code = if err.downcast_ref::<exit::UserError>().is_some() {
+                exit::USER_ERROR
+            } else {
+                exit::INTERNAL
+            };
+            eprintln!("error: {err:#}");
+            ExitCode::from(code)
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! `instrument`: reversible memory-print instrumentation for pithtrain, and readers for
+//! what an instrumented run produces.
+//!
+//! Layout (a newcomer's map):
+//! - `rules`    — the TOML rule format and how rule sets are loaded (embedded or `--rules DIR`);
+//! - `codemod`  — the engine: parsing, anchor matching, planning edits, markers, removal;
+//! - `snapshot` — the PyTorch memory-snapshot reader and analysis (`instrument snapshot`);
+//! - `nsys`     — Nsight Systems helpers (`instrument nsys ...`);
+//! - `cli`      — the command line, thin glue over the above.
+
+pub mod cli;
+pub mod exit;
+pub mod nsys;
+pub mod snapshot;

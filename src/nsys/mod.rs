@@ -1,0 +1,1 @@
+//! Nsight Systems helpers (`instrument nsys ...`).

@@ -1,0 +1,1 @@
+//! PyTorch memory-snapshot reader and analysis (`instrument snapshot`).
