@@ -9,6 +9,9 @@
 //! - `cli`      — the command line, thin glue over the above.
 
 pub mod cli;
+pub mod codemod;
 pub mod exit;
 pub mod nsys;
+pub mod python;
+pub mod rules;
 pub mod snapshot;

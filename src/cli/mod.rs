@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 
 use crate::exit;
 
+pub mod codemod;
 pub mod nsys;
 pub mod snapshot;
 
@@ -23,6 +24,14 @@ pub struct Cli {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Insert the memory prints (or another rule set) into a pithtrain checkout.
+    Add(codemod::AddArgs),
+    /// Take every inserted region out again, restoring the original bytes.
+    Remove(codemod::RemoveArgs),
+    /// Say which groups are in which files, with which ranks and layers.
+    Status(codemod::StatusArgs),
+    /// Exit 1 and list file:line for every instrumented region (for pre-commit and CI).
+    Check(codemod::CheckArgs),
     /// Read a PyTorch memory snapshot (or a directory of per-rank snapshots) and say where the memory went.
     Snapshot(snapshot::SnapshotArgs),
     /// Nsight Systems helpers: functions-trace JSON, the profile command, and the report.
@@ -45,6 +54,10 @@ pub fn run() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Add(args) => codemod::add(args),
+        Command::Remove(args) => codemod::remove(args),
+        Command::Status(args) => codemod::status(args),
+        Command::Check(args) => codemod::check(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Nsys(cmd) => nsys::run(cmd),
     };

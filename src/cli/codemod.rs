@@ -1,0 +1,502 @@
+//! `instrument add | remove | status | check`: argument definitions and the glue that
+//! turns them into engine calls, prints the outcome and picks the exit code.
+
+use std::collections::BTreeMap;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+
+use crate::codemod::session::{self, AddOutcome, AddRequest};
+use crate::codemod::{checkout, diff, layers, write};
+use crate::exit::{self, user_error};
+use crate::rules::{self, RuleSet};
+
+/// The rule set used when `--rules` is not given.
+pub const DEFAULT_RULES: &str = "memory-prints";
+
+#[derive(Args, Debug)]
+pub struct AddArgs {
+    /// The model, as named in pithtrain/models/ (`qwen3-moe`, `deepseek-v2`, ...).
+    pub model: String,
+    /// Global ranks that print, comma-separated (e.g. `3,14`).
+    #[arg(long, default_value = "0")]
+    pub ranks: String,
+    /// Layer indices profiled in detail, comma-separated; by default the first two MoE layers.
+    #[arg(long)]
+    pub detail_layers: Option<String>,
+    /// The training step that prints per-step detail and takes the snapshot; by default the
+    /// first step the process runs (0, or the step a resumed run starts from).
+    #[arg(long)]
+    pub step: Option<u64>,
+    /// Where the memory snapshots are written.
+    #[arg(long, default_value = "/tmp")]
+    pub snapshot_dir: String,
+    /// A Hugging Face config.json to evaluate the MoE-vs-dense condition with.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Print the diff instead of writing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Apply the groups whose anchors all resolve and list the rest, instead of all or nothing.
+    #[arg(long)]
+    pub partial: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CommonArgs {
+    /// The checkout (default: the current folder or the first parent holding pithtrain/).
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// A built-in rule set name or a folder with ruleset.toml.
+    #[arg(long, default_value = DEFAULT_RULES)]
+    pub rules: String,
+}
+
+#[derive(Args, Debug)]
+pub struct RemoveArgs {
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Only take out this rule set's regions (default: every instrument region).
+    #[arg(long)]
+    pub rules: Option<String>,
+    /// Print the diff instead of writing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Take out regions even if they were edited by hand (their originals are restored).
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct StatusArgs {
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+}
+
+pub fn load_rules(spec: &str) -> anyhow::Result<RuleSet> {
+    rules::load_rule_set(spec).map_err(user_error)
+}
+
+/// The checkout root: `--root` (or the current folder), walked up to the rule set's marker.
+pub fn root_for(root: &Option<PathBuf>, set: &RuleSet) -> anyhow::Result<PathBuf> {
+    let start = root.clone().unwrap_or_else(|| PathBuf::from("."));
+    if !start.exists() {
+        return Err(user_error(format!(
+            "--root {}: no such folder",
+            start.display()
+        )));
+    }
+    checkout::find_root(&start, &set.manifest.root_marker).map_err(user_error)
+}
+
+/// For commands that work on any tree: `--root`, else the checkout above the current
+/// folder if there is one, else the current folder.
+fn scan_root(root: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(r) = root {
+        if !r.is_dir() {
+            return Err(user_error(format!(
+                "--root {}: no such folder",
+                r.display()
+            )));
+        }
+        return Ok(r.clone());
+    }
+    let marker = rules::load_rule_set(DEFAULT_RULES)
+        .map(|s| s.manifest.root_marker)
+        .unwrap_or_default();
+    Ok(checkout::find_root(Path::new("."), &marker).unwrap_or_else(|_| PathBuf::from(".")))
+}
+
+/// Parse `3,14` into sorted, distinct non-negative integers.
+pub fn parse_int_list(flag: &str, text: &str) -> anyhow::Result<Vec<u64>> {
+    let mut out = Vec::new();
+    if text.trim().is_empty() {
+        return Err(user_error(format!(
+            "--{flag} is empty; give comma-separated non-negative integers, e.g. --{flag} 3,14"
+        )));
+    }
+    for part in text.split(',') {
+        let p = part.trim();
+        let n: u64 = p.parse().map_err(|_| {
+            user_error(format!(
+                "--{flag} {text}: `{p}` is not a non-negative integer (expected e.g. --{flag} 3,14)"
+            ))
+        })?;
+        if !out.contains(&n) {
+            out.push(n);
+        }
+    }
+    out.sort_unstable();
+    Ok(out)
+}
+
+fn python_set(values: &[u64]) -> String {
+    format!(
+        "{{{}}}",
+        values
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn python_tuple(values: &[u64]) -> String {
+    match values {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            values
+                .iter()
+                .map(|v| v.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+fn python_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+fn print_failures_report(outcome: &AddOutcome, what: &str) {
+    let failing = outcome.groups.iter().filter(|g| !g.applies()).count();
+    let mut err = std::io::stderr().lock();
+    for f in &outcome.file_failures {
+        let _ = writeln!(err, "error: {f}");
+    }
+    for g in &outcome.groups {
+        let state = if g.applies() {
+            "would apply"
+        } else if g.skipped_for_dependency {
+            "cannot apply (needs a group that cannot)"
+        } else {
+            "cannot apply"
+        };
+        let files: Vec<&str> = g.files.iter().map(|s| s.as_str()).collect();
+        let _ = writeln!(
+            err,
+            "group {:<3} {:<12} {} rule(s) in {}",
+            g.group,
+            state,
+            g.rules.len(),
+            files.join(", ")
+        );
+        for f in &g.failures {
+            let _ = writeln!(err, "error: {f}");
+        }
+    }
+    let _ = writeln!(
+        err,
+        "{what}: {failing} of {} groups cannot apply; nothing was changed. Fix the anchors (`instrument explain` shows where each resolves), pass --partial to apply the groups that fit, or --rules DIR with rules for this revision",
+        outcome.groups.len()
+    );
+}
+
+/// Print diffs or write the planned files.
+fn emit(root: &Path, plans: &[(String, String, String)], dry_run: bool) -> anyhow::Result<()> {
+    if dry_run {
+        let mut out = std::io::stdout().lock();
+        let colour = std::io::stdout().is_terminal();
+        for (file, before, after) in plans {
+            let d = diff::unified(file, before, after);
+            let _ = out.write_all(if colour { diff::colorize(&d) } else { d }.as_bytes());
+        }
+        return Ok(());
+    }
+    let files: Vec<(String, String)> = plans
+        .iter()
+        .map(|(f, _, a)| (f.clone(), a.clone()))
+        .collect();
+    write::write_all(root, &files).map_err(|e| anyhow::anyhow!(e))
+}
+
+pub fn add(args: AddArgs) -> anyhow::Result<u8> {
+    let set = load_rules(&args.common.rules)?;
+    let root = root_for(&args.common.root, &set)?;
+    let model = checkout::resolve_model(&root, &set.manifest, &args.model).map_err(user_error)?;
+    let supported: Vec<String> = {
+        let mut m: Vec<String> = set
+            .rules
+            .iter()
+            .flat_map(|r| r.models.iter().cloned())
+            .collect();
+        m.sort();
+        m.dedup();
+        m
+    };
+    if !supported.is_empty() && !supported.contains(&model) {
+        let names: Vec<String> = supported
+            .iter()
+            .map(|m| checkout::display_model(m))
+            .collect();
+        return Err(user_error(format!(
+            "rule set {} has no rules for model {} yet (it has rules for: {})",
+            set.manifest.name,
+            checkout::display_model(&model),
+            names.join(", ")
+        )));
+    }
+    let ranks = parse_int_list("ranks", &args.ranks)?;
+    let (layers, why) = match &args.detail_layers {
+        Some(text) => {
+            let l = parse_int_list("detail-layers", text)?;
+            let choice =
+                layers::check_explicit(&root, &set.manifest, &model, args.config.as_deref(), &l)
+                    .map_err(user_error)?;
+            (l, choice)
+        }
+        None => {
+            let choice = layers::auto(&root, &set.manifest, &model, args.config.as_deref())
+                .map_err(user_error)?;
+            (choice.layers.clone(), choice.reason)
+        }
+    };
+    let mut params = BTreeMap::new();
+    params.insert("RANKS".to_string(), python_set(&ranks));
+    params.insert("DETAIL_LAYERS".to_string(), python_tuple(&layers));
+    params.insert(
+        "STEP".to_string(),
+        args.step.map_or("None".to_string(), |s| s.to_string()),
+    );
+    params.insert("SNAPSHOT_DIR".to_string(), python_str(&args.snapshot_dir));
+    for name in set.manifest.params.keys() {
+        if !params.contains_key(name) {
+            return Err(user_error(format!(
+                "rule set {} uses parameter {name}, which `instrument add` does not set",
+                set.manifest.name
+            )));
+        }
+    }
+    let req = AddRequest {
+        root: &root,
+        rule_set: &set,
+        model: Some(&model),
+        params: &params,
+        partial: args.partial,
+    };
+    let outcome = session::plan_add(&req);
+    let what = format!("instrument add {}", checkout::display_model(&model));
+    if !outcome.file_failures.is_empty() || (!args.partial && !outcome.ok()) {
+        print_failures_report(&outcome, &what);
+        return Ok(exit::USER_ERROR);
+    }
+    let changed: Vec<(String, String, String)> = outcome
+        .plans
+        .iter()
+        .filter(|p| p.before != p.after)
+        .map(|p| (p.file.clone(), p.before.clone(), p.after.clone()))
+        .collect();
+    emit(&root, &changed, args.dry_run)?;
+    let mut err = std::io::stderr().lock();
+    if let Some(reason) = why {
+        let _ = writeln!(err, "detail layers {}: {reason}", python_tuple(&layers));
+    }
+    for g in outcome.groups.iter().filter(|g| !g.applies()) {
+        let _ = writeln!(err, "skipped group {} (--partial):", g.group);
+        for f in &g.failures {
+            let _ = writeln!(err, "  {f}");
+        }
+    }
+    let applied = outcome.groups.iter().filter(|g| g.applies()).count();
+    let verb = if args.dry_run {
+        "would change"
+    } else {
+        "changed"
+    };
+    let (mut plus, mut minus) = (0, 0);
+    for (_, b, a) in &changed {
+        let (p, m) = diff::counts(b, a);
+        plus += p;
+        minus += m;
+    }
+    let _ = writeln!(
+        err,
+        "{what}: {applied} of {} groups, ranks {}; {verb} {} file(s) (+{plus} -{minus} lines){}",
+        outcome.groups.len(),
+        python_set(&ranks),
+        changed.len(),
+        if changed.is_empty() {
+            ", already up to date"
+        } else {
+            ""
+        }
+    );
+    Ok(exit::OK)
+}
+
+pub fn remove(args: RemoveArgs) -> anyhow::Result<u8> {
+    let root = scan_root(&args.root)?;
+    let only = match &args.rules {
+        Some(spec) => Some(load_rules(spec)?.manifest.name),
+        None => None,
+    };
+    let (plans, failures) = session::plan_remove(&root, only.as_deref(), args.force);
+    if !failures.is_empty() {
+        let mut err = std::io::stderr().lock();
+        for f in &failures {
+            let _ = writeln!(err, "error: {f}");
+        }
+        let _ = writeln!(err, "instrument remove: nothing was changed");
+        return Ok(exit::USER_ERROR);
+    }
+    let changed: Vec<(String, String, String)> = plans
+        .iter()
+        .map(|p| (p.file.clone(), p.before.clone(), p.after.clone()))
+        .collect();
+    emit(&root, &changed, args.dry_run)?;
+    let verb = if args.dry_run {
+        "would restore"
+    } else {
+        "restored"
+    };
+    eprintln!("instrument remove: {verb} {} file(s)", changed.len());
+    Ok(exit::OK)
+}
+
+pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
+    let root = scan_root(&args.root)?;
+    let found = session::scan(&root);
+    let sets: BTreeMap<String, RuleSet> = rules::load::embedded_names()
+        .into_iter()
+        .filter_map(|n| {
+            rules::load_rule_set(&n)
+                .ok()
+                .map(|s| (s.manifest.name.clone(), s))
+        })
+        .collect();
+    let group_of = |set: &str, rule: &str| -> String {
+        sets.get(set)
+            .and_then(|s| {
+                s.rules
+                    .iter()
+                    .find(|r| r.id == rule)
+                    .map(|r| r.group.clone())
+            })
+            .unwrap_or_else(|| rule.split('.').next().unwrap_or(rule).to_string())
+    };
+    if args.json {
+        let files: Vec<serde_json::Value> = found
+            .iter()
+            .map(|f| {
+                let regions: Vec<serde_json::Value> = f
+                    .regions
+                    .iter()
+                    .map(|r| {
+                        serde_json::json!({
+                            "rule_set": r.rule_set,
+                            "rule": r.rule,
+                            "group": group_of(&r.rule_set, &r.rule),
+                            "line": r.open_line + 1,
+                            "params": r.params.iter().cloned().collect::<BTreeMap<String, String>>(),
+                            "edited": !r.intact,
+                        })
+                    })
+                    .collect();
+                serde_json::json!({
+                    "file": f.file,
+                    "regions": regions,
+                    "error": f.error.as_ref().map(|e| e.to_string()),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({ "root": root.display().to_string(), "instrumented": !found.is_empty(), "files": files });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(exit::OK);
+    }
+    if found.is_empty() {
+        println!("no instrumentation in {}", root.display());
+        return Ok(exit::OK);
+    }
+    for f in &found {
+        if let Some(e) = &f.error {
+            println!("{}: broken markers, {e}", f.file);
+            continue;
+        }
+        let mut groups: Vec<String> = Vec::new();
+        let mut params: BTreeMap<String, String> = BTreeMap::new();
+        let mut sets: Vec<String> = Vec::new();
+        for r in &f.regions {
+            let g = group_of(&r.rule_set, &r.rule);
+            if !groups.contains(&g) {
+                groups.push(g);
+            }
+            if !sets.contains(&r.rule_set) {
+                sets.push(r.rule_set.clone());
+            }
+            params.extend(r.params.iter().cloned());
+        }
+        let edited = f.regions.iter().filter(|r| !r.intact).count();
+        let p: Vec<String> = params
+            .iter()
+            .map(|(k, v)| format!("{}={v}", k.to_lowercase()))
+            .collect();
+        println!(
+            "{}: {} group(s) {} in {} region(s){}{}",
+            f.file,
+            sets.join("+"),
+            groups.join(", "),
+            f.regions.len(),
+            if p.is_empty() {
+                String::new()
+            } else {
+                format!(", {}", p.join(", "))
+            },
+            if edited > 0 {
+                format!(", {edited} edited by hand")
+            } else {
+                String::new()
+            }
+        );
+    }
+    Ok(exit::OK)
+}
+
+pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
+    let root = scan_root(&args.root)?;
+    let found = session::scan(&root);
+    let mut out = std::io::stdout().lock();
+    let mut count = 0;
+    for f in &found {
+        if let Some(e) = &f.error {
+            let _ = writeln!(
+                out,
+                "{}:{}: broken instrument markers: {}",
+                f.file, e.line, e.message
+            );
+            count += 1;
+        }
+        for r in &f.regions {
+            let _ = writeln!(
+                out,
+                "{}:{}: instrument {} {}",
+                f.file,
+                r.open_line + 1,
+                r.rule_set,
+                r.rule
+            );
+            count += 1;
+        }
+    }
+    if count == 0 {
+        return Ok(exit::OK);
+    }
+    drop(out);
+    eprintln!(
+        "instrument check: {count} instrumented region(s) in {} file(s); run `instrument remove` before committing",
+        found.len()
+    );
+    Ok(exit::FOUND)
+}

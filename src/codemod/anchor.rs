@@ -1,0 +1,338 @@
+//! Resolving a rule's scope and anchor in a parsed file: which statement the edit is
+//! placed against, with the metavariables the patterns bound. When a pattern finds
+//! nothing, the closest statements are collected so the error can show them.
+
+use tree_sitter::Node;
+
+use super::pattern::{Bindings, Pattern};
+use crate::python::{self, Source};
+use crate::rules::{Occurrence, Rule};
+
+/// Where a rule lands.
+pub struct Resolved<'t> {
+    /// The innermost scope: the module root, a definition or a compound statement.
+    pub scope: Node<'t>,
+    /// The anchor statement (with its decorators, for a decorated definition).
+    pub anchor: Option<Node<'t>>,
+    pub bindings: Bindings,
+}
+
+/// Why a pattern did not resolve.
+#[derive(Debug, Clone)]
+pub struct AnchorFailure {
+    /// The pattern, as written.
+    pub pattern: String,
+    /// `scope`, `anchor`, `following` or `capture`.
+    pub role: &'static str,
+    /// 1-based line where the search scope starts (None: the whole file).
+    pub searched_from: Option<usize>,
+    pub problem: Problem,
+}
+
+#[derive(Debug, Clone)]
+pub enum Problem {
+    /// Nothing matched; the closest statements, as (line, text).
+    NotFound(Vec<(usize, String)>),
+    /// More than one matched where one was meant; their lines.
+    Ambiguous(Vec<usize>),
+}
+
+/// Statements reachable from `container` without entering another function: nested blocks
+/// of compound statements and class bodies are searched, function bodies are not.
+pub fn reachable_statements(container: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    for block in bodies(container) {
+        walk_block(block, &mut out);
+    }
+    out
+}
+
+/// The blocks a scope holds: the module itself, a definition's body, or the blocks of a
+/// compound statement.
+fn bodies(container: Node) -> Vec<Node> {
+    match container.kind() {
+        "module" => vec![container],
+        "decorated_definition" => bodies(python::undecorated(container)),
+        "function_definition" | "class_definition" => {
+            container.child_by_field_name("body").into_iter().collect()
+        }
+        _ => python::nested_blocks(container),
+    }
+}
+
+fn walk_block<'t>(block: Node<'t>, out: &mut Vec<Node<'t>>) {
+    for stmt in python::statements_of(block) {
+        out.push(stmt);
+        let inner = python::undecorated(stmt);
+        match inner.kind() {
+            "class_definition" => {
+                if let Some(body) = inner.child_by_field_name("body") {
+                    walk_block(body, out);
+                }
+            }
+            "function_definition" => {}
+            k if python::is_compound(k) || k.ends_with("_statement") => {
+                for b in python::nested_blocks(inner) {
+                    walk_block(b, out);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn squash(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The header line of a compound statement, or a simple statement squashed to one line.
+fn summary(src: &Source, node: Node, header: bool) -> String {
+    let node = python::undecorated(node);
+    let text = src.text_of(node);
+    let s = if header {
+        text.lines()
+            .next()
+            .unwrap_or("")
+            .trim_end_matches(':')
+            .to_string()
+    } else {
+        squash(text)
+    };
+    s.chars().take(120).collect()
+}
+
+/// The statements most like `pattern`, best first, for an error message.
+fn closest(src: &Source, pool: &[Node], pattern: &Pattern) -> Vec<(usize, String)> {
+    let wanted = squash(&pattern.text).replace('$', "");
+    let same_kind: Vec<&Node> = pool
+        .iter()
+        .filter(|n| python::undecorated(**n).kind() == pattern.node_kind())
+        .collect();
+    let pool: Vec<&Node> = if same_kind.is_empty() {
+        pool.iter().collect()
+    } else {
+        same_kind
+    };
+    let mut scored: Vec<(f32, usize, String)> = pool
+        .iter()
+        .map(|n| {
+            let s = summary(src, **n, pattern.is_header());
+            let ratio = similar::TextDiff::from_chars(wanted.as_str(), s.as_str()).ratio();
+            (ratio, n.start_position().row + 1, s)
+        })
+        .filter(|(r, _, _)| *r > 0.35)
+        .collect();
+    scored.sort_by(|a, b| {
+        b.0.partial_cmp(&a.0)
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then(a.1.cmp(&b.1))
+    });
+    scored.into_iter().take(3).map(|(_, l, s)| (l, s)).collect()
+}
+
+/// Every function and class definition in the file, for "did you mean" on scope headers.
+fn all_definitions(root: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut stack = vec![root];
+    while let Some(n) = stack.pop() {
+        if matches!(n.kind(), "function_definition" | "class_definition") {
+            out.push(n);
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    out.sort_by_key(|n| n.start_byte());
+    out
+}
+
+/// Find the matches of `pattern` among `pool`, in source order.
+fn matches<'t>(
+    src: &Source,
+    pool: &[Node<'t>],
+    pattern: &Pattern,
+    bindings: &Bindings,
+) -> Vec<(Node<'t>, Bindings)> {
+    pool.iter()
+        .filter_map(|n| {
+            let b = pattern.match_statement(src, *n)?;
+            // Metavariables bound by an outer pattern must agree with this one.
+            let agrees = b
+                .iter()
+                .all(|(k, v)| bindings.get(k).is_none_or(|prev| squash(prev) == squash(v)));
+            agrees.then_some((*n, b))
+        })
+        .collect()
+}
+
+fn merge(into: &mut Bindings, from: Bindings) {
+    for (k, v) in from {
+        into.entry(k).or_insert(v);
+    }
+}
+
+fn failure(role: &'static str, pattern: &Pattern, scope: Node, problem: Problem) -> AnchorFailure {
+    AnchorFailure {
+        pattern: pattern.text.clone(),
+        role,
+        searched_from: (scope.kind() != "module").then(|| scope.start_position().row + 1),
+        problem,
+    }
+}
+
+/// Resolve `rule` in `src`. Patterns were validated when the rule set was loaded.
+pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorFailure> {
+    let compile = |p: &str| Pattern::compile(p).expect("patterns are validated when rules load");
+    let mut scope = src.root();
+    let mut bindings = Bindings::new();
+    for header in &rule.scope {
+        let pattern = compile(header);
+        let pool = reachable_statements(scope);
+        let found = matches(src, &pool, &pattern, &bindings);
+        match found.len() {
+            1 => {
+                let (node, b) = found.into_iter().next().expect("one");
+                merge(&mut bindings, b);
+                scope = python::undecorated(node);
+            }
+            0 => {
+                let candidates = if matches!(
+                    pattern.node_kind(),
+                    "function_definition" | "class_definition"
+                ) {
+                    closest(src, &all_definitions(src.root()), &pattern)
+                } else {
+                    closest(src, &pool, &pattern)
+                };
+                return Err(failure(
+                    "scope",
+                    &pattern,
+                    scope,
+                    Problem::NotFound(candidates),
+                ));
+            }
+            _ => {
+                let lines = found
+                    .iter()
+                    .map(|(n, _)| n.start_position().row + 1)
+                    .collect();
+                return Err(failure("scope", &pattern, scope, Problem::Ambiguous(lines)));
+            }
+        }
+    }
+    let pool = reachable_statements(scope);
+    for capture in &rule.capture {
+        let pattern = compile(capture);
+        let found = matches(src, &pool, &pattern, &bindings);
+        match found.len() {
+            1 => merge(&mut bindings, found.into_iter().next().expect("one").1),
+            0 => {
+                return Err(failure(
+                    "capture",
+                    &pattern,
+                    scope,
+                    Problem::NotFound(closest(src, &pool, &pattern)),
+                ));
+            }
+            _ => {
+                let lines = found
+                    .iter()
+                    .map(|(n, _)| n.start_position().row + 1)
+                    .collect();
+                return Err(failure(
+                    "capture",
+                    &pattern,
+                    scope,
+                    Problem::Ambiguous(lines),
+                ));
+            }
+        }
+    }
+    let Some(anchor_text) = &rule.anchor else {
+        return Ok(Resolved {
+            scope,
+            anchor: None,
+            bindings,
+        });
+    };
+    let mut after_byte = 0;
+    if let Some(following) = &rule.following {
+        let pattern = compile(following);
+        let found = matches(src, &pool, &pattern, &bindings);
+        match found.len() {
+            1 => {
+                let (node, b) = found.into_iter().next().expect("one");
+                after_byte = node.end_byte();
+                merge(&mut bindings, b);
+            }
+            0 => {
+                return Err(failure(
+                    "following",
+                    &pattern,
+                    scope,
+                    Problem::NotFound(closest(src, &pool, &pattern)),
+                ));
+            }
+            _ => {
+                let lines = found
+                    .iter()
+                    .map(|(n, _)| n.start_position().row + 1)
+                    .collect();
+                return Err(failure(
+                    "following",
+                    &pattern,
+                    scope,
+                    Problem::Ambiguous(lines),
+                ));
+            }
+        }
+    }
+    let pattern = compile(anchor_text);
+    let contains = rule.contains.as_deref().map(compile);
+    let found: Vec<(Node, Bindings)> = matches(src, &pool, &pattern, &bindings)
+        .into_iter()
+        .filter(|(n, _)| n.start_byte() >= after_byte)
+        .filter(|(n, _)| {
+            contains.as_ref().is_none_or(|c| {
+                reachable_statements(python::undecorated(*n))
+                    .iter()
+                    .any(|s| c.match_statement(src, *s).is_some())
+            })
+        })
+        .collect();
+    let occurrence = if rule.following.is_some() {
+        Occurrence::First
+    } else {
+        rule.occurrence
+    };
+    let chosen = match (occurrence, found.len()) {
+        (_, 0) => {
+            return Err(failure(
+                "anchor",
+                &pattern,
+                scope,
+                Problem::NotFound(closest(src, &pool, &pattern)),
+            ));
+        }
+        (Occurrence::Only, 1) | (Occurrence::First, _) => found.into_iter().next(),
+        (Occurrence::Last, _) => found.into_iter().last(),
+        (Occurrence::Only, _) => {
+            let lines = found
+                .iter()
+                .map(|(n, _)| n.start_position().row + 1)
+                .collect();
+            return Err(failure(
+                "anchor",
+                &pattern,
+                scope,
+                Problem::Ambiguous(lines),
+            ));
+        }
+    };
+    let (node, b) = chosen.expect("non-empty");
+    merge(&mut bindings, b);
+    Ok(Resolved {
+        scope,
+        anchor: Some(python::with_decorators(python::undecorated(node))),
+        bindings,
+    })
+}

@@ -1,0 +1,64 @@
+//! Unified diffs of planned changes, with `a/` and `b/` paths so `git apply` takes them.
+
+use similar::{ChangeTag, TextDiff};
+
+/// The diff of one file; empty when nothing changes.
+pub fn unified(path: &str, before: &str, after: &str) -> String {
+    if before == after {
+        return String::new();
+    }
+    let diff = TextDiff::from_lines(before, after);
+    let mut out = format!("diff --git a/{path} b/{path}\n");
+    out.push_str(
+        &diff
+            .unified_diff()
+            .context_radius(3)
+            .header(&format!("a/{path}"), &format!("b/{path}"))
+            .to_string(),
+    );
+    out
+}
+
+/// Colour a diff for a terminal: additions green, removals red, hunk headers cyan.
+pub fn colorize(diff: &str) -> String {
+    let mut out = String::with_capacity(diff.len() + diff.len() / 8);
+    for line in diff.split_inclusive('\n') {
+        let colour =
+            if line.starts_with("+++") || line.starts_with("---") || line.starts_with("diff ") {
+                "\x1b[1m"
+            } else if line.starts_with('+') {
+                "\x1b[32m"
+            } else if line.starts_with('-') {
+                "\x1b[31m"
+            } else if line.starts_with("@@") {
+                "\x1b[36m"
+            } else {
+                ""
+            };
+        if colour.is_empty() {
+            out.push_str(line);
+        } else {
+            let (body, nl) = line.strip_suffix('\n').map_or((line, ""), |b| (b, "\n"));
+            out.push_str(colour);
+            out.push_str(body);
+            out.push_str("\x1b[0m");
+            out.push_str(nl);
+        }
+    }
+    out
+}
+
+/// Lines added and removed, for summaries.
+pub fn counts(before: &str, after: &str) -> (usize, usize) {
+    let diff = TextDiff::from_lines(before, after);
+    let mut added = 0;
+    let mut removed = 0;
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            ChangeTag::Insert => added += 1,
+            ChangeTag::Delete => removed += 1,
+            ChangeTag::Equal => {}
+        }
+    }
+    (added, removed)
+}

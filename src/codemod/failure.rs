@@ -1,0 +1,64 @@
+//! What can go wrong when planning edits, as data: the engine collects failures for
+//! every rule instead of stopping at the first, so a report can say, per group, what
+//! applies and what does not.
+
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureKind {
+    /// A scope, anchor, `following` or `capture` pattern matched nothing or too much.
+    Anchor,
+    /// The target does not parse (before editing), or the edit broke it.
+    Syntax,
+    /// Inserted code reads a name that is not defined where it lands.
+    Name,
+    /// The edit would land somewhere it must never go (a compiled function, above a
+    /// docstring, on a line shared with another statement, inside another region).
+    Placement,
+    /// Two rules edit the same lines.
+    Overlap,
+    /// The template cannot be rendered (e.g. a metavariable no pattern binds).
+    Template,
+    /// Markers already in the file are broken or were edited by hand.
+    Markers,
+    /// The target file is missing or unreadable.
+    File,
+}
+
+/// One failure, tied to a file and, where it has one, a rule and a line.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub kind: FailureKind,
+    /// Target file, relative to the root.
+    pub file: String,
+    /// 1-based line in the file as it is on disk (or as planned, for name failures).
+    pub line: Option<usize>,
+    pub rule: Option<String>,
+    pub group: Option<String>,
+    /// What was expected and what was found, one sentence.
+    pub message: String,
+    /// Closest candidates for a pattern that matched nothing: (line, text).
+    pub candidates: Vec<(usize, String)>,
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}: ", self.file)?,
+            None => write!(f, "{}: ", self.file)?,
+        }
+        if let Some(rule) = &self.rule {
+            write!(f, "rule {rule}: ")?;
+        }
+        f.write_str(&self.message)?;
+        if !self.candidates.is_empty() {
+            let c: Vec<String> = self
+                .candidates
+                .iter()
+                .map(|(l, t)| format!("line {l} `{t}`"))
+                .collect();
+            write!(f, "; closest: {}", c.join(", "))?;
+        }
+        Ok(())
+    }
+}

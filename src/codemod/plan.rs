@@ -1,0 +1,791 @@
+//! Planning one file: take out this rule set's old regions, resolve every rule's anchor,
+//! render the regions, check that they may go where they go, apply them as one set of
+//! non-overlapping edits, and check the result (it parses, every name it reads exists).
+//! Nothing is written here; the caller decides once every file is planned.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use super::anchor::{self, AnchorFailure, Problem};
+use super::failure::{Failure, FailureKind};
+use super::imports;
+use super::markers;
+use super::template::{self, Original};
+use crate::python::{self, Source, names};
+use crate::rules::{Position, Rule, RuleSet};
+
+/// What planning needs besides the file: the rule set and the parameter values.
+pub struct PlanContext<'a> {
+    pub rule_set: &'a RuleSet,
+    /// Template parameters (`RANKS` -> `{3, 14}`).
+    pub params: &'a BTreeMap<String, String>,
+}
+
+/// The plan for one file.
+#[derive(Debug, Clone)]
+pub struct FilePlan {
+    pub file: String,
+    /// The text on disk.
+    pub before: String,
+    /// The text to write (equal to `before` when nothing changes).
+    pub after: String,
+    /// Rules applied, in order.
+    pub applied: Vec<String>,
+    pub failures: Vec<Failure>,
+}
+
+/// One region to put in, as an edit of the stripped text.
+struct Edit {
+    start: usize,
+    end: usize,
+    /// The region's lines, markers included, without line endings.
+    lines: Vec<String>,
+    /// Indices of `lines` whose reads must be checked (template code, not markers,
+    /// kept originals or code copied from the original statement).
+    checked: Vec<usize>,
+    rule_index: usize,
+}
+
+fn line_start(text: &str, at: usize) -> usize {
+    text[..at].rfind('\n').map_or(0, |i| i + 1)
+}
+
+fn next_line_start(text: &str, at: usize) -> usize {
+    text[at..].find('\n').map_or(text.len(), |i| at + i + 1)
+}
+
+/// The file's indentation unit: a tab, or the width of the first indented block.
+fn indent_unit(text: &str) -> String {
+    let mut prev_opens_block = false;
+    for line in text.lines() {
+        let trimmed = line.trim_start();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        if prev_opens_block {
+            let ws = &line[..line.len() - trimmed.len()];
+            if ws.starts_with('\t') {
+                return "\t".to_string();
+            }
+            if !ws.is_empty() {
+                return ws.to_string();
+            }
+        }
+        prev_opens_block = trimmed.trim_end().ends_with(':');
+    }
+    "    ".to_string()
+}
+
+fn is_future_import(node: Node) -> bool {
+    node.kind() == "future_import_statement"
+}
+
+/// The statement's own line must hold nothing before it but indentation, and nothing
+/// after it but a comment.
+fn check_own_lines(src: &Source, stmt: Node) -> Result<(), String> {
+    let text = &src.text;
+    let ls = line_start(text, stmt.start_byte());
+    if !text[ls..stmt.start_byte()].trim().is_empty() {
+        return Err("the anchor shares its first line with other code".into());
+    }
+    let end = stmt.end_byte();
+    let nl = text[end..].find('\n').map_or(text.len(), |i| end + i);
+    let rest = text[end..nl].trim();
+    if !rest.is_empty() && !rest.starts_with('#') {
+        return Err(format!(
+            "the anchor shares its last line with other code (`{rest}`)"
+        ));
+    }
+    if nl == text.len() {
+        return Err(
+            "the anchor is on the last line and the file does not end with a newline".into(),
+        );
+    }
+    Ok(())
+}
+
+/// Comments directly above `stmt` (no blank line between) belong to it: `before` goes
+/// above them.
+fn first_attached_comment(src: &Source, stmt: Node) -> usize {
+    let mut first = stmt;
+    while let Some(prev) = first.prev_sibling() {
+        let adjacent = prev.end_position().row + 1 == first.start_position().row;
+        let own_line = src.text[line_start(&src.text, prev.start_byte())..prev.start_byte()]
+            .trim()
+            .is_empty();
+        if prev.kind() == "comment" && adjacent && own_line {
+            first = prev;
+        } else {
+            break;
+        }
+    }
+    line_start(&src.text, first.start_byte())
+}
+
+/// Whether a byte offset lies inside a string literal that started before it.
+fn inside_string(src: &Source, at: usize) -> bool {
+    let Some(mut node) = src.root().descendant_for_byte_range(at, at) else {
+        return false;
+    };
+    loop {
+        if node.kind() == "string" && node.start_byte() < at {
+            return true;
+        }
+        match node.parent() {
+            Some(p) => node = p,
+            None => return false,
+        }
+    }
+}
+
+fn describe_anchor_failure(f: &AnchorFailure) -> (String, Vec<(usize, String)>) {
+    let place = match f.searched_from {
+        Some(line) => format!(" in the scope starting at line {line}"),
+        None => String::new(),
+    };
+    match &f.problem {
+        Problem::NotFound(c) => (
+            format!("{} `{}` not found{place}", f.role, f.pattern),
+            c.clone(),
+        ),
+        Problem::Ambiguous(lines) => {
+            let l: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
+            (
+                format!(
+                    "{} `{}` matches {} statements{place} (lines {}); the rule must name one (narrow the scope, or set occurrence/following)",
+                    f.role,
+                    f.pattern,
+                    lines.len(),
+                    l.join(", ")
+                ),
+                Vec::new(),
+            )
+        }
+    }
+}
+
+/// Plan `rules` on `file` whose current text is `on_disk`.
+pub fn plan_file(
+    file: &str,
+    on_disk: &str,
+    rules: &[(usize, &Rule)],
+    ctx: &PlanContext,
+) -> FilePlan {
+    let mut plan = FilePlan {
+        file: file.to_string(),
+        before: on_disk.to_string(),
+        after: on_disk.to_string(),
+        applied: Vec::new(),
+        failures: Vec::new(),
+    };
+    let fail = |kind, line: Option<usize>, rule: Option<&Rule>, message: String| Failure {
+        kind,
+        file: file.to_string(),
+        line,
+        rule: rule.map(|r| r.id.clone()),
+        group: rule.map(|r| r.group.clone()),
+        message,
+        candidates: Vec::new(),
+    };
+    let set_name = ctx.rule_set.manifest.name.as_str();
+
+    // 1. Take out this rule set's regions; refuse if any was edited by hand.
+    let stripped = match markers::strip(on_disk, |r| r.rule_set == set_name) {
+        Ok((text, removed)) => {
+            if let Some(r) = removed.iter().find(|r| !r.intact) {
+                plan.failures.push(fail(
+                    FailureKind::Markers,
+                    Some(r.open_line + 1),
+                    None,
+                    format!(
+                        "the region of rule {} was edited by hand since it was added; review it, then run `instrument remove --force` to take it out",
+                        r.rule
+                    ),
+                ));
+                return plan;
+            }
+            text
+        }
+        Err(e) => {
+            plan.failures
+                .push(fail(FailureKind::Markers, Some(e.line), None, e.message));
+            return plan;
+        }
+    };
+    if rules.is_empty() {
+        plan.after = stripped;
+        return plan;
+    }
+    if !stripped.is_empty() && !stripped.ends_with('\n') {
+        plan.failures.push(fail(
+            FailureKind::Placement,
+            None,
+            None,
+            "the file does not end with a newline; add one (ruff's W292 asks for it too)".into(),
+        ));
+        return plan;
+    }
+
+    // 2. Parse; refuse a file the grammar does not accept.
+    let src = Source::parse(stripped.clone());
+    if let Some(err) = src.first_error() {
+        plan.failures.push(fail(
+            FailureKind::Syntax,
+            Some(err.line),
+            None,
+            format!(
+                "the file does not parse (tree-sitter error at column {}); fix it or check that this is Python, nothing was changed",
+                err.column
+            ),
+        ));
+        return plan;
+    }
+    let foreign: Vec<Range<usize>> = match markers::find_regions(&stripped) {
+        Ok(regions) => regions
+            .iter()
+            .map(|r| line_byte_range(&stripped, r.open_line, r.close_line))
+            .collect(),
+        Err(e) => {
+            plan.failures
+                .push(fail(FailureKind::Markers, Some(e.line), None, e.message));
+            return plan;
+        }
+    };
+    let unit = indent_unit(&stripped);
+    let eol = if on_disk.contains("\r\n") {
+        "\r\n"
+    } else {
+        "\n"
+    };
+
+    // 3. Resolve and render each rule.
+    let mut edits: Vec<Edit> = Vec::new();
+    for &(index, rule) in rules {
+        match plan_rule(&src, rule, index, ctx, &unit) {
+            Ok(mut e) => {
+                if let Some(hit) = e.iter().find(|e| {
+                    foreign
+                        .iter()
+                        .any(|f| e.start < f.end && f.start < e.end.max(e.start + 1))
+                }) {
+                    plan.failures.push(fail(
+                        FailureKind::Placement,
+                        Some(src.line_of(hit.start)),
+                        Some(rule),
+                        "the edit would land inside a region of another rule set; remove that first".into(),
+                    ));
+                    continue;
+                }
+                edits.append(&mut e);
+            }
+            Err(mut f) => {
+                f.file = file.to_string();
+                plan.failures.push(*f);
+            }
+        }
+    }
+    // Imports the templates need, each added once.
+    let mut import_edits = Vec::new();
+    for &(index, rule) in rules {
+        if plan
+            .failures
+            .iter()
+            .any(|f| f.rule.as_deref() == Some(rule.id.as_str()))
+        {
+            continue;
+        }
+        for import in &rule.imports {
+            match imports::plan_import(&src, import, &ctx.rule_set.manifest.first_party) {
+                Ok(None) => {}
+                Ok(Some((at, line))) => {
+                    let already = import_edits
+                        .iter()
+                        .any(|(_, l, _): &(usize, String, usize)| *l == line);
+                    if !already {
+                        import_edits.push((at, line, index));
+                    }
+                }
+                Err(msg) => plan
+                    .failures
+                    .push(fail(FailureKind::Template, None, Some(rule), msg)),
+            }
+        }
+    }
+    for (at, line, index) in import_edits {
+        let rule = &ctx.rule_set.rules[index];
+        let body: Vec<String> = line.split('\n').map(str::to_string).collect();
+        let checked = body
+            .iter()
+            .position(|l| !l.is_empty())
+            .map(|i| i + 1)
+            .into_iter()
+            .collect();
+        let lines = markers::render("", set_name, &rule.id, &[], &[], &body);
+        edits.push(Edit {
+            start: at,
+            end: at,
+            checked,
+            lines,
+            rule_index: index,
+        });
+    }
+    if !plan.failures.is_empty() {
+        return plan;
+    }
+
+    // 4. Order and check for overlaps, then apply.
+    edits.sort_by_key(|e| (e.start, e.end != e.start, e.rule_index));
+    for pair in edits.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        if a.end > b.start || (a.start == b.start && a.end != a.start && b.end != b.start) {
+            let (ra, rb) = (
+                &ctx.rule_set.rules[a.rule_index],
+                &ctx.rule_set.rules[b.rule_index],
+            );
+            plan.failures.push(fail(
+                FailureKind::Overlap,
+                Some(src.line_of(b.start)),
+                Some(rb),
+                format!("edits the same lines as rule {}", ra.id),
+            ));
+        }
+    }
+    if !plan.failures.is_empty() {
+        return plan;
+    }
+    let mut out = String::with_capacity(stripped.len() + edits.len() * 256);
+    let mut cursor = 0;
+    let mut checked_ranges: Vec<(Range<usize>, usize)> = Vec::new();
+    for e in &edits {
+        out.push_str(&stripped[cursor..e.start]);
+        for (i, line) in e.lines.iter().enumerate() {
+            let start = out.len();
+            out.push_str(line);
+            if e.checked.contains(&i) {
+                checked_ranges.push((start..out.len(), e.rule_index));
+            }
+            out.push_str(eol);
+        }
+        cursor = e.end;
+    }
+    out.push_str(&stripped[cursor..]);
+
+    // 5. The result must parse, and every name inserted code reads must exist there.
+    let result = Source::parse(out);
+    if let Some(err) = result.first_error() {
+        let rule = edits
+            .iter()
+            .map(|e| &ctx.rule_set.rules[e.rule_index])
+            .map(|r| r.id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        plan.failures.push(fail(
+            FailureKind::Syntax,
+            Some(err.line),
+            None,
+            format!("the planned edits would not parse at column {} (rules {rule}); nothing was written", err.column),
+        ));
+        return plan;
+    }
+    let mut reported = std::collections::HashSet::new();
+    let ranges: Vec<Range<usize>> = checked_ranges.iter().map(|(r, _)| r.clone()).collect();
+    for (i, read) in names::unbound_reads_in(&result, &ranges) {
+        {
+            let rule = &ctx.rule_set.rules[checked_ranges[i].1];
+            if !reported.insert((rule.id.clone(), read.name.clone())) {
+                continue;
+            }
+            let why = if read.bound_later {
+                "which is only assigned after this point"
+            } else {
+                "which is not defined there (not a parameter, local, import, builtin or a name the rules define)"
+            };
+            plan.failures.push(fail(
+                FailureKind::Name,
+                Some(result.line_of(read.at)),
+                Some(rule),
+                format!(
+                    "the inserted code reads `{}`, {why}; the rule does not fit this revision",
+                    read.name
+                ),
+            ));
+        }
+    }
+    if !plan.failures.is_empty() {
+        return plan;
+    }
+    plan.applied = rules.iter().map(|(_, r)| r.id.clone()).collect();
+    plan.after = result.text;
+    plan
+}
+
+fn line_byte_range(text: &str, first_line: usize, last_line: usize) -> Range<usize> {
+    let mut start = 0;
+    let mut line = 0;
+    let mut end = text.len();
+    for (i, b) in text.bytes().enumerate() {
+        if b == b'\n' {
+            line += 1;
+            if line == first_line {
+                start = i + 1;
+            }
+            if line == last_line + 1 {
+                end = i + 1;
+                break;
+            }
+        }
+    }
+    start..end
+}
+
+/// Resolve one rule and build its edit(s).
+fn plan_rule(
+    src: &Source,
+    rule: &Rule,
+    index: usize,
+    ctx: &PlanContext,
+    unit: &str,
+) -> Result<Vec<Edit>, Box<Failure>> {
+    let fail = |kind, line: Option<usize>, message: String| {
+        Box::new(Failure {
+            kind,
+            file: String::new(),
+            line,
+            rule: Some(rule.id.clone()),
+            group: Some(rule.group.clone()),
+            message,
+            candidates: Vec::new(),
+        })
+    };
+    let resolved = anchor::resolve(src, rule).map_err(|f| {
+        let (message, candidates) = describe_anchor_failure(&f);
+        let mut failure = fail(FailureKind::Anchor, f.searched_from, message);
+        failure.candidates = candidates;
+        failure
+    })?;
+    let text = &src.text;
+    let set_name = ctx.rule_set.manifest.name.as_str();
+
+    // Never inside a function whose decorator forbids it (a compiled graph).
+    let target = resolved.anchor.unwrap_or(resolved.scope);
+    let mut functions = python::enclosing_functions(target);
+    if target.kind() == "function_definition" && !rule.position.needs_anchor() {
+        functions.insert(0, target);
+    }
+    for func in functions {
+        for deco in python::decorators(src, func) {
+            if let Some(f) = ctx
+                .rule_set
+                .manifest
+                .forbid_inside
+                .iter()
+                .find(|f| deco.contains(&f.decorator))
+            {
+                let name = python::definition_name(src, func).unwrap_or("?");
+                return Err(fail(
+                    FailureKind::Placement,
+                    Some(src.line_of(target.start_byte())),
+                    format!(
+                        "refusing to insert into `{name}`, which is decorated with `{deco}`: {}",
+                        f.reason
+                    ),
+                ));
+            }
+        }
+    }
+
+    let render = |original: Option<&Original>, base: &str| {
+        template::render(
+            &rule.template,
+            ctx.params,
+            &resolved.bindings,
+            original,
+            base,
+            unit,
+        )
+        .map_err(|m| fail(FailureKind::Template, None, m))
+    };
+    let params_of = |used: &[String]| -> Vec<(String, String)> {
+        used.iter()
+            .map(|k| (k.clone(), ctx.params[k].clone()))
+            .collect()
+    };
+    let region = |base: &str, stash: &[&str], r: &template::Rendered| {
+        let lines = markers::render(
+            base,
+            set_name,
+            &rule.id,
+            &params_of(&r.used_params),
+            stash,
+            &r.lines,
+        );
+        let offset = 1 + stash.len();
+        let checked = (0..r.lines.len())
+            .filter(|i| !r.from_original.contains(i) && !r.lines[*i].trim().is_empty())
+            .map(|i| i + offset)
+            .collect();
+        (lines, checked)
+    };
+
+    match rule.position {
+        Position::Before | Position::After | Position::Replace | Position::Wrap => {
+            let stmt = resolved
+                .anchor
+                .expect("positions with an anchor resolve one");
+            check_own_lines(src, stmt).map_err(|m| {
+                fail(
+                    FailureKind::Placement,
+                    Some(src.line_of(stmt.start_byte())),
+                    m,
+                )
+            })?;
+            let line = src.line_of(stmt.start_byte());
+            let is_docstring = stmt
+                .parent()
+                .and_then(python::docstring)
+                .is_some_and(|d| d.id() == stmt.id());
+            if rule.position == Position::Before && (is_docstring || is_future_import(stmt)) {
+                return Err(fail(
+                    FailureKind::Placement,
+                    Some(line),
+                    "refusing to insert above a docstring or a `from __future__` import".into(),
+                ));
+            }
+            let ls = line_start(text, stmt.start_byte());
+            let base = &text[ls..stmt.start_byte()];
+            let end = next_line_start(text, stmt.end_byte());
+            match rule.position {
+                Position::Before | Position::After => {
+                    let r = render(None, base)?;
+                    let at = if rule.position == Position::Before {
+                        first_attached_comment(src, stmt)
+                    } else {
+                        end
+                    };
+                    let (lines, checked) = region(base, &[], &r);
+                    Ok(vec![Edit {
+                        start: at,
+                        end: at,
+                        lines,
+                        checked,
+                        rule_index: index,
+                    }])
+                }
+                _ => {
+                    let original_text = &text[ls..end];
+                    let lines: Vec<&str> = original_text
+                        .strip_suffix('\n')
+                        .unwrap_or(original_text)
+                        .split('\n')
+                        .map(|l| l.trim_end_matches('\r'))
+                        .collect();
+                    let mut in_string = Vec::with_capacity(lines.len());
+                    let mut offset = ls;
+                    for l in &lines {
+                        in_string.push(offset != ls && inside_string(src, offset));
+                        offset += l.len()
+                            + 1
+                            + usize::from(text[offset..].starts_with(&format!("{l}\r\n")));
+                    }
+                    let original = Original {
+                        lines: lines.clone(),
+                        in_string,
+                    };
+                    let r = render(Some(&original), base)?;
+                    let (region_lines, checked) = region(base, &lines, &r);
+                    Ok(vec![Edit {
+                        start: ls,
+                        end,
+                        lines: region_lines,
+                        checked,
+                        rule_index: index,
+                    }])
+                }
+            }
+        }
+        Position::BodyStart | Position::BodyEnd => {
+            let scope = resolved.scope;
+            let block = if scope.kind() == "module" {
+                Some(scope)
+            } else {
+                scope.child_by_field_name("body")
+            };
+            let Some(block) = block else {
+                return Err(fail(
+                    FailureKind::Placement,
+                    None,
+                    "the scope has no body".into(),
+                ));
+            };
+            let stmts = python::statements_of(block);
+            let Some(first) = stmts.first().copied() else {
+                return Err(fail(
+                    FailureKind::Placement,
+                    None,
+                    "the scope's body is empty".into(),
+                ));
+            };
+            if scope.kind() != "module" && first.start_position().row == scope.start_position().row
+            {
+                return Err(fail(
+                    FailureKind::Placement,
+                    Some(src.line_of(scope.start_byte())),
+                    "the body is on the same line as its header; put it on its own lines first"
+                        .into(),
+                ));
+            }
+            let indent_of =
+                |n: Node| text[line_start(text, n.start_byte())..n.start_byte()].to_string();
+            let base = if scope.kind() == "module" {
+                String::new()
+            } else {
+                indent_of(first)
+            };
+            let at = if rule.position == Position::BodyEnd {
+                let last = *stmts.last().expect("non-empty");
+                check_own_lines(src, last).map_err(|m| {
+                    fail(
+                        FailureKind::Placement,
+                        Some(src.line_of(last.start_byte())),
+                        m,
+                    )
+                })?;
+                next_line_start(text, last.end_byte())
+            } else {
+                let mut after: Option<Node> = python::docstring(block);
+                if scope.kind() == "module" {
+                    for s in &stmts {
+                        if is_future_import(*s) || after.is_some_and(|a| a.id() == s.id()) {
+                            after = Some(*s);
+                        } else {
+                            break;
+                        }
+                    }
+                }
+                match after {
+                    Some(node) => next_line_start(text, node.end_byte()),
+                    None => {
+                        let mut cursor = block.walk();
+                        let first_child = block.children(&mut cursor).next().unwrap_or(first);
+                        line_start(text, first_child.start_byte())
+                    }
+                }
+            };
+            let r = render(None, &base)?;
+            let (lines, checked) = region(&base, &[], &r);
+            Ok(vec![Edit {
+                start: at,
+                end: at,
+                lines,
+                checked,
+                rule_index: index,
+            }])
+        }
+        Position::AddParameter => plan_add_parameter(src, rule, index, &resolved, ctx, unit)
+            .map_err(|m| {
+                fail(
+                    FailureKind::Placement,
+                    Some(src.line_of(resolved.scope.start_byte())),
+                    m,
+                )
+            }),
+    }
+}
+
+/// Add one parameter to a function whose parameters stand one per line with a trailing
+/// comma (the layout ruff keeps): a new line before `**kwargs`, or after the last one.
+fn plan_add_parameter(
+    src: &Source,
+    rule: &Rule,
+    index: usize,
+    resolved: &anchor::Resolved,
+    ctx: &PlanContext,
+    unit: &str,
+) -> Result<Vec<Edit>, String> {
+    let func = resolved.scope;
+    if func.kind() != "function_definition" {
+        return Err("add-parameter needs a `def` scope".into());
+    }
+    let params = func
+        .child_by_field_name("parameters")
+        .ok_or("the function has no parameter list")?;
+    let mut cursor = params.walk();
+    let items: Vec<Node> = params
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() != "comment")
+        .collect();
+    let text = &src.text;
+    let one_per_line = items
+        .windows(2)
+        .all(|w| w[0].end_position().row < w[1].start_position().row)
+        && items
+            .first()
+            .is_some_and(|f| f.start_position().row > params.start_position().row);
+    let last = items
+        .last()
+        .ok_or("the function has no parameters to add to")?;
+    let trailing_comma = text[last.end_byte()..params.end_byte()]
+        .trim_start()
+        .starts_with(',');
+    if !one_per_line || !trailing_comma {
+        return Err("add-parameter needs the parameters one per line with a trailing comma (the layout ruff keeps); reformat the signature first".into());
+    }
+    let before = items
+        .iter()
+        .find(|n| n.kind() == "dictionary_splat_pattern");
+    let anchor_item = before.unwrap_or(last);
+    let base =
+        text[line_start(text, anchor_item.start_byte())..anchor_item.start_byte()].to_string();
+    let at = match before {
+        Some(n) => line_start(text, n.start_byte()),
+        None => next_line_start(text, last.end_byte()),
+    };
+    let mut r = template::render(
+        &rule.template,
+        ctx.params,
+        &resolved.bindings,
+        None,
+        &base,
+        unit,
+    )?;
+    if let Some(l) = r.lines.last_mut()
+        && !l.trim_end().ends_with(',')
+    {
+        l.push(',');
+    }
+    let params_used: Vec<(String, String)> = r
+        .used_params
+        .iter()
+        .map(|k| (k.clone(), ctx.params[k].clone()))
+        .collect();
+    let lines = markers::render(
+        &base,
+        &ctx.rule_set.manifest.name,
+        &rule.id,
+        &params_used,
+        &[],
+        &r.lines,
+    );
+    // A parameter's default is read where the function is defined, not inside it.
+    Ok(vec![Edit {
+        start: at,
+        end: at,
+        lines,
+        checked: Vec::new(),
+        rule_index: index,
+    }])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indent_unit_follows_the_file() {
+        assert_eq!(indent_unit("def f():\n  return 1\n"), "  ");
+        assert_eq!(indent_unit("def f():\n\treturn 1\n"), "\t");
+        assert_eq!(indent_unit("x = 1\n"), "    ");
+    }
+}

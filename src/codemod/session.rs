@@ -1,0 +1,317 @@
+//! Whole-tree operations: plan `add` over every target file (and the files holding old
+//! regions), plan `remove`, and scan a tree for regions (`status`, `check`). Each returns
+//! plans and failures; the command line decides what to print and whether to write.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use super::checkout;
+use super::failure::{Failure, FailureKind};
+use super::markers::{self, MarkerError, Region};
+use super::plan::{self, FilePlan, PlanContext};
+use crate::rules::{Rule, RuleSet};
+
+/// What `add` was asked to do.
+pub struct AddRequest<'a> {
+    pub root: &'a Path,
+    pub rule_set: &'a RuleSet,
+    /// The model's file stem, for rule sets that work per model.
+    pub model: Option<&'a str>,
+    pub params: &'a BTreeMap<String, String>,
+    /// Apply the groups that fit and skip the rest, instead of all or nothing.
+    pub partial: bool,
+}
+
+/// How one group fared.
+#[derive(Debug, Clone)]
+pub struct GroupOutcome {
+    pub group: String,
+    pub rules: Vec<String>,
+    pub files: BTreeSet<String>,
+    pub failures: Vec<Failure>,
+    /// Skipped under `--partial` because another group it needs could not apply.
+    pub skipped_for_dependency: bool,
+}
+
+impl GroupOutcome {
+    pub fn applies(&self) -> bool {
+        self.failures.is_empty() && !self.skipped_for_dependency
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct AddOutcome {
+    /// Every file planned: targets and files whose old regions are taken out.
+    pub plans: Vec<FilePlan>,
+    pub groups: Vec<GroupOutcome>,
+    /// Failures not tied to a rule (a file that does not parse, broken markers).
+    pub file_failures: Vec<Failure>,
+}
+
+impl AddOutcome {
+    pub fn ok(&self) -> bool {
+        self.file_failures.is_empty() && self.groups.iter().all(|g| g.applies())
+    }
+}
+
+fn read(root: &Path, rel: &str) -> Result<String, String> {
+    std::fs::read(root.join(rel))
+        .map_err(|e| e.to_string())
+        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()))
+}
+
+/// Plan `add`. With `partial`, groups that fail (or read names a failed group defines)
+/// are dropped until the rest plans cleanly.
+pub fn plan_add(req: &AddRequest) -> AddOutcome {
+    let set = req.rule_set;
+    let all: Vec<(usize, &Rule)> = set
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.models.is_empty() || req.model.is_some_and(|m| r.models.iter().any(|x| x == m))
+        })
+        .collect();
+    let target_of = |r: &Rule| r.file.replace("{MODEL}", req.model.unwrap_or("{MODEL}"));
+    let mut group_order: Vec<String> = Vec::new();
+    for (_, r) in &all {
+        if !group_order.contains(&r.group) {
+            group_order.push(r.group.clone());
+        }
+    }
+    // Files holding old regions of this set are re-planned too (a model switched, say).
+    let source_dir = req.root.join(&set.manifest.source_dir);
+    let mut with_regions: BTreeSet<String> = BTreeSet::new();
+    for rel in checkout::python_files(req.root, &source_dir) {
+        if let Ok(bytes) = std::fs::read(req.root.join(&rel))
+            && markers::mentions_markers(&bytes)
+            && String::from_utf8_lossy(&bytes)
+                .contains(&format!(" instrument {} ", set.manifest.name))
+        {
+            with_regions.insert(rel);
+        }
+    }
+
+    let mut dropped: BTreeSet<String> = BTreeSet::new();
+    let mut first_failures: BTreeMap<String, Vec<Failure>> = BTreeMap::new();
+    loop {
+        let active: Vec<(usize, &Rule)> = all
+            .iter()
+            .copied()
+            .filter(|(_, r)| !dropped.contains(&r.group))
+            .collect();
+        let mut by_file: BTreeMap<String, Vec<(usize, &Rule)>> = BTreeMap::new();
+        for (i, r) in &active {
+            by_file.entry(target_of(r)).or_default().push((*i, *r));
+        }
+        for f in &with_regions {
+            by_file.entry(f.clone()).or_default();
+        }
+        let ctx = PlanContext {
+            rule_set: set,
+            params: req.params,
+        };
+        let mut plans = Vec::new();
+        let mut failures: Vec<Failure> = Vec::new();
+        for (file, rules) in &by_file {
+            match read(req.root, file) {
+                Ok(text) => {
+                    let mut p = plan::plan_file(file, &text, rules, &ctx);
+                    // A failure that is not tied to a rule blocks every rule of the file.
+                    for f in std::mem::take(&mut p.failures) {
+                        if f.rule.is_some() {
+                            failures.push(f);
+                        } else {
+                            for (_, r) in rules {
+                                failures.push(Failure {
+                                    rule: Some(r.id.clone()),
+                                    group: Some(r.group.clone()),
+                                    ..f.clone()
+                                });
+                            }
+                            if rules.is_empty() {
+                                failures.push(f);
+                            }
+                        }
+                    }
+                    plans.push(p);
+                }
+                Err(e) => {
+                    for (_, r) in rules {
+                        failures.push(Failure {
+                            kind: FailureKind::File,
+                            file: file.clone(),
+                            line: None,
+                            rule: Some(r.id.clone()),
+                            group: Some(r.group.clone()),
+                            message: if e.contains("No such file") {
+                                "the target file does not exist in this checkout (a different revision?)".to_string()
+                            } else {
+                                format!("cannot read the target file: {e}")
+                            },
+                            candidates: Vec::new(),
+                        });
+                    }
+                }
+            }
+        }
+        let failed_groups: BTreeSet<String> =
+            failures.iter().filter_map(|f| f.group.clone()).collect();
+        for f in &failures {
+            if let Some(g) = &f.group
+                && !dropped.contains(g)
+            {
+                first_failures.entry(g.clone()).or_default().push(f.clone());
+            }
+        }
+        let file_failures: Vec<Failure> = failures
+            .iter()
+            .filter(|f| f.group.is_none())
+            .cloned()
+            .collect();
+        let progress = failed_groups.iter().any(|g| !dropped.contains(g));
+        if req.partial && progress && file_failures.is_empty() {
+            dropped.extend(failed_groups);
+            continue;
+        }
+        // Dedupe failures per group (a file-level failure repeats for each of its rules).
+        let groups = group_order
+            .iter()
+            .map(|g| {
+                let rules: Vec<&Rule> = all
+                    .iter()
+                    .filter(|(_, r)| &r.group == g)
+                    .map(|(_, r)| *r)
+                    .collect();
+                let mut fs: Vec<Failure> = Vec::new();
+                for f in first_failures.get(g).into_iter().flatten() {
+                    if !fs
+                        .iter()
+                        .any(|x| x.file == f.file && x.line == f.line && x.message == f.message)
+                    {
+                        fs.push(f.clone());
+                    }
+                }
+                let only_names = !fs.is_empty() && fs.iter().all(|f| f.kind == FailureKind::Name);
+                let dependency = only_names
+                    && first_failures.keys().any(|other| {
+                        other != g
+                            && first_failures[other]
+                                .iter()
+                                .any(|f| f.kind != FailureKind::Name)
+                    });
+                GroupOutcome {
+                    group: g.clone(),
+                    rules: rules.iter().map(|r| r.id.clone()).collect(),
+                    files: rules.iter().map(|r| target_of(r)).collect(),
+                    failures: fs,
+                    skipped_for_dependency: dependency,
+                }
+            })
+            .collect();
+        return AddOutcome {
+            plans,
+            groups,
+            file_failures,
+        };
+    }
+}
+
+/// Plan `remove`: every region (of `only_set`, when given) under `root` taken out.
+pub fn plan_remove(
+    root: &Path,
+    only_set: Option<&str>,
+    force: bool,
+) -> (Vec<FilePlan>, Vec<Failure>) {
+    let mut plans = Vec::new();
+    let mut failures = Vec::new();
+    for rel in checkout::python_files(root, root) {
+        let Ok(bytes) = std::fs::read(root.join(&rel)) else {
+            continue;
+        };
+        if !markers::mentions_markers(&bytes) {
+            continue;
+        }
+        let Ok(text) = String::from_utf8(bytes) else {
+            continue;
+        };
+        let selected = |r: &Region| only_set.is_none_or(|s| r.rule_set == s);
+        match markers::strip(&text, selected) {
+            Ok((after, removed)) => {
+                let edited: Vec<&Region> = removed.iter().filter(|r| !r.intact).collect();
+                if !edited.is_empty() && !force {
+                    for r in edited {
+                        failures.push(Failure {
+                            kind: FailureKind::Markers,
+                            file: rel.clone(),
+                            line: Some(r.open_line + 1),
+                            rule: Some(r.rule.clone()),
+                            group: None,
+                            message: "this region was edited by hand since it was added; review it, then use --force to take it out anyway (the original is restored from its `# |` lines)".into(),
+                            candidates: Vec::new(),
+                        });
+                    }
+                    continue;
+                }
+                if after != text {
+                    plans.push(FilePlan {
+                        file: rel,
+                        before: text,
+                        after,
+                        applied: Vec::new(),
+                        failures: Vec::new(),
+                    });
+                }
+            }
+            Err(e) => failures.push(Failure {
+                kind: FailureKind::Markers,
+                file: rel.clone(),
+                line: Some(e.line),
+                rule: None,
+                group: None,
+                message: format!(
+                    "{}; fix the markers by hand (or restore the file from version control)",
+                    e.message
+                ),
+                candidates: Vec::new(),
+            }),
+        }
+    }
+    (plans, failures)
+}
+
+/// Regions found in one file.
+#[derive(Debug, Clone)]
+pub struct FileRegions {
+    pub file: String,
+    pub regions: Vec<Region>,
+    pub error: Option<MarkerError>,
+}
+
+/// Every file under `root` that holds markers, with its regions.
+pub fn scan(root: &Path) -> Vec<FileRegions> {
+    let mut out = Vec::new();
+    for rel in checkout::python_files(root, root) {
+        let Ok(bytes) = std::fs::read(root.join(&rel)) else {
+            continue;
+        };
+        if !markers::mentions_markers(&bytes) {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        match markers::find_regions(&text) {
+            Ok(regions) if regions.is_empty() => {}
+            Ok(regions) => out.push(FileRegions {
+                file: rel,
+                regions,
+                error: None,
+            }),
+            Err(e) => out.push(FileRegions {
+                file: rel,
+                regions: Vec::new(),
+                error: Some(e),
+            }),
+        }
+    }
+    out
+}

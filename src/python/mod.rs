@@ -1,0 +1,228 @@
+//! Python source as tree-sitter sees it: parsing, syntax-error detection and the small
+//! tree walks that every part of the tool needs (statements of a block, names of
+//! definitions). Nothing here knows about pithtrain or about rules.
+
+use tree_sitter::{Node, Parser, Tree};
+
+pub mod eval;
+pub mod names;
+
+/// A parsed Python file: its text and its tree, kept together so node text can be read.
+pub struct Source {
+    pub text: String,
+    pub tree: Tree,
+}
+
+/// Where tree-sitter found a syntax error: 1-based line and column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyntaxErrorAt {
+    pub line: usize,
+    pub column: usize,
+}
+
+impl Source {
+    /// Parse `text`. Parsing itself never fails; call `first_error` to learn whether the
+    /// grammar accepted the whole file.
+    pub fn parse(text: String) -> Source {
+        let mut parser = Parser::new();
+        parser
+            .set_language(&tree_sitter_python::LANGUAGE.into())
+            .expect("the bundled tree-sitter-python grammar matches the tree-sitter version");
+        let tree = parser
+            .parse(&text, None)
+            .expect("parsing without a timeout always returns a tree");
+        Source { text, tree }
+    }
+
+    pub fn root(&self) -> Node<'_> {
+        self.tree.root_node()
+    }
+
+    pub fn text_of(&self, node: Node) -> &str {
+        &self.text[node.byte_range()]
+    }
+
+    /// The first error or missing node, in source order, if the grammar rejected anything.
+    pub fn first_error(&self) -> Option<SyntaxErrorAt> {
+        first_error_node(self.root()).map(|n| {
+            let p = n.start_position();
+            SyntaxErrorAt {
+                line: p.row + 1,
+                column: p.column + 1,
+            }
+        })
+    }
+
+    /// 1-based line number of a byte offset.
+    pub fn line_of(&self, byte: usize) -> usize {
+        line_of(&self.text, byte)
+    }
+}
+
+/// 1-based line number of a byte offset in `text`.
+pub fn line_of(text: &str, byte: usize) -> usize {
+    text.as_bytes()[..byte.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+fn first_error_node(node: Node) -> Option<Node> {
+    if node.is_error() || node.is_missing() {
+        return Some(node);
+    }
+    if !node.has_error() {
+        return None;
+    }
+    let mut cursor = node.walk();
+    let children: Vec<Node> = node.children(&mut cursor).collect();
+    children.into_iter().find_map(first_error_node)
+}
+
+/// Node kinds that are statements (what a block holds), compound or simple.
+pub fn is_statement(node: Node) -> bool {
+    node.is_named()
+        && node.kind() != "comment"
+        && node
+            .parent()
+            .is_some_and(|p| matches!(p.kind(), "module" | "block"))
+}
+
+/// Compound statements whose bodies hold further statements of the same scope.
+pub fn is_compound(kind: &str) -> bool {
+    matches!(
+        kind,
+        "if_statement"
+            | "for_statement"
+            | "while_statement"
+            | "with_statement"
+            | "try_statement"
+            | "match_statement"
+            | "elif_clause"
+            | "else_clause"
+            | "except_clause"
+            | "except_group_clause"
+            | "finally_clause"
+            | "case_clause"
+    )
+}
+
+/// A definition that opens a new scope.
+pub fn is_definition(kind: &str) -> bool {
+    matches!(
+        kind,
+        "function_definition" | "class_definition" | "decorated_definition"
+    )
+}
+
+/// The definition inside a `decorated_definition`, or the node itself.
+pub fn undecorated(node: Node) -> Node {
+    if node.kind() == "decorated_definition" {
+        node.child_by_field_name("definition").unwrap_or(node)
+    } else {
+        node
+    }
+}
+
+/// The statement that stands for a definition in its block: the `decorated_definition`
+/// around it when it has decorators, so that edits before it go above the decorators.
+pub fn with_decorators(node: Node) -> Node {
+    match node.parent() {
+        Some(p) if p.kind() == "decorated_definition" => p,
+        _ => node,
+    }
+}
+
+/// The decorators of a function or class definition, as source text.
+pub fn decorators<'a>(src: &'a Source, def: Node) -> Vec<&'a str> {
+    let holder = with_decorators(def);
+    if holder.kind() != "decorated_definition" {
+        return Vec::new();
+    }
+    let mut cursor = holder.walk();
+    holder
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() == "decorator")
+        .map(|c| src.text_of(c))
+        .collect()
+}
+
+/// Statements directly held by a block-like node (module, block, or a clause's body),
+/// comments excluded.
+pub fn statements_of(block: Node) -> Vec<Node> {
+    let mut cursor = block.walk();
+    block
+        .named_children(&mut cursor)
+        .filter(|c| c.kind() != "comment")
+        .collect()
+}
+
+/// The blocks directly nested in a compound statement (its body and the bodies of its
+/// `elif`/`else`/`except`/`finally` clauses), in source order.
+pub fn nested_blocks(stmt: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut cursor = stmt.walk();
+    for child in stmt.named_children(&mut cursor) {
+        match child.kind() {
+            "block" => out.push(child),
+            k if is_compound(k) => out.extend(nested_blocks(child)),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The name of a function or class definition.
+pub fn definition_name<'a>(src: &'a Source, def: Node) -> Option<&'a str> {
+    undecorated(def)
+        .child_by_field_name("name")
+        .map(|n| src.text_of(n))
+}
+
+/// The docstring statement of a body (module, class or function), if the body opens with one.
+pub fn docstring(body: Node) -> Option<Node> {
+    let first = statements_of(body).into_iter().next()?;
+    if first.kind() != "expression_statement" {
+        return None;
+    }
+    let mut cursor = first.walk();
+    let only: Vec<Node> = first.named_children(&mut cursor).collect();
+    (only.len() == 1 && matches!(only[0].kind(), "string" | "concatenated_string")).then_some(first)
+}
+
+/// Innermost enclosing function definitions of `node`, innermost first.
+pub fn enclosing_functions(node: Node) -> Vec<Node> {
+    let mut out = Vec::new();
+    let mut cur = node.parent();
+    while let Some(n) = cur {
+        if n.kind() == "function_definition" {
+            out.push(n);
+        }
+        cur = n.parent();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_first_syntax_error_line() {
+        let src = Source::parse("x = 1\ndef f(:\n    pass\n".to_string());
+        assert_eq!(src.first_error().map(|e| e.line), Some(2));
+        assert!(Source::parse("x = 1\n".to_string()).first_error().is_none());
+    }
+
+    #[test]
+    fn finds_docstring_only_when_first() {
+        let src = Source::parse("def f():\n    \"\"\"Doc.\"\"\"\n    return 1\n".to_string());
+        let def = src.root().named_child(0).unwrap();
+        let body = def.child_by_field_name("body").unwrap();
+        assert!(docstring(body).is_some());
+        let src = Source::parse("def f():\n    x = 1\n    \"\"\"Not a doc.\"\"\"\n".to_string());
+        let def = src.root().named_child(0).unwrap();
+        assert!(docstring(def.child_by_field_name("body").unwrap()).is_none());
+    }
+}

@@ -1,0 +1,675 @@
+//! Which names a piece of code reads, and whether each is bound where it is read.
+//!
+//! The codemod engine promises that inserted code never reads a name that does not exist
+//! at its insertion point. This module answers that for any byte range of a parsed file,
+//! with Python's scoping rules simplified to what static text can show: function scopes
+//! (parameters, assignments, imports, loop and `with` targets, nested definitions),
+//! enclosing functions, the module, and the builtins. Class bodies are skipped by methods,
+//! as in Python.
+
+use std::collections::{HashMap, HashSet};
+use std::ops::Range;
+
+use tree_sitter::Node;
+
+use super::Source;
+
+/// A name read in the examined range that is not bound where it is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnboundRead {
+    pub name: String,
+    /// Byte offset of the read.
+    pub at: usize,
+    /// True when the name is bound in the enclosing function, but only after this read.
+    pub bound_later: bool,
+}
+
+const BUILTINS: &[&str] = &[
+    "abs",
+    "aiter",
+    "all",
+    "anext",
+    "any",
+    "ascii",
+    "bin",
+    "bool",
+    "breakpoint",
+    "bytearray",
+    "bytes",
+    "callable",
+    "chr",
+    "classmethod",
+    "compile",
+    "complex",
+    "delattr",
+    "dict",
+    "dir",
+    "divmod",
+    "enumerate",
+    "eval",
+    "exec",
+    "filter",
+    "float",
+    "format",
+    "frozenset",
+    "getattr",
+    "globals",
+    "hasattr",
+    "hash",
+    "help",
+    "hex",
+    "id",
+    "input",
+    "int",
+    "isinstance",
+    "issubclass",
+    "iter",
+    "len",
+    "list",
+    "locals",
+    "map",
+    "max",
+    "memoryview",
+    "min",
+    "next",
+    "object",
+    "oct",
+    "open",
+    "ord",
+    "pow",
+    "print",
+    "property",
+    "range",
+    "repr",
+    "reversed",
+    "round",
+    "set",
+    "setattr",
+    "slice",
+    "sorted",
+    "staticmethod",
+    "str",
+    "sum",
+    "super",
+    "tuple",
+    "type",
+    "vars",
+    "zip",
+    "__import__",
+    "__name__",
+    "__file__",
+    "__doc__",
+    "__spec__",
+    "__package__",
+    "__builtins__",
+    "__debug__",
+    "NotImplemented",
+    "Ellipsis",
+    "BaseException",
+    "Exception",
+    "ArithmeticError",
+    "AssertionError",
+    "AttributeError",
+    "BufferError",
+    "EOFError",
+    "FileExistsError",
+    "FileNotFoundError",
+    "ImportError",
+    "IndexError",
+    "KeyError",
+    "KeyboardInterrupt",
+    "LookupError",
+    "MemoryError",
+    "ModuleNotFoundError",
+    "NameError",
+    "NotImplementedError",
+    "OSError",
+    "OverflowError",
+    "RecursionError",
+    "RuntimeError",
+    "StopIteration",
+    "SystemExit",
+    "TypeError",
+    "UnboundLocalError",
+    "ValueError",
+    "ZeroDivisionError",
+    "Warning",
+    "DeprecationWarning",
+    "UserWarning",
+    "RuntimeWarning",
+    "GeneratorExit",
+    "PermissionError",
+    "TimeoutError",
+];
+
+/// Every name read in `range` that is not bound where it is read.
+pub fn unbound_reads(src: &Source, range: Range<usize>) -> Vec<UnboundRead> {
+    unbound_reads_in(src, std::slice::from_ref(&range))
+        .into_iter()
+        .map(|(_, r)| r)
+        .collect()
+}
+
+/// `unbound_reads` for several ranges of one file, analysing the file once. Each result
+/// carries the index of its range.
+pub fn unbound_reads_in(src: &Source, ranges: &[Range<usize>]) -> Vec<(usize, UnboundRead)> {
+    let analysis = Analysis::new(src);
+    ranges
+        .iter()
+        .enumerate()
+        .flat_map(|(i, r)| {
+            reads_in(src, &analysis, r.clone())
+                .into_iter()
+                .map(move |u| (i, u))
+        })
+        .collect()
+}
+
+fn reads_in(src: &Source, analysis: &Analysis, range: Range<usize>) -> Vec<UnboundRead> {
+    let mut out = Vec::new();
+    let mut stack = vec![src.root()];
+    while let Some(node) = stack.pop() {
+        if node.end_byte() <= range.start || node.start_byte() >= range.end {
+            continue;
+        }
+        if node.kind() == "identifier" && range.contains(&node.start_byte()) {
+            if analysis.is_read(node) {
+                let name = src.text_of(node);
+                match analysis.resolve(node, name) {
+                    Resolution::Bound => {}
+                    Resolution::BoundLater => out.push(UnboundRead {
+                        name: name.to_string(),
+                        at: node.start_byte(),
+                        bound_later: true,
+                    }),
+                    Resolution::Unbound => out.push(UnboundRead {
+                        name: name.to_string(),
+                        at: node.start_byte(),
+                        bound_later: false,
+                    }),
+                }
+            }
+            continue;
+        }
+        let mut cursor = node.walk();
+        stack.extend(node.children(&mut cursor));
+    }
+    out.sort_by_key(|r| r.at);
+    out
+}
+
+enum Resolution {
+    Bound,
+    BoundLater,
+    Unbound,
+}
+
+/// Per-file facts: which identifiers are binding occurrences, and for each scope the
+/// offsets at which each name is bound.
+struct Analysis<'a> {
+    src: &'a Source,
+    /// Start bytes of identifiers that bind (targets, parameters, imported names, ...)
+    /// or that are not names at all (attribute names, keyword-argument names).
+    not_reads: HashSet<usize>,
+    /// Scope node start byte -> name -> offsets where bound. The module is keyed by 0
+    /// under `module_key`.
+    scopes: HashMap<usize, HashMap<String, Vec<usize>>>,
+    /// Scope node start byte -> names declared `global` there.
+    globals: HashMap<usize, HashSet<String>>,
+    star_import: bool,
+}
+
+const MODULE_KEY: usize = usize::MAX;
+
+impl<'a> Analysis<'a> {
+    fn new(src: &'a Source) -> Self {
+        let mut a = Analysis {
+            src,
+            not_reads: HashSet::new(),
+            scopes: HashMap::new(),
+            globals: HashMap::new(),
+            star_import: false,
+        };
+        a.collect(src.root(), MODULE_KEY);
+        a
+    }
+
+    fn bind(&mut self, scope: usize, ident: Node) {
+        let name = self.src.text_of(ident).to_string();
+        self.not_reads.insert(ident.start_byte());
+        self.scopes
+            .entry(scope)
+            .or_default()
+            .entry(name)
+            .or_default()
+            .push(ident.start_byte());
+    }
+
+    /// Mark every identifier bound by an assignment-like target.
+    fn bind_target(&mut self, scope: usize, target: Node) {
+        match target.kind() {
+            "identifier" => self.bind(scope, target),
+            // `a.b = x` and `a[i] = x` read `a`; they bind nothing.
+            "attribute" => {
+                if let Some(attr) = target.child_by_field_name("attribute") {
+                    self.not_reads.insert(attr.start_byte());
+                }
+            }
+            "subscript" => {}
+            _ => {
+                let mut cursor = target.walk();
+                let children: Vec<Node> = target.named_children(&mut cursor).collect();
+                for c in children {
+                    self.bind_target(scope, c);
+                }
+            }
+        }
+    }
+
+    fn bind_parameters(&mut self, scope: usize, params: Node) {
+        let mut cursor = params.walk();
+        let children: Vec<Node> = params.named_children(&mut cursor).collect();
+        for p in children {
+            match p.kind() {
+                "identifier" => self.bind(scope, p),
+                "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
+                    let mut c2 = p.walk();
+                    let first = p.named_children(&mut c2).find(|c| c.kind() == "identifier");
+                    if let Some(id) = first {
+                        self.bind(scope, id);
+                    } else {
+                        // `*args: T` nests the splat inside the typed parameter.
+                        let mut c3 = p.walk();
+                        let inner: Vec<Node> = p.named_children(&mut c3).collect();
+                        for i in inner {
+                            if matches!(i.kind(), "list_splat_pattern" | "dictionary_splat_pattern")
+                            {
+                                self.bind_parameters_one(scope, i);
+                            }
+                        }
+                    }
+                }
+                "default_parameter" | "typed_default_parameter" => {
+                    if let Some(name) = p.child_by_field_name("name") {
+                        self.bind(scope, name);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn bind_parameters_one(&mut self, scope: usize, splat: Node) {
+        let mut cursor = splat.walk();
+        let first = splat
+            .named_children(&mut cursor)
+            .find(|c| c.kind() == "identifier");
+        if let Some(id) = first {
+            self.bind(scope, id);
+        }
+    }
+
+    /// Walk `node`, recording bindings into `scope`; nested scopes get their own key.
+    fn collect(&mut self, node: Node, scope: usize) {
+        match node.kind() {
+            "function_definition" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.bind(scope, name);
+                }
+                let inner = node.start_byte();
+                self.scopes.entry(inner).or_default();
+                // Defaults, annotations and decorators belong to the outer scope; the
+                // parameter names to the inner one.
+                if let Some(params) = node.child_by_field_name("parameters") {
+                    self.bind_parameters(inner, params);
+                    self.collect_children(params, scope);
+                }
+                if let Some(ret) = node.child_by_field_name("return_type") {
+                    self.collect(ret, scope);
+                }
+                if let Some(body) = node.child_by_field_name("body") {
+                    self.collect(body, inner);
+                }
+                return;
+            }
+            "class_definition" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.bind(scope, name);
+                }
+                if let Some(sup) = node.child_by_field_name("superclasses") {
+                    self.collect(sup, scope);
+                }
+                // A class body is its own scope, invisible to the methods inside it.
+                if let Some(body) = node.child_by_field_name("body") {
+                    self.collect(body, node.start_byte());
+                }
+                return;
+            }
+            "lambda" => {
+                let inner = node.start_byte();
+                if let Some(params) = node.child_by_field_name("parameters") {
+                    self.bind_parameters(inner, params);
+                }
+                if let Some(body) = node.child_by_field_name("body") {
+                    self.collect(body, inner);
+                }
+                return;
+            }
+            "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => {
+                let inner = node.start_byte();
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for c in &children {
+                    if c.kind() == "for_in_clause"
+                        && let Some(left) = c.child_by_field_name("left")
+                    {
+                        self.bind_target(inner, left);
+                    }
+                }
+                for c in children {
+                    self.collect(c, inner);
+                }
+                return;
+            }
+            "assignment" | "augmented_assignment" => {
+                if let Some(left) = node.child_by_field_name("left") {
+                    self.bind_target(scope, left);
+                }
+            }
+            "for_statement" | "for_in_clause" => {
+                if let Some(left) = node.child_by_field_name("left") {
+                    self.bind_target(scope, left);
+                }
+            }
+            "as_pattern_target" => self.bind_target(scope, node),
+            "named_expression" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.bind(scope, name);
+                }
+            }
+            "except_clause" => {
+                // Older grammars put the alias directly on the clause.
+                if let Some(alias) = node.child_by_field_name("alias") {
+                    self.bind_target(scope, alias);
+                }
+            }
+            "import_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for c in children {
+                    self.bind_import_name(scope, c, true);
+                }
+                return;
+            }
+            "import_from_statement" | "future_import_statement" => {
+                let module = node
+                    .child_by_field_name("module_name")
+                    .map(|m| m.start_byte());
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for c in children {
+                    if Some(c.start_byte()) == module && c.kind() != "aliased_import" {
+                        self.mark_all_not_reads(c);
+                        continue;
+                    }
+                    match c.kind() {
+                        "wildcard_import" => self.star_import = true,
+                        "dotted_name" | "aliased_import" => self.bind_import_name(scope, c, false),
+                        _ => self.mark_all_not_reads(c),
+                    }
+                }
+                return;
+            }
+            "global_statement" | "nonlocal_statement" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node> = node.named_children(&mut cursor).collect();
+                for c in children {
+                    if c.kind() == "identifier" {
+                        self.not_reads.insert(c.start_byte());
+                        if node.kind() == "global_statement" {
+                            let name = self.src.text_of(c).to_string();
+                            self.globals.entry(scope).or_default().insert(name);
+                        }
+                    }
+                }
+                return;
+            }
+            "attribute" => {
+                if let Some(attr) = node.child_by_field_name("attribute") {
+                    self.not_reads.insert(attr.start_byte());
+                }
+            }
+            "keyword_argument" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.not_reads.insert(name.start_byte());
+                }
+            }
+            _ => {}
+        }
+        self.collect_children(node, scope);
+    }
+
+    fn collect_children(&mut self, node: Node, scope: usize) {
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        for c in children {
+            self.collect(c, scope);
+        }
+    }
+
+    fn mark_all_not_reads(&mut self, node: Node) {
+        if node.kind() == "identifier" {
+            self.not_reads.insert(node.start_byte());
+        }
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.children(&mut cursor).collect();
+        for c in children {
+            self.mark_all_not_reads(c);
+        }
+    }
+
+    /// `import a.b` binds `a`; `import a.b as c` and `from m import b as c` bind `c`;
+    /// `from m import b` binds `b`.
+    fn bind_import_name(&mut self, scope: usize, node: Node, plain_import: bool) {
+        match node.kind() {
+            "aliased_import" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.mark_all_not_reads(name);
+                }
+                if let Some(alias) = node.child_by_field_name("alias") {
+                    self.bind(scope, alias);
+                }
+            }
+            "dotted_name" => {
+                self.mark_all_not_reads(node);
+                let mut cursor = node.walk();
+                let parts: Vec<Node> = node.named_children(&mut cursor).collect();
+                let bound = if plain_import {
+                    parts.first()
+                } else {
+                    parts.last()
+                };
+                if let Some(id) = bound {
+                    self.bind(scope, *id);
+                }
+            }
+            _ => self.mark_all_not_reads(node),
+        }
+    }
+
+    fn is_read(&self, ident: Node) -> bool {
+        if self.not_reads.contains(&ident.start_byte()) {
+            return false;
+        }
+        // Identifiers in a format spec (`{x:>{width}}` aside) or a keyword are not names.
+        !matches!(ident.parent().map(|p| p.kind()), Some("format_specifier"))
+    }
+
+    /// Scope chain of a node, innermost first: function, lambda and comprehension scopes,
+    /// with class bodies included only when the node sits directly in them.
+    fn scope_chain(&self, node: Node<'a>) -> Vec<(usize, Node<'a>)> {
+        let mut chain = Vec::new();
+        let mut cur = node.parent();
+        let mut child = node;
+        let mut first_function_seen = false;
+        while let Some(n) = cur {
+            match n.kind() {
+                "function_definition" => {
+                    // Parameters' defaults and annotations are evaluated outside the function.
+                    let in_body = n
+                        .child_by_field_name("body")
+                        .is_some_and(|b| b.id() == child.id());
+                    if in_body {
+                        chain.push((n.start_byte(), n));
+                        first_function_seen = true;
+                    }
+                }
+                "lambda" => {
+                    let in_body = n
+                        .child_by_field_name("body")
+                        .is_some_and(|b| b.id() == child.id());
+                    if in_body {
+                        chain.push((n.start_byte(), n));
+                    }
+                }
+                "list_comprehension"
+                | "set_comprehension"
+                | "dictionary_comprehension"
+                | "generator_expression" => {
+                    chain.push((n.start_byte(), n));
+                }
+                "class_definition" => {
+                    let in_body = n
+                        .child_by_field_name("body")
+                        .is_some_and(|b| b.id() == child.id());
+                    if in_body && !first_function_seen {
+                        chain.push((n.start_byte(), n));
+                    }
+                }
+                _ => {}
+            }
+            child = n;
+            cur = n.parent();
+        }
+        chain
+    }
+
+    fn resolve(&self, read: Node<'a>, name: &str) -> Resolution {
+        let at = read.start_byte();
+        for (key, scope_node) in self.scope_chain(read) {
+            if self.globals.get(&key).is_some_and(|g| g.contains(name)) {
+                break;
+            }
+            let Some(offsets) = self.scopes.get(&key).and_then(|s| s.get(name)) else {
+                continue;
+            };
+            if matches!(
+                scope_node.kind(),
+                "function_definition" | "class_definition"
+            ) {
+                let earlier = offsets.iter().any(|&o| o < at);
+                let in_shared_loop = offsets.iter().any(|&o| shares_loop(read, o, scope_node));
+                return if earlier || in_shared_loop {
+                    Resolution::Bound
+                } else if scope_node.kind() == "class_definition" {
+                    continue;
+                } else {
+                    Resolution::BoundLater
+                };
+            }
+            return Resolution::Bound;
+        }
+        let in_function = self
+            .scope_chain(read)
+            .iter()
+            .any(|(_, n)| n.kind() == "function_definition");
+        if let Some(offsets) = self.scopes.get(&MODULE_KEY).and_then(|s| s.get(name)) {
+            // Function bodies run after the module is loaded; module-level code runs in order.
+            if in_function || offsets.iter().any(|&o| o < at) {
+                return Resolution::Bound;
+            }
+            return Resolution::BoundLater;
+        }
+        if BUILTINS.contains(&name) || self.star_import {
+            return Resolution::Bound;
+        }
+        Resolution::Unbound
+    }
+}
+
+/// Whether the binding at `offset` and the read share a loop inside `scope`, so that a
+/// later binding in the loop body is visible on the next iteration.
+fn shares_loop(read: Node, offset: usize, scope: Node) -> bool {
+    let mut cur = read.parent();
+    while let Some(n) = cur {
+        if n.id() == scope.id() {
+            return false;
+        }
+        if matches!(n.kind(), "for_statement" | "while_statement")
+            && n.byte_range().contains(&offset)
+        {
+            return true;
+        }
+        cur = n.parent();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unbound(code: &str, marker: &str) -> Vec<String> {
+        let start = code.find(marker).expect("marker in code");
+        let src = Source::parse(code.to_string());
+        unbound_reads(&src, start..code.len())
+            .into_iter()
+            .map(|r| {
+                if r.bound_later {
+                    format!("{}(later)", r.name)
+                } else {
+                    r.name
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn parameters_locals_imports_and_builtins_are_bound() {
+        let code = "import torch\nfrom a import b as c\n\ndef f(x, *args, y: int = 1, **kw):\n    z = 1\n    #HERE\n    print(x, args, y, kw, z, c, torch.cuda, len)\n";
+        assert!(unbound(code, "#HERE").is_empty());
+    }
+
+    #[test]
+    fn reports_missing_and_later_names() {
+        let code = "def f():\n    #HERE\n    print(ctx.rank, w)\n    w = 2\n";
+        assert_eq!(unbound(code, "#HERE"), vec!["ctx", "w(later)"]);
+    }
+
+    #[test]
+    fn loop_carried_and_comprehension_names() {
+        let code = "def f(n):\n    for i in range(n):\n        #HERE\n        if i:\n            print(_mod)\n        import os as _mod\n    s = sum(t * 2 for t in range(n))\n    g = lambda u: u\n";
+        assert!(unbound(code, "#HERE").is_empty());
+    }
+
+    #[test]
+    fn attribute_and_keyword_names_are_not_reads() {
+        let code = "def f(a):\n    #HERE\n    a.missing(flush=True)\n";
+        assert!(unbound(code, "#HERE").is_empty());
+    }
+
+    #[test]
+    fn methods_do_not_see_class_scope() {
+        let code = "class A:\n    k = 1\n\n    def m(self):\n        #HERE\n        return k\n";
+        assert_eq!(unbound(code, "#HERE"), vec!["k"]);
+    }
+
+    #[test]
+    fn fstring_interpolations_are_reads() {
+        let code = "def f(a):\n    #HERE\n    print(f\"{a:.2f} {missing}\")\n";
+        assert_eq!(unbound(code, "#HERE"), vec!["missing"]);
+    }
+}

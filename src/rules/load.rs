@@ -1,0 +1,195 @@
+//! Loading a rule set: from the copy embedded in the binary (`--rules memory-prints`,
+//! the default) or from a folder (`--rules DIR`), with every rule checked before use.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use include_dir::{Dir, include_dir};
+use serde::Deserialize;
+
+use super::{Manifest, Position, Rule};
+
+static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
+
+/// A loaded, validated rule set.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    pub manifest: Manifest,
+    pub rules: Vec<Rule>,
+    /// Where it came from, for messages: `embedded:memory-prints` or a folder path.
+    pub origin: String,
+    /// Rule file of each rule (same order as `rules`), for messages.
+    pub rule_files: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleFile {
+    #[serde(default)]
+    rule: Vec<Rule>,
+}
+
+/// Names of the rule sets built into the binary.
+pub fn embedded_names() -> Vec<String> {
+    let mut names: Vec<String> = EMBEDDED
+        .dirs()
+        .filter(|d| d.get_file(d.path().join("ruleset.toml")).is_some())
+        .map(|d| d.path().display().to_string())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Load `spec`: the name of an embedded rule set, or a folder holding `ruleset.toml`.
+pub fn load_rule_set(spec: &str) -> Result<RuleSet, String> {
+    let path = Path::new(spec);
+    if path.join("ruleset.toml").is_file() {
+        return load_from_dir(path);
+    }
+    if let Some(dir) = EMBEDDED.get_dir(spec) {
+        let mut files: Vec<(String, String)> = Vec::new();
+        for f in dir.files() {
+            let name = f
+                .path()
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .to_string();
+            if name.ends_with(".toml") {
+                let text = f
+                    .contents_utf8()
+                    .ok_or_else(|| format!("embedded rule file {name} is not UTF-8"))?;
+                files.push((name, text.to_string()));
+            }
+        }
+        return build(format!("embedded:{spec}"), files);
+    }
+    if path.exists() {
+        return Err(format!(
+            "--rules {spec}: {} has no ruleset.toml; a rule set folder needs one (see README, \"Rule format\")",
+            path.display()
+        ));
+    }
+    Err(format!(
+        "--rules {spec}: no such rule set or folder (built in: {})",
+        embedded_names().join(", ")
+    ))
+}
+
+fn load_from_dir(dir: &Path) -> Result<RuleSet, String> {
+    let mut files = Vec::new();
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for p in paths {
+        if p.extension().is_some_and(|e| e == "toml") {
+            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            files.push((
+                p.file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .to_string(),
+                text,
+            ));
+        }
+    }
+    build(dir.display().to_string(), files)
+}
+
+fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, String> {
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let manifest_text = files
+        .iter()
+        .find(|(n, _)| n == "ruleset.toml")
+        .map(|(_, t)| t.clone())
+        .ok_or_else(|| format!("{origin}: no ruleset.toml"))?;
+    let manifest: Manifest = toml::from_str(&manifest_text)
+        .map_err(|e| format!("{origin}/ruleset.toml: {}", one_line(&e.to_string())))?;
+    let mut rules = Vec::new();
+    let mut rule_files = Vec::new();
+    for (name, text) in files.iter().filter(|(n, _)| n != "ruleset.toml") {
+        let parsed: RuleFile = toml::from_str(text)
+            .map_err(|e| format!("{origin}/{name}: {}", one_line(&e.to_string())))?;
+        for r in parsed.rule {
+            rules.push(r);
+            rule_files.push(name.clone());
+        }
+    }
+    let set = RuleSet {
+        manifest,
+        rules,
+        origin,
+        rule_files,
+    };
+    set.validate()?;
+    Ok(set)
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl RuleSet {
+    /// Static checks on the rules themselves, before any target is read.
+    fn validate(&self) -> Result<(), String> {
+        let mut seen = HashSet::new();
+        for (rule, file) in self.rules.iter().zip(&self.rule_files) {
+            let at = format!("{}/{file}: rule {}", self.origin, rule.id);
+            if rule.id.is_empty() || rule.id.contains(char::is_whitespace) {
+                return Err(format!("{at}: a rule id must be one word"));
+            }
+            if !seen.insert(rule.id.clone()) {
+                return Err(format!("{at}: the id is used twice"));
+            }
+            if rule.position.needs_anchor() && rule.anchor.is_none() {
+                return Err(format!(
+                    "{at}: position {:?} needs an anchor",
+                    rule.position
+                ));
+            }
+            if !rule.position.needs_anchor() && rule.anchor.is_some() {
+                return Err(format!(
+                    "{at}: position {:?} works on the scope itself; drop the anchor or use before/after",
+                    rule.position
+                ));
+            }
+            if rule.position == Position::Wrap && !rule.template.contains("{ORIGINAL}") {
+                return Err(format!("{at}: a wrap template must contain {{ORIGINAL}}"));
+            }
+            if rule.position != Position::Replace
+                && rule.position != Position::Wrap
+                && rule.template.trim().is_empty()
+            {
+                return Err(format!("{at}: the template is empty"));
+            }
+            if !rule.position.needs_anchor()
+                && rule.scope.is_empty()
+                && rule.position == Position::AddParameter
+            {
+                return Err(format!("{at}: add-parameter needs a `def` scope"));
+            }
+            for pattern in rule
+                .scope
+                .iter()
+                .chain(&rule.anchor)
+                .chain(&rule.following)
+                .chain(&rule.contains)
+                .chain(&rule.capture)
+            {
+                crate::codemod::pattern::Pattern::compile(pattern)
+                    .map_err(|e| format!("{at}: {e}"))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The rules that apply to `model` (a file stem), in application order.
+    pub fn rules_for_model<'a>(&'a self, model: Option<&str>) -> Vec<&'a Rule> {
+        self.rules
+            .iter()
+            .filter(|r| {
+                r.models.is_empty() || model.is_some_and(|m| r.models.iter().any(|x| x == m))
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,208 @@
+//! The rule format: what a rule set and a rule say, as read from TOML.
+//!
+//! A rule set is a folder: `ruleset.toml` (what the set is for, how to recognise the
+//! checkout it applies to, its parameters) and any number of `*.toml` files holding
+//! `[[rule]]` tables. Rules are applied in file-name order, then in the order they are
+//! written. The format is documented for rule authors in the README ("Rule format").
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+
+pub mod load;
+
+pub use load::{RuleSet, load_rule_set};
+
+/// `ruleset.toml`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    /// Short name, written into every marker (`memory-prints`).
+    pub name: String,
+    pub description: String,
+    /// A path (relative to the checkout root) whose presence identifies the checkout,
+    /// e.g. `pithtrain/__init__.py`.
+    pub root_marker: String,
+    /// The folder (relative to the root) that instrumentation may touch; `remove`,
+    /// `status` and re-`add` scan it for markers.
+    pub source_dir: String,
+    /// Where per-model files live and how a model name maps onto one.
+    #[serde(default)]
+    pub models: Option<ModelsSpec>,
+    /// Decorators (substrings of their text) whose functions must never receive inserted
+    /// code, e.g. `torch.compile`: a print or synchronize breaks a full graph.
+    #[serde(default)]
+    pub forbid_inside: Vec<ForbiddenDecorator>,
+    /// Top-level packages isort treats as first party when an import has to be added.
+    #[serde(default)]
+    pub first_party: Vec<String>,
+    /// Parameters the templates use, by name, with their meaning (for `instrument rules`).
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+    /// How `--detail-layers` is chosen when it is not given.
+    #[serde(default)]
+    pub detail_layers: Option<DetailLayersSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForbiddenDecorator {
+    /// A substring of the decorator's text, e.g. `torch.compile`.
+    pub decorator: String,
+    /// Why code must not go there, shown in the error.
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelsSpec {
+    /// Folder of model files, relative to the root (`pithtrain/models`).
+    pub dir: String,
+    /// File stems in that folder that are not models (`__init__`, `interface`).
+    #[serde(default)]
+    pub exclude: Vec<String>,
+    /// Extra names users type, mapped to file stems (`qwen3.5-moe` -> `qwen35_moe`).
+    #[serde(default)]
+    pub aliases: BTreeMap<String, String>,
+}
+
+/// How the default detail layers are found: the rule set names the patterns of the
+/// MoE-versus-dense decision, the engine finds and evaluates it with the model config.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetailLayersSpec {
+    /// How many layers to pick, starting at the first MoE layer.
+    pub count: usize,
+    /// The statement that records a decoder layer's index, binding `$LAYER` to the name
+    /// of the index variable (e.g. `self.idx = $LAYER`). Its function is searched below.
+    pub index: String,
+    /// Patterns of the decision, binding `$COND` (e.g. `self.mlp = $_ if $COND else $_`).
+    /// When `$COND` is a plain name, its assignment earlier in the function is used.
+    #[serde(default)]
+    pub conditions: Vec<String>,
+    /// Patterns that, found with no condition, mean every layer has experts.
+    #[serde(default)]
+    pub always_moe: Vec<String>,
+    /// Glob (one `*` folder) of example configs, matched on `model_type`.
+    #[serde(default)]
+    pub example_configs: Option<String>,
+    /// Model file stem -> the config's `model_type`.
+    #[serde(default)]
+    pub model_types: BTreeMap<String, String>,
+}
+
+/// Where a rule's code goes relative to its anchor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Position {
+    /// Above the anchor statement (and above the comments attached to it).
+    Before,
+    /// Below the anchor statement (below its whole block when it is compound).
+    After,
+    /// Instead of the anchor statement; the original is kept in the marker and restored
+    /// by `remove`. `{ORIGINAL}` in the template stands for the original statement.
+    Replace,
+    /// Like `replace`, but the template must contain `{ORIGINAL}`.
+    Wrap,
+    /// At the top of the scope's body (below a docstring and `from __future__` imports).
+    BodyStart,
+    /// At the end of the scope's body.
+    BodyEnd,
+    /// Adds the template (one parameter, e.g. `flag: bool = False`) to the parameter list
+    /// of the scope's function, before any `*args` / `**kwargs`.
+    AddParameter,
+}
+
+impl Position {
+    pub fn needs_anchor(self) -> bool {
+        matches!(
+            self,
+            Position::Before | Position::After | Position::Replace | Position::Wrap
+        )
+    }
+
+    pub fn replaces(self) -> bool {
+        matches!(
+            self,
+            Position::Replace | Position::Wrap | Position::AddParameter
+        )
+    }
+}
+
+/// Which match of the anchor is meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Occurrence {
+    /// Exactly one match, else an error (the default: ambiguity is a bug in the rule).
+    #[default]
+    Only,
+    First,
+    Last,
+}
+
+/// One `[[rule]]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    /// Unique id, conventionally `<group><letter>.<what>` (`4B.step1-before-forward`).
+    pub id: String,
+    /// The group the rule belongs to; `--partial` applies or skips whole groups.
+    pub group: String,
+    /// Target file relative to the root; `{MODEL}` is the model's file stem.
+    pub file: String,
+    /// Only for these models (file stems); empty means every model.
+    #[serde(default)]
+    pub models: Vec<String>,
+    /// One line for reviewers and `instrument rules`.
+    pub summary: String,
+    /// Enclosing structure, outermost first: `class Name`, `def name`, `for $I in range(n)`,
+    /// `if cond`, `with ...`, `while cond`, `try`. Metavariables (`$X`) match any node.
+    #[serde(default)]
+    pub scope: Vec<String>,
+    /// The statement the edit is placed against (a code pattern with metavariables).
+    #[serde(default)]
+    pub anchor: Option<String>,
+    /// When set, only anchors that hold a statement matching this pattern count (e.g. the
+    /// `if self.is_first_pp_rank` block that contains `self.criterion = criterion`).
+    #[serde(default)]
+    pub contains: Option<String>,
+    /// When set, the anchor is the first match after this (unique) statement.
+    #[serde(default)]
+    pub following: Option<String>,
+    #[serde(default)]
+    pub occurrence: Occurrence,
+    pub position: Position,
+    /// Extra patterns matched in the scope only to bind metavariables for the template.
+    #[serde(default)]
+    pub capture: Vec<String>,
+    /// The code to insert, indented as if at column 0 (the engine indents it).
+    #[serde(default)]
+    pub template: String,
+    /// Module-level imports the template needs; each is added (in isort's place) only when
+    /// the names it binds are not already bound in the module.
+    #[serde(default)]
+    pub imports: Vec<String>,
+    /// Why the rule departs from the written recipe, if it does (shown by `instrument rules`).
+    #[serde(default)]
+    pub note: Option<String>,
+    /// Self-tests: input snippet and the expected output (checked by `instrument test-rules`).
+    #[serde(default)]
+    pub examples: Vec<Example>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Example {
+    /// Parameter values for the example (defaults otherwise).
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+    /// Source before the rule is applied (the rule's file is taken to hold exactly this).
+    pub before: String,
+    /// Expected source after the rule alone is applied, markers included; omit to only
+    /// require that the rule applies and round-trips.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// Expected error text fragment instead of an output.
+    #[serde(default)]
+    pub error: Option<String>,
+}
