@@ -68,7 +68,7 @@ fn process<'a>(rep: &'a Value, pid: &str) -> &'a Value {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["pid"].to_string() == pid)
+        .find(|p| p["pid"].as_i64().map(|v| v.to_string()).as_deref() == Some(pid))
         .unwrap_or_else(|| panic!("process {pid} missing from the report"))
 }
 
