@@ -105,7 +105,11 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         launch: args.launch.clone(),
     };
     let plan = command::plan(&req);
-    print!("{}", command::render(&plan, req.launch.len()));
+    {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(command::render(&plan, req.launch.len()).as_bytes())?;
+        stdout.flush()?;
+    }
     if let Some(i) = &plan.installed {
         eprintln!(
             "checked against {} ({})",

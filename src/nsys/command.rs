@@ -343,7 +343,7 @@ pub fn plan(req: &Request) -> Plan {
             let help = run_capture(path, &["profile", "--help"]).unwrap_or_default();
             if help_block(&help, "--trace").is_none() {
                 warnings.push(format!(
-                    "{}: `nsys profile --help` did not list its options; the options below are unchecked",
+                    "{}: `nsys profile --help` did not list its options; the options are unchecked",
                     path.display()
                 ));
             } else {
@@ -374,7 +374,7 @@ pub fn plan(req: &Request) -> Plan {
             path.display()
         )),
         None => warnings.push(
-            "nsys is not on PATH: the options below could not be checked against an installed nsys (look for it with `find \"$CONDA_PREFIX\" -name nsys`, or install nsight-systems)".into(),
+            "nsys is not on PATH: its options could not be checked against an installed nsys (look for it with `find \"$CONDA_PREFIX\" -name nsys`, or install nsight-systems)".into(),
         ),
     }
     if req.backtraces
