@@ -256,7 +256,8 @@ def build_mixed(rng, kernels_target, ranks):
             for layer in range(4):
                 ex.push(th, f"layer{layer:02d}", via="textId")
                 ex.push(th, "MoELayer.forward", via="textId", domain="pithtrain")
-                ex.push(th, "attention", via="text")
+                # The same name via the text column and via a registered string (textId).
+                ex.push(th, "attention", via="textId" if layer % 2 else "text")
                 ex.launch(th, [k("rmsnorm", COMPUTE, 2000, 5000, rng)])
                 ex.launch(th, [k(rng.choice(["nvjet", "cutlass", "xmma"]), COMPUTE, 20000, 60000, rng)])
                 ex.launch(th, [k("flash", COMPUTE, 30000, 90000, rng)])
