@@ -45,7 +45,7 @@ pub struct CommandArgs {
     #[arg(long, overrides_with = "no_sqlite")]
     pub sqlite: bool,
     /// Do not export a SQLite file.
-    #[arg(long)]
+    #[arg(long, overrides_with = "sqlite")]
     pub no_sqlite: bool,
     /// Leave out --cudabacktrace / --python-backtrace (inert without CPU sampling).
     #[arg(long)]

@@ -46,8 +46,8 @@ pub struct Plan {
     pub notes: Vec<String>,
 }
 
-/// The newest release this tool's option list was written against, and the oldest release the
-/// profiling guide recommends (older ones do not recognise recent GPUs such as Blackwell).
+/// The oldest release the profiling guide recommends (older ones do not recognise recent GPUs
+/// such as Blackwell, sm_120).
 pub const RECOMMENDED_MIN: (u32, u32) = (2024, 5);
 
 /// Find `name` in the directories of `PATH`.
