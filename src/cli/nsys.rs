@@ -1,16 +1,159 @@
 //! `instrument nsys ...`: argument definitions and glue to `crate::nsys`.
 
-use clap::Subcommand;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use crate::exit::{self, user_error};
+use crate::nsys::{analyze, command, report, sqlite};
 
 #[derive(Subcommand, Debug)]
 pub enum NsysCommand {
-    /// Summarise an nsys SQLite export.
-    Report {
-        /// The `.sqlite` file written by `nsys export` / `nsys profile --export sqlite`.
-        file: std::path::PathBuf,
-    },
+    /// Summarise an nsys SQLite export: kernel time by category per process, communication
+    /// overlap, and NVTX ranges projected onto the GPU work they launched.
+    Report(ReportArgs),
+    /// Print (or run) the recommended `nsys profile` command around a launcher.
+    Command(CommandArgs),
 }
 
-pub fn run(_cmd: NsysCommand) -> anyhow::Result<u8> {
-    Err(crate::exit::user_error("instrument nsys is not built yet"))
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The `.sqlite` file written by `nsys export --type sqlite` / `nsys profile --export sqlite`.
+    pub file: PathBuf,
+    /// Print the report as JSON (schema `instrument.nsys.report/1`, see docs/nsys.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML page with a per-process timeline to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// How many kernels to list per process.
+    #[arg(long, default_value_t = 15)]
+    pub top: usize,
+}
+
+#[derive(Args, Debug)]
+pub struct CommandArgs {
+    /// Output name for the report (nsys adds .nsys-rep / .sqlite).
+    #[arg(long, short = 'o', default_value = "profiling/results/nsys/profile")]
+    pub out: String,
+    /// A functions-trace JSON naming your modules (passed as --python-functions-trace).
+    #[arg(long, value_name = "FILE")]
+    pub trace_json: Option<PathBuf>,
+    /// Export a SQLite file next to the report (the default).
+    #[arg(long, overrides_with = "no_sqlite")]
+    pub sqlite: bool,
+    /// Do not export a SQLite file.
+    #[arg(long, overrides_with = "sqlite")]
+    pub no_sqlite: bool,
+    /// Leave out --cudabacktrace / --python-backtrace (inert without CPU sampling).
+    #[arg(long)]
+    pub no_backtraces: bool,
+    /// The nsys binary to use and check (default: `nsys` on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub nsys: Option<PathBuf>,
+    /// Run the command after printing it.
+    #[arg(long)]
+    pub run: bool,
+    /// The launcher and its arguments, e.g. `torchrun --standalone --nproc_per_node=4 -m pkg.run`.
+    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, num_args = 1..)]
+    pub launch: Vec<String>,
+}
+
+pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
+    match cmd {
+        NsysCommand::Report(args) => run_report(args),
+        NsysCommand::Command(args) => run_command(args),
+    }
+}
+
+fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
+    let export = sqlite::load(&args.file)?;
+    let opts = analyze::Options {
+        top: args.top,
+        timeline_buckets: args.html.as_ref().map(|_| 400),
+    };
+    let rep = analyze::analyze(&export, &opts);
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        stdout.write_all(report::json::render(&rep).as_bytes())?;
+    } else {
+        stdout.write_all(report::text::render(&rep, args.top).as_bytes())?;
+    }
+    if let Some(path) = &args.html {
+        std::fs::write(path, report::html::render(&rep)).map_err(|e| {
+            user_error(format!(
+                "{}: cannot write the HTML page: {e}",
+                path.display()
+            ))
+        })?;
+        if !args.json {
+            writeln!(stdout, "\nHTML page written to {}", path.display())?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
+    let req = command::Request {
+        out: args.out.clone(),
+        trace_json: args.trace_json.clone(),
+        sqlite: !args.no_sqlite,
+        backtraces: !args.no_backtraces,
+        nsys: args.nsys.clone(),
+        launch: args.launch.clone(),
+    };
+    let plan = command::plan(&req);
+    {
+        let mut stdout = std::io::stdout().lock();
+        stdout.write_all(command::render(&plan, req.launch.len()).as_bytes())?;
+        stdout.flush()?;
+    }
+    if let Some(i) = &plan.installed {
+        eprintln!(
+            "checked against {} ({})",
+            i.path.display(),
+            if i.version_line.is_empty() {
+                "version unknown"
+            } else {
+                &i.version_line
+            }
+        )
+    }
+    for w in &plan.warnings {
+        eprintln!("warning: {w}");
+    }
+    for n in &plan.notes {
+        eprintln!("note: {n}");
+    }
+    if req.sqlite {
+        eprintln!(
+            "then: instrument nsys report {}.sqlite",
+            command::shell_quote(&req.out)
+        );
+    }
+    if !args.run {
+        return Ok(exit::OK);
+    }
+    if plan.installed.is_none() {
+        return Err(user_error(
+            "--run: no usable nsys (not on PATH, or --nsys is not executable)",
+        ));
+    }
+    if let Some(parent) = std::path::Path::new(&req.out).parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+    }
+    let status = std::process::Command::new(&plan.program)
+        .args(&plan.args)
+        .envs(plan.env.iter().map(|(k, v)| (k, v)))
+        .status()
+        .with_context(|| format!("starting {}", plan.program))?;
+    Ok(status
+        .code()
+        .map(|c| c.clamp(0, 255) as u8)
+        .unwrap_or(exit::INTERNAL))
 }

@@ -1,0 +1,100 @@
+//! Interval arithmetic on half-open `[start, end)` nanosecond intervals: unions, the length of
+//! an intersection, and per-bucket busy time for the timeline.
+
+/// Merge intervals (sorted here) into disjoint, sorted intervals. Empty intervals vanish.
+pub fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    iv.retain(|&(s, e)| e > s);
+    if !iv.is_sorted() {
+        iv.sort_unstable();
+    }
+    let mut out: Vec<(i64, i64)> = Vec::with_capacity(iv.len().min(1 << 16));
+    for (s, e) in iv {
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Total length of disjoint sorted intervals.
+pub fn length(iv: &[(i64, i64)]) -> i64 {
+    iv.iter().map(|&(s, e)| e - s).sum()
+}
+
+/// Length of the intersection of two disjoint sorted interval lists.
+pub fn intersection_length(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
+    let (mut i, mut j, mut total) = (0, 0, 0);
+    while i < a.len() && j < b.len() {
+        let s = a[i].0.max(b[j].0);
+        let e = a[i].1.min(b[j].1);
+        if e > s {
+            total += e - s;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    total
+}
+
+/// Busy nanoseconds of disjoint sorted intervals in each of `n` equal buckets over `[t0, t1)`.
+pub fn bucketize(iv: &[(i64, i64)], t0: i64, t1: i64, n: usize) -> Vec<i64> {
+    let mut out = vec![0i64; n];
+    if t1 <= t0 || n == 0 {
+        return out;
+    }
+    let span = (t1 - t0) as f64;
+    let width = span / n as f64;
+    for &(s, e) in iv {
+        let s = s.max(t0);
+        let e = e.min(t1);
+        if e <= s {
+            continue;
+        }
+        let first = (((s - t0) as f64) / width) as usize;
+        let last = ((((e - t0) as f64) / width) as usize).min(n - 1);
+        for (b, slot) in out
+            .iter_mut()
+            .enumerate()
+            .take(last + 1)
+            .skip(first.min(n - 1))
+        {
+            let bs = t0 + (b as f64 * width) as i64;
+            let be = if b + 1 == n {
+                t1
+            } else {
+                t0 + ((b + 1) as f64 * width) as i64
+            };
+            let ov = e.min(be) - s.max(bs);
+            if ov > 0 {
+                *slot += ov;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_and_intersection() {
+        let a = union(vec![(10, 20), (0, 5), (15, 30), (30, 31), (40, 40)]);
+        assert_eq!(a, vec![(0, 5), (10, 31)]);
+        assert_eq!(length(&a), 26);
+        let b = union(vec![(3, 12), (25, 50)]);
+        assert_eq!(intersection_length(&a, &b), 2 + 2 + 6);
+        assert_eq!(intersection_length(&a, &[]), 0);
+    }
+
+    #[test]
+    fn buckets_sum_to_length() {
+        let a = union(vec![(-50, 10), (20, 95)]);
+        let b = bucketize(&a, -50, 100, 7);
+        assert_eq!(b.iter().sum::<i64>(), length(&a));
+    }
+}
