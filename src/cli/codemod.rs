@@ -20,10 +20,10 @@ pub struct AddArgs {
     /// The model, as named in pithtrain/models/ (`qwen3-moe`, `deepseek-v2`, ...).
     pub model: String,
     /// Global ranks that print, comma-separated (e.g. `3,14`).
-    #[arg(long, default_value = "0")]
+    #[arg(long, default_value = "0", allow_hyphen_values = true)]
     pub ranks: String,
     /// Layer indices profiled in detail, comma-separated; by default the first two MoE layers.
-    #[arg(long)]
+    #[arg(long, allow_hyphen_values = true)]
     pub detail_layers: Option<String>,
     /// The training step that prints per-step detail and takes the snapshot; by default the
     /// first step the process runs (0, or the step a resumed run starts from).
@@ -443,22 +443,22 @@ pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
             .iter()
             .map(|(k, v)| format!("{}={v}", k.to_lowercase()))
             .collect();
+        let edited = if edited > 0 {
+            format!(", {edited} edited by hand")
+        } else {
+            String::new()
+        };
+        let params = if p.is_empty() {
+            String::new()
+        } else {
+            format!("; {}", p.join(", "))
+        };
         println!(
-            "{}: {} group(s) {} in {} region(s){}{}",
+            "{}: {} groups {} ({} regions{edited}){params}",
             f.file,
             sets.join("+"),
             groups.join(", "),
             f.regions.len(),
-            if p.is_empty() {
-                String::new()
-            } else {
-                format!(", {}", p.join(", "))
-            },
-            if edited > 0 {
-                format!(", {edited} edited by hand")
-            } else {
-                String::new()
-            }
         );
     }
     Ok(exit::OK)

@@ -246,13 +246,13 @@ pub fn auto(
                 ));
             }
             let checked = match (limit, configs.first()) {
-                (Some(n), Some(c)) => format!(", {n} layers in {}", c.path),
+                (Some(n), Some(c)) => format!(" (the model has {n}, per {})", c.path),
                 _ => String::new(),
             };
             Ok(LayerChoice {
                 layers,
                 reason: Some(format!(
-                    "every decoder layer builds the MoE block unconditionally ({at}), so the first {count}{checked}"
+                    "every decoder layer builds the MoE block unconditionally ({at}), so the first {count} layers{checked}"
                 )),
             })
         }

@@ -1,0 +1,282 @@
+//! Every user error: one clear line naming what was wrong, exit code 2, and a tree that
+//! is exactly as it was.
+
+mod common;
+
+use std::path::Path;
+
+use common::*;
+
+/// Run `args` in `root` and assert: exit 2, nothing changed, stderr mentions each `needle`.
+fn refused(root: &Path, args: &[&str], needles: &[&str]) -> String {
+    let before = snapshot_tree(root);
+    let out = instrument(args, root);
+    let err = stderr(&out);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "expected exit 2 for {args:?}, got {:?}: {err}",
+        out.status.code()
+    );
+    assert_eq!(snapshot_tree(root), before, "{args:?} changed the tree");
+    for n in needles {
+        assert!(err.contains(n), "stderr of {args:?} lacks {n:?}:\n{err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn bad_rank_lists() {
+    let dir = scratch_copy(&fixture());
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--ranks", "3,x"],
+        &["--ranks 3,x: `x` is not a non-negative integer"],
+    );
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--ranks", "-1"],
+        &["--ranks -1: `-1` is not a non-negative integer"],
+    );
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--ranks", ""],
+        &["--ranks is empty"],
+    );
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--detail-layers", "1,two"],
+        &["--detail-layers"],
+    );
+}
+
+#[test]
+fn detail_layers_beyond_the_model_are_refused() {
+    let dir = scratch_copy(&fixture());
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--detail-layers", "3,8"],
+        &["--detail-layers 8: the model has 8 layers"],
+    );
+}
+
+#[test]
+fn unknown_model_lists_the_models() {
+    let dir = scratch_copy(&fixture());
+    refused(
+        dir.path(),
+        &["add", "llama-3"],
+        &["unknown model `llama-3`", "qwen3-moe"],
+    );
+}
+
+#[test]
+fn a_folder_without_pithtrain() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("train.py"), "print(1)\n").unwrap();
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe"],
+        &["no pithtrain/__init__.py here or above", "--root"],
+    );
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--root", "/no/such/folder"],
+        &["--root /no/such/folder: no such folder"],
+    );
+}
+
+#[test]
+fn a_target_that_does_not_parse() {
+    let dir = scratch_copy(&fixture());
+    let path = dir.path().join("pithtrain/modules/training.py");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "def setup_training(cfg: object) -> None:",
+        "def setup_training(cfg: object -> None:",
+    );
+    std::fs::write(&path, text).unwrap();
+    let err = refused(
+        dir.path(),
+        &["add", "qwen3-moe"],
+        &["pithtrain/modules/training.py:", "does not parse"],
+    );
+    assert!(err.contains("group 3"), "{err}");
+}
+
+#[test]
+fn a_missing_anchor_names_file_rule_and_closest_candidates() {
+    let dir = scratch_copy(&fixture());
+    let path = dir.path().join("pithtrain/dualpipe/dualpipev.py");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "assert WeightGradStore.funcs_queue.empty()",
+        "assert WeightGradStore.funcs_queue.qsize() == 0",
+    );
+    std::fs::write(&path, text).unwrap();
+    let err = refused(
+        dir.path(),
+        &["add", "qwen3-moe"],
+        &[
+            "pithtrain/dualpipe/dualpipev.py:",
+            "rule 4G.after-step8: anchor `assert WeightGradStore.funcs_queue.empty()` not found",
+            "closest: line",
+            "assert WeightGradStore.funcs_queue.qsize() == 0",
+            "--partial",
+        ],
+    );
+    assert!(err.contains("group 4   cannot apply"), "{err}");
+    assert!(err.contains("group 1   would apply"), "{err}");
+}
+
+#[test]
+fn a_hand_edited_region_is_not_removed_without_force() {
+    let dir = scratch_copy(&fixture());
+    let clean = snapshot_tree(dir.path());
+    add_ok(dir.path(), &[]);
+    let path = dir.path().join("pithtrain/models/qwen3_moe.py");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("experts: after silu_mul", "experts: after SILU");
+    std::fs::write(&path, text).unwrap();
+    refused(
+        dir.path(),
+        &["remove"],
+        &[
+            "pithtrain/models/qwen3_moe.py:",
+            "rule 5D.return",
+            "edited by hand",
+            "--force",
+        ],
+    );
+    refused(dir.path(), &["add", "qwen3-moe"], &["edited by hand"]);
+    let out = instrument(&["remove", "--force"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(snapshot_tree(dir.path()), clean);
+}
+
+#[test]
+fn broken_markers_are_reported_not_guessed() {
+    let dir = scratch_copy(&fixture());
+    add_ok(dir.path(), &[]);
+    let path = dir.path().join("pithtrain/modules/training.py");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let cut: String = text
+        .lines()
+        .filter(|l| !l.contains("# <<< instrument memory-prints 3.after-apply-fsdp"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&path, cut).unwrap();
+    refused(
+        dir.path(),
+        &["remove"],
+        &["pithtrain/modules/training.py:", "never closed"],
+    );
+}
+
+/// A rule set of one rule, for errors that only a rule author can cause.
+fn custom_rules(rule: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let manifest =
+        std::fs::read_to_string(repo_root().join("rules/memory-prints/ruleset.toml")).unwrap();
+    std::fs::write(dir.path().join("ruleset.toml"), manifest).unwrap();
+    std::fs::write(dir.path().join("rules.toml"), rule).unwrap();
+    dir
+}
+
+#[test]
+fn inserting_into_a_compiled_function_is_refused() {
+    let dir = scratch_copy(&fixture());
+    let rules = custom_rules(
+        r#"
+[[rule]]
+id = "X.compiled"
+group = "X"
+file = "pithtrain/models/{MODEL}.py"
+summary = "a print in the compiled stage"
+scope = ["class Qwen3MoeDecoderLayer", "def forward_stage5"]
+position = "body-start"
+template = "print('x')"
+"#,
+    );
+    let r = rules.path().to_str().unwrap();
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--rules", r],
+        &[
+            "rule X.compiled",
+            "forward_stage5",
+            "@torch.compile(fullgraph=True)",
+            "breaks the graph",
+        ],
+    );
+}
+
+#[test]
+fn code_reading_an_undefined_name_is_refused() {
+    let dir = scratch_copy(&fixture());
+    let rules = custom_rules(
+        r#"
+[[rule]]
+id = "X.ctx"
+group = "X"
+file = "pithtrain/modules/distributed.py"
+summary = "the recipe's ctx.local_rank, which this revision does not have"
+scope = ["def setup_default_process_group"]
+anchor = "torch.distributed.init_process_group($$$)"
+position = "after"
+template = "print(ctx.local_rank)"
+"#,
+    );
+    let r = rules.path().to_str().unwrap();
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--rules", r],
+        &[
+            "pithtrain/modules/distributed.py:",
+            "rule X.ctx",
+            "reads `ctx`",
+            "not defined there",
+        ],
+    );
+}
+
+#[test]
+fn an_ambiguous_anchor_lists_its_matches() {
+    let dir = scratch_copy(&fixture());
+    let rules = custom_rules(
+        r#"
+[[rule]]
+id = "X.ambiguous"
+group = "X"
+file = "pithtrain/dualpipe/dualpipev.py"
+summary = "every _weight_chunk() in step"
+scope = ["class DualPipeV", "def step"]
+anchor = "self._weight_chunk()"
+position = "after"
+template = "pass"
+"#,
+    );
+    let r = rules.path().to_str().unwrap();
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--rules", r],
+        &["rule X.ambiguous", "matches 3 statements", "lines"],
+    );
+}
+
+#[test]
+fn a_broken_rule_file_is_reported_with_its_name() {
+    let dir = scratch_copy(&fixture());
+    let rules = custom_rules("[[rule]]\nid = \"X.bad\"\n");
+    let r = rules.path().to_str().unwrap();
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--rules", r],
+        &["rules.toml", "missing field"],
+    );
+    refused(
+        dir.path(),
+        &["add", "qwen3-moe", "--rules", "no-such-set"],
+        &["no such rule set or folder", "memory-prints"],
+    );
+}
