@@ -2,5 +2,11 @@
 //! hands over to `cli::run` and turns its outcome into an exit code.
 
 fn main() -> std::process::ExitCode {
+    // Behave like other Unix tools when the reader goes away (`instrument rules | head`):
+    // end quietly instead of panicking on a broken pipe.
+    #[cfg(unix)]
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     instrument::cli::run()
 }

@@ -119,6 +119,7 @@ fn a_missing_anchor_names_file_rule_and_closest_candidates() {
         &[
             "pithtrain/dualpipe/dualpipev.py:",
             "rule 4G.after-step8: anchor `assert WeightGradStore.funcs_queue.empty()` not found",
+            "in `def step` (line",
             "closest: line",
             "assert WeightGradStore.funcs_queue.qsize() == 0",
             "--partial",

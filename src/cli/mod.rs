@@ -9,6 +9,7 @@ use crate::exit;
 
 pub mod codemod;
 pub mod nsys;
+pub mod rules;
 pub mod snapshot;
 
 #[derive(Parser, Debug)]
@@ -32,6 +33,12 @@ pub enum Command {
     Status(codemod::StatusArgs),
     /// Exit 1 and list file:line for every instrumented region (for pre-commit and CI).
     Check(codemod::CheckArgs),
+    /// List every rule with its id, group, target and anchor.
+    Rules(rules::RulesArgs),
+    /// Show where each rule's anchor resolves in a checkout, before anything is written.
+    Explain(rules::ExplainArgs),
+    /// Check every rule's own examples.
+    TestRules(rules::TestRulesArgs),
     /// Read a PyTorch memory snapshot (or a directory of per-rank snapshots) and say where the memory went.
     Snapshot(snapshot::SnapshotArgs),
     /// Nsight Systems helpers: functions-trace JSON, the profile command, and the report.
@@ -58,6 +65,9 @@ pub fn run() -> ExitCode {
         Command::Remove(args) => codemod::remove(args),
         Command::Status(args) => codemod::status(args),
         Command::Check(args) => codemod::check(args),
+        Command::Rules(args) => rules::list(args),
+        Command::Explain(args) => rules::explain(args),
+        Command::TestRules(args) => rules::test_rules(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Nsys(cmd) => nsys::run(cmd),
     };

@@ -26,6 +26,8 @@ pub struct AnchorFailure {
     pub role: &'static str,
     /// 1-based line where the search scope starts (None: the whole file).
     pub searched_from: Option<usize>,
+    /// The scope's header, e.g. `def setup_model` (None: the whole file).
+    pub scope_header: Option<String>,
     pub problem: Problem,
 }
 
@@ -101,6 +103,42 @@ fn summary(src: &Source, node: Node, header: bool) -> String {
     s.chars().take(120).collect()
 }
 
+/// Words and punctuation of a line of code, for a similarity that ignores spacing.
+fn tokens(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for ch in s.chars() {
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+        } else {
+            if !word.is_empty() {
+                out.push(std::mem::take(&mut word));
+            }
+            if !ch.is_whitespace() {
+                out.push(ch.to_string());
+            }
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// How alike two lines of code are, 0 to 1: the better of a character-level and a
+/// token-level comparison (one catches renamed words, the other a renamed call with the
+/// same argument shape).
+fn similarity(a: &str, b: &str) -> f32 {
+    let chars = similar::TextDiff::from_chars(a, b).ratio();
+    let (ta, tb) = (tokens(a), tokens(b));
+    let (ra, rb): (Vec<&str>, Vec<&str>) = (
+        ta.iter().map(|s| s.as_str()).collect(),
+        tb.iter().map(|s| s.as_str()).collect(),
+    );
+    let words = similar::TextDiff::from_slices(&ra, &rb).ratio();
+    chars.max(words)
+}
+
 /// The statements most like `pattern`, best first, for an error message.
 fn closest(src: &Source, pool: &[Node], pattern: &Pattern) -> Vec<(usize, String)> {
     let wanted = squash(&pattern.text).replace('$', "");
@@ -117,10 +155,10 @@ fn closest(src: &Source, pool: &[Node], pattern: &Pattern) -> Vec<(usize, String
         .iter()
         .map(|n| {
             let s = summary(src, **n, pattern.is_header());
-            let ratio = similar::TextDiff::from_chars(wanted.as_str(), s.as_str()).ratio();
+            let ratio = similarity(&wanted, &s);
             (ratio, n.start_position().row + 1, s)
         })
-        .filter(|(r, _, _)| *r > 0.35)
+        .filter(|(r, _, _)| *r > 0.3)
         .collect();
     scored.sort_by(|a, b| {
         b.0.partial_cmp(&a.0)
@@ -170,11 +208,27 @@ fn merge(into: &mut Bindings, from: Bindings) {
     }
 }
 
-fn failure(role: &'static str, pattern: &Pattern, scope: Node, problem: Problem) -> AnchorFailure {
+fn failure(
+    src: &Source,
+    role: &'static str,
+    pattern: &Pattern,
+    scope: Node,
+    problem: Problem,
+) -> AnchorFailure {
+    let is_module = scope.kind() == "module";
     AnchorFailure {
         pattern: pattern.text.clone(),
         role,
-        searched_from: (scope.kind() != "module").then(|| scope.start_position().row + 1),
+        searched_from: (!is_module).then(|| scope.start_position().row + 1),
+        scope_header: (!is_module).then(|| {
+            let header = summary(src, scope, true);
+            header
+                .split('(')
+                .next()
+                .unwrap_or(&header)
+                .trim()
+                .to_string()
+        }),
         problem,
     }
 }
@@ -204,6 +258,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
                     closest(src, &pool, &pattern)
                 };
                 return Err(failure(
+                    src,
                     "scope",
                     &pattern,
                     scope,
@@ -215,7 +270,13 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
                     .iter()
                     .map(|(n, _)| n.start_position().row + 1)
                     .collect();
-                return Err(failure("scope", &pattern, scope, Problem::Ambiguous(lines)));
+                return Err(failure(
+                    src,
+                    "scope",
+                    &pattern,
+                    scope,
+                    Problem::Ambiguous(lines),
+                ));
             }
         }
     }
@@ -227,6 +288,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
             1 => merge(&mut bindings, found.into_iter().next().expect("one").1),
             0 => {
                 return Err(failure(
+                    src,
                     "capture",
                     &pattern,
                     scope,
@@ -239,6 +301,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
                     .map(|(n, _)| n.start_position().row + 1)
                     .collect();
                 return Err(failure(
+                    src,
                     "capture",
                     &pattern,
                     scope,
@@ -266,6 +329,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
             }
             0 => {
                 return Err(failure(
+                    src,
                     "following",
                     &pattern,
                     scope,
@@ -278,6 +342,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
                     .map(|(n, _)| n.start_position().row + 1)
                     .collect();
                 return Err(failure(
+                    src,
                     "following",
                     &pattern,
                     scope,
@@ -307,6 +372,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
     let chosen = match (occurrence, found.len()) {
         (_, 0) => {
             return Err(failure(
+                src,
                 "anchor",
                 &pattern,
                 scope,
@@ -321,6 +387,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
                 .map(|(n, _)| n.start_position().row + 1)
                 .collect();
             return Err(failure(
+                src,
                 "anchor",
                 &pattern,
                 scope,

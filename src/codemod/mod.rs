@@ -5,12 +5,14 @@
 pub mod anchor;
 pub mod checkout;
 pub mod diff;
+pub mod explain;
 pub mod failure;
 pub mod imports;
 pub mod layers;
 pub mod markers;
 pub mod pattern;
 pub mod plan;
+pub mod selftest;
 pub mod session;
 pub mod template;
 pub mod write;

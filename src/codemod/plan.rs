@@ -140,10 +140,10 @@ fn inside_string(src: &Source, at: usize) -> bool {
     }
 }
 
-fn describe_anchor_failure(f: &AnchorFailure) -> (String, Vec<(usize, String)>) {
-    let place = match f.searched_from {
-        Some(line) => format!(" in the scope starting at line {line}"),
-        None => String::new(),
+pub(crate) fn describe_anchor_failure(f: &AnchorFailure) -> (String, Vec<(usize, String)>) {
+    let place = match (&f.scope_header, f.searched_from) {
+        (Some(h), Some(line)) => format!(" in `{h}` (line {line})"),
+        _ => String::new(),
     };
     match &f.problem {
         Problem::NotFound(c) => (

@@ -114,6 +114,19 @@ pub enum Position {
 }
 
 impl Position {
+    /// The name as written in rule files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Position::Before => "before",
+            Position::After => "after",
+            Position::Replace => "replace",
+            Position::Wrap => "wrap",
+            Position::BodyStart => "body-start",
+            Position::BodyEnd => "body-end",
+            Position::AddParameter => "add-parameter",
+        }
+    }
+
     pub fn needs_anchor(self) -> bool {
         matches!(
             self,

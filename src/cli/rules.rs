@@ -1,0 +1,167 @@
+//! `instrument rules | explain | test-rules`: for rule authors and reviewers.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::codemod::{DEFAULT_RULES, load_rules, root_for};
+use crate::codemod::{checkout, explain, selftest};
+use crate::exit::{self, user_error};
+
+#[derive(Args, Debug)]
+pub struct RulesArgs {
+    /// A built-in rule set name or a folder with ruleset.toml.
+    #[arg(long, default_value = DEFAULT_RULES)]
+    pub rules: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ExplainArgs {
+    /// The model, as for `add`.
+    pub model: String,
+    #[arg(long)]
+    pub root: Option<PathBuf>,
+    #[arg(long, default_value = DEFAULT_RULES)]
+    pub rules: String,
+    /// Machine-readable output.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TestRulesArgs {
+    #[arg(long, default_value = DEFAULT_RULES)]
+    pub rules: String,
+    /// Print each example's actual output (hashes masked), to write or review `after`.
+    #[arg(long)]
+    pub print: bool,
+}
+
+pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
+    let set = load_rules(&args.rules)?;
+    if args.json {
+        let rules: Vec<serde_json::Value> = set
+            .rules
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "id": r.id, "group": r.group, "file": r.file, "models": r.models,
+                    "scope": r.scope, "anchor": r.anchor, "following": r.following,
+                    "contains": r.contains, "position": r.position.name(),
+                    "summary": r.summary, "note": r.note, "examples": r.examples.len(),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "rule_set": set.manifest.name, "origin": set.origin,
+            "description": set.manifest.description, "params": set.manifest.params, "rules": rules,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(exit::OK);
+    }
+    println!(
+        "{} ({}): {}",
+        set.manifest.name, set.origin, set.manifest.description
+    );
+    for r in &set.rules {
+        let models = if r.models.is_empty() {
+            String::new()
+        } else {
+            format!(" [{}]", r.models.join(", "))
+        };
+        let mut place: Vec<String> = r.scope.clone();
+        if let Some(a) = &r.anchor {
+            place.push(format!("{} `{a}`", r.position.name()));
+        } else {
+            place.push(r.position.name().to_string());
+        }
+        println!(
+            "{:<24} group {:<3} {}{models}\n    {}\n    {}",
+            r.id,
+            r.group,
+            r.file,
+            place.join(" > "),
+            r.summary
+        );
+        if let Some(note) = &r.note {
+            println!("    note: {note}");
+        }
+    }
+    Ok(exit::OK)
+}
+
+pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
+    let set = load_rules(&args.rules)?;
+    let root = root_for(&args.root, &set)?;
+    let model = checkout::resolve_model(&root, &set.manifest, &args.model).map_err(user_error)?;
+    let rules = set.rules_for_model(Some(&model));
+    let landings = explain::explain(&root, &set, &rules, Some(&model));
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&landings)?);
+    } else {
+        for l in &landings {
+            match (&l.error, l.line) {
+                (None, Some(line)) => println!(
+                    "{:<24} {}:{line}  `{}`",
+                    l.rule,
+                    l.file,
+                    l.matched.as_deref().unwrap_or("")
+                ),
+                _ => println!(
+                    "{:<24} {}  NOT FOUND: {}",
+                    l.rule,
+                    l.file,
+                    l.error.as_deref().unwrap_or("")
+                ),
+            }
+        }
+    }
+    let failed = landings.iter().filter(|l| l.error.is_some()).count();
+    if failed > 0 {
+        eprintln!(
+            "instrument explain: {failed} of {} rules do not resolve in {}",
+            landings.len(),
+            root.display()
+        );
+        return Ok(exit::FOUND);
+    }
+    Ok(exit::OK)
+}
+
+pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
+    let set = load_rules(&args.rules)?;
+    let results = selftest::run_all(&set);
+    let failed: Vec<&selftest::ExampleResult> =
+        results.iter().filter(|r| r.problem.is_some()).collect();
+    if args.print {
+        for r in &results {
+            println!("=== {} example {}\n{}", r.rule, r.index, r.output);
+        }
+    }
+    for r in &failed {
+        println!(
+            "FAIL {} example {}: {}",
+            r.rule,
+            r.index,
+            r.problem.as_deref().unwrap_or("")
+        );
+    }
+    let with_examples = set.rules.iter().filter(|r| !r.examples.is_empty()).count();
+    println!(
+        "{} passed, {} failed ({} examples on {} of {} rules in {})",
+        results.len() - failed.len(),
+        failed.len(),
+        results.len(),
+        with_examples,
+        set.rules.len(),
+        set.manifest.name
+    );
+    Ok(if failed.is_empty() {
+        exit::OK
+    } else {
+        exit::FOUND
+    })
+}

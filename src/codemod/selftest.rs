@@ -1,0 +1,147 @@
+//! Rule self-tests: each `[[rule.examples]]` gives a snippet standing for the rule's
+//! target file; the rule alone is planned on it and the output compared with the
+//! expected text (marker hashes may be written `h=XXXXXXXX`), or the error with the
+//! expected fragment. Every passing example must also strip back to its input.
+
+use std::collections::BTreeMap;
+
+use super::markers;
+use super::plan::{self, PlanContext};
+use crate::rules::{Example, Rule, RuleSet};
+
+/// Parameter values examples use unless they set their own.
+pub fn default_params() -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("RANKS".to_string(), "{0}".to_string()),
+        ("DETAIL_LAYERS".to_string(), "(0, 1)".to_string()),
+        ("STEP".to_string(), "None".to_string()),
+        ("SNAPSHOT_DIR".to_string(), "\"/tmp\"".to_string()),
+    ])
+}
+
+/// One example's outcome.
+#[derive(Debug)]
+pub struct ExampleResult {
+    pub rule: String,
+    pub index: usize,
+    /// None when it passed; otherwise what went wrong.
+    pub problem: Option<String>,
+    /// The rule's output on the example (hashes masked), for writing `after`.
+    pub output: String,
+}
+
+/// Replace every marker hash by `XXXXXXXX`, so expected outputs can be written by hand.
+pub fn mask_hashes(text: &str) -> String {
+    text.lines()
+        .map(|l| match l.rfind(" h=") {
+            Some(i) if l.trim_start().starts_with(markers::OPEN) && l.len() == i + 11 => {
+                format!("{} h=XXXXXXXX", &l[..i])
+            }
+            _ => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn first_difference(expected: &str, got: &str) -> String {
+    let (e, g): (Vec<&str>, Vec<&str>) = (expected.lines().collect(), got.lines().collect());
+    for i in 0..e.len().max(g.len()) {
+        let (a, b) = (e.get(i).copied(), g.get(i).copied());
+        if a != b {
+            return format!(
+                "line {}: expected {:?}, got {:?}",
+                i + 1,
+                a.unwrap_or("<end>"),
+                b.unwrap_or("<end>")
+            );
+        }
+    }
+    "outputs differ".into()
+}
+
+fn run_example(
+    set: &RuleSet,
+    index: usize,
+    rule: &Rule,
+    example: &Example,
+) -> (Option<String>, String) {
+    let mut output = String::new();
+    let problem = check_example(set, index, rule, example, &mut output);
+    (problem, output)
+}
+
+fn check_example(
+    set: &RuleSet,
+    index: usize,
+    rule: &Rule,
+    example: &Example,
+    output: &mut String,
+) -> Option<String> {
+    let mut params = default_params();
+    params.extend(example.params.clone());
+    let ctx = PlanContext {
+        rule_set: set,
+        params: &params,
+    };
+    let file = rule.file.replace(
+        "{MODEL}",
+        rule.models.first().map(String::as_str).unwrap_or("model"),
+    );
+    let before = if example.before.ends_with('\n') {
+        example.before.clone()
+    } else {
+        format!("{}\n", example.before)
+    };
+    let plan = plan::plan_file(&file, &before, &[(index, rule)], &ctx);
+    *output = mask_hashes(&plan.after);
+    match (&example.error, plan.failures.first()) {
+        (Some(want), Some(f)) => {
+            let text = f.to_string();
+            return (!text.contains(want.as_str()))
+                .then(|| format!("expected an error containing {want:?}, got: {text}"));
+        }
+        (Some(want), None) => {
+            return Some(format!(
+                "expected an error containing {want:?}, but the rule applied"
+            ));
+        }
+        (None, Some(f)) => return Some(format!("the rule did not apply: {f}")),
+        (None, None) => {}
+    }
+    if let Some(after) = &example.after {
+        let (want, got) = (
+            mask_hashes(after.trim_end()),
+            mask_hashes(plan.after.trim_end()),
+        );
+        if want != got {
+            return Some(format!(
+                "unexpected output ({})",
+                first_difference(&want, &got)
+            ));
+        }
+    }
+    match markers::strip(&plan.after, |_| true) {
+        Ok((back, _)) if back == before => None,
+        Ok(_) => {
+            Some("removing the rule's regions does not restore the input byte for byte".into())
+        }
+        Err(e) => Some(format!("the output's markers do not read back: {e}")),
+    }
+}
+
+/// Run every example of every rule in `set`.
+pub fn run_all(set: &RuleSet) -> Vec<ExampleResult> {
+    let mut out = Vec::new();
+    for (index, rule) in set.rules.iter().enumerate() {
+        for (i, example) in rule.examples.iter().enumerate() {
+            let (problem, output) = run_example(set, index, rule, example);
+            out.push(ExampleResult {
+                rule: rule.id.clone(),
+                index: i + 1,
+                problem,
+                output,
+            });
+        }
+    }
+    out
+}

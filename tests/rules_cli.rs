@@ -1,0 +1,111 @@
+//! `instrument rules`, `explain` and `test-rules`: what rule authors and reviewers use.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn rules_lists_every_rule_with_its_anchor() {
+    let out = instrument(&["rules", "--json"], &repo_root());
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules = doc["rules"].as_array().unwrap();
+    let groups: std::collections::BTreeSet<&str> =
+        rules.iter().map(|r| r["group"].as_str().unwrap()).collect();
+    assert_eq!(
+        groups,
+        ["1", "2", "3", "4", "5", "6", "7"].into_iter().collect()
+    );
+    let r = rules
+        .iter()
+        .find(|r| r["id"] == "4A.profiling-flag")
+        .unwrap();
+    assert_eq!(r["anchor"], "if self.is_first_pp_rank");
+    assert_eq!(r["position"], "after");
+    let text = stdout(&instrument(&["rules"], &repo_root()));
+    assert!(
+        text.contains("class DualPipeV > def step > after `if self.is_first_pp_rank`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_shows_where_each_anchor_lands() {
+    let dir = scratch_copy(&fixture());
+    let out = instrument(&["explain", "qwen3-moe"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("4G.after-step8"))
+        .unwrap();
+    assert!(
+        line.contains("pithtrain/dualpipe/dualpipev.py:")
+            && line.contains("`assert WeightGradStore.funcs_queue.empty()`"),
+        "{line}"
+    );
+    // Explaining an instrumented tree reports the clean positions, and writes nothing.
+    add_ok(dir.path(), &[]);
+    let after = snapshot_tree(dir.path());
+    let again = instrument(&["explain", "qwen3-moe"], dir.path());
+    assert_eq!(stdout(&again), text);
+    assert_eq!(snapshot_tree(dir.path()), after);
+}
+
+#[test]
+fn explain_reports_anchors_that_do_not_resolve() {
+    let dir = scratch_copy(&fixture());
+    let path = dir.path().join("pithtrain/modules/training.py");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "apply_fsdp(modules, device_mesh)",
+        "shard(modules, device_mesh)",
+    );
+    std::fs::write(&path, text).unwrap();
+    let out = instrument(&["explain", "qwen3-moe", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let bad: Vec<&serde_json::Value> = doc
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| !l["error"].is_null())
+        .collect();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0]["rule"], "3.after-apply-fsdp");
+    assert!(
+        bad[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("shard(modules, device_mesh)"),
+        "{}",
+        bad[0]
+    );
+}
+
+#[test]
+fn test_rules_passes_on_the_shipped_rules_and_fails_on_a_wrong_expectation() {
+    let out = instrument(&["test-rules"], &repo_root());
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains(" 0 failed"), "{}", stdout(&out));
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&repo_root().join("rules/memory-prints"), dir.path());
+    let path = dir.path().join("5-model-qwen3-moe.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let wrong = text.replacen(
+        "        out = self.down_proj(gu, **kwargs)\n",
+        "        out = self.down_proj(gu)\n",
+        1,
+    );
+    assert_ne!(wrong, text);
+    std::fs::write(&path, wrong).unwrap();
+    let out = instrument(
+        &["test-rules", "--rules", dir.path().to_str().unwrap()],
+        &repo_root(),
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("FAIL 5D.return example 1"),
+        "{}",
+        stdout(&out)
+    );
+}
