@@ -6,6 +6,7 @@ use tree_sitter::Node;
 
 use super::pattern::{Bindings, Pattern};
 use crate::python::{self, Source};
+use crate::rules::load::RulePatterns;
 use crate::rules::{Occurrence, Rule};
 
 /// Where a rule lands.
@@ -234,12 +235,14 @@ fn failure(
 }
 
 /// Resolve `rule` in `src`. Patterns were validated when the rule set was loaded.
-pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorFailure> {
-    let compile = |p: &str| Pattern::compile(p).expect("patterns are validated when rules load");
+pub fn resolve<'t>(
+    src: &'t Source,
+    rule: &Rule,
+    patterns: &RulePatterns,
+) -> Result<Resolved<'t>, AnchorFailure> {
     let mut scope = src.root();
     let mut bindings = Bindings::new();
-    for header in &rule.scope {
-        let pattern = compile(header);
+    for pattern in &patterns.scope {
         let pool = reachable_statements(scope);
         let found = matches(src, &pool, &pattern, &bindings);
         match found.len() {
@@ -281,8 +284,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
         }
     }
     let pool = reachable_statements(scope);
-    for capture in &rule.capture {
-        let pattern = compile(capture);
+    for pattern in &patterns.capture {
         let found = matches(src, &pool, &pattern, &bindings);
         match found.len() {
             1 => merge(&mut bindings, found.into_iter().next().expect("one").1),
@@ -310,7 +312,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
             }
         }
     }
-    let Some(anchor_text) = &rule.anchor else {
+    let Some(_) = &rule.anchor else {
         return Ok(Resolved {
             scope,
             anchor: None,
@@ -318,8 +320,7 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
         });
     };
     let mut after_byte = 0;
-    if let Some(following) = &rule.following {
-        let pattern = compile(following);
+    if let Some(pattern) = &patterns.following {
         let found = matches(src, &pool, &pattern, &bindings);
         match found.len() {
             1 => {
@@ -351,8 +352,11 @@ pub fn resolve<'t>(src: &'t Source, rule: &Rule) -> Result<Resolved<'t>, AnchorF
             }
         }
     }
-    let pattern = compile(anchor_text);
-    let contains = rule.contains.as_deref().map(compile);
+    let pattern = patterns
+        .anchor
+        .as_ref()
+        .expect("a rule with an anchor has its pattern");
+    let contains = patterns.contains.as_ref();
     let found: Vec<(Node, Bindings)> = matches(src, &pool, &pattern, &bindings)
         .into_iter()
         .filter(|(n, _)| n.start_byte() >= after_byte)

@@ -117,19 +117,6 @@ fn sort_key(src: &Source, stmt: Node, first_party: &[String]) -> Option<(u8, u8,
     ))
 }
 
-/// Names bound at module level by imports and definitions.
-fn module_bindings(src: &Source) -> Vec<String> {
-    let mut out = Vec::new();
-    for stmt in python::statements_of(src.root()) {
-        let parsed = Source::parse(format!("{}\n", src.text_of(stmt)));
-        out.extend(bound_names(&parsed));
-        if let Some(name) = python::definition_name(src, stmt) {
-            out.push(name.to_string());
-        }
-    }
-    out
-}
-
 /// Names an import statement (parsed alone) binds.
 fn bound_names(import: &Source) -> Vec<String> {
     let mut out = Vec::new();
@@ -186,7 +173,7 @@ pub fn plan_import(
         return Err(format!("`{import}` is not a single import statement"));
     }
     let wanted = bound_names(&parsed);
-    let bound = module_bindings(src);
+    let bound = crate::python::names::module_bindings(src);
     if wanted.iter().all(|n| bound.contains(n)) {
         return Ok(None);
     }

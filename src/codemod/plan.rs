@@ -373,7 +373,18 @@ pub fn plan_file(
     out.push_str(&stripped[cursor..]);
 
     // 5. The result must parse, and every name inserted code reads must exist there.
-    let result = Source::parse(out);
+    // Only the edited parts are parsed again.
+    let spans: Vec<(usize, usize, usize)> = edits
+        .iter()
+        .map(|e| {
+            (
+                e.start,
+                e.end,
+                e.lines.iter().map(|l| l.len() + eol.len()).sum(),
+            )
+        })
+        .collect();
+    let result = src.reparse(out, &spans);
     if let Some(err) = result.first_error() {
         let rule = edits
             .iter()
@@ -459,7 +470,7 @@ fn plan_rule(
             candidates: Vec::new(),
         })
     };
-    let resolved = anchor::resolve(src, rule).map_err(|f| {
+    let resolved = anchor::resolve(src, rule, &ctx.rule_set.patterns[index]).map_err(|f| {
         let (message, candidates) = describe_anchor_failure(&f);
         let mut failure = fail(FailureKind::Anchor, f.searched_from, message);
         failure.candidates = candidates;

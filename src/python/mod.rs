@@ -24,14 +24,61 @@ impl Source {
     /// Parse `text`. Parsing itself never fails; call `first_error` to learn whether the
     /// grammar accepted the whole file.
     pub fn parse(text: String) -> Source {
-        let mut parser = Parser::new();
-        parser
-            .set_language(&tree_sitter_python::LANGUAGE.into())
-            .expect("the bundled tree-sitter-python grammar matches the tree-sitter version");
-        let tree = parser
-            .parse(&text, None)
+        Self::parse_with(text, None)
+    }
+
+    fn parse_with(text: String, old: Option<&Tree>) -> Source {
+        thread_local! {
+            // One parser per thread: setting the language up is not free, and the engine
+            // parses many small patterns.
+            static PARSER: std::cell::RefCell<Parser> = std::cell::RefCell::new({
+                let mut parser = Parser::new();
+                parser
+                    .set_language(&tree_sitter_python::LANGUAGE.into())
+                    .expect("the bundled tree-sitter-python grammar matches the tree-sitter version");
+                parser
+            });
+        }
+        let tree = PARSER
+            .with(|p| p.borrow_mut().parse(&text, old))
             .expect("parsing without a timeout always returns a tree");
         Source { text, tree }
+    }
+
+    /// Parse `new_text`, which is this source with `edits` applied: each edit replaced
+    /// `start..old_end` of this text by `new_len` bytes, edits in order and not
+    /// overlapping. Only the edited parts are parsed again.
+    pub fn reparse(&self, new_text: String, edits: &[(usize, usize, usize)]) -> Source {
+        let mut tree = self.tree.clone();
+        // Back to front, so each edit's offsets are still those of the current text.
+        let mut shift: isize = edits
+            .iter()
+            .map(|&(s, e, n)| n as isize - (e - s) as isize)
+            .sum();
+        for &(start, old_end, new_len) in edits.iter().rev() {
+            shift -= new_len as isize - (old_end - start) as isize;
+            let new_start = (start as isize + shift) as usize;
+            let inserted = &new_text[new_start..new_start + new_len];
+            let start_position = point_at(&self.text, start);
+            let old_end_position = point_at(&self.text, old_end);
+            let rows = inserted.matches('\n').count();
+            let column = match inserted.rfind('\n') {
+                Some(i) => inserted.len() - i - 1,
+                None => start_position.column + inserted.len(),
+            };
+            tree.edit(&tree_sitter::InputEdit {
+                start_byte: start,
+                old_end_byte: old_end,
+                new_end_byte: start + new_len,
+                start_position,
+                old_end_position,
+                new_end_position: tree_sitter::Point {
+                    row: start_position.row + rows,
+                    column,
+                },
+            });
+        }
+        Self::parse_with(new_text, Some(&tree))
     }
 
     pub fn root(&self) -> Node<'_> {
@@ -57,6 +104,14 @@ impl Source {
     pub fn line_of(&self, byte: usize) -> usize {
         line_of(&self.text, byte)
     }
+}
+
+/// Row and column (0-based, bytes) of a byte offset.
+fn point_at(text: &str, byte: usize) -> tree_sitter::Point {
+    let before = &text.as_bytes()[..byte];
+    let row = before.iter().filter(|&&b| b == b'\n').count();
+    let column = before.iter().rev().take_while(|&&b| b != b'\n').count();
+    tree_sitter::Point { row, column }
 }
 
 /// 1-based line number of a byte offset in `text`.
@@ -207,6 +262,30 @@ pub fn enclosing_functions(node: Node) -> Vec<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn incremental_reparse_equals_a_fresh_parse() {
+        let old = Source::parse(
+            "def f():\n    x = 1\n    return x\n\n\ndef g():\n    pass\n".to_string(),
+        );
+        let new_text =
+            "def f():\n    x = 1\n    y = x\n    return y\n\n\ndef g():\n    z = 2\n".to_string();
+        // Inserted "    y = x\n" at 19, replaced "return x" by "return y", replaced "pass" by "z = 2".
+        let edits = [(19, 19, 10), (23, 31, 8), (47, 51, 5)];
+        let re = old.reparse(new_text.clone(), &edits);
+        let fresh = Source::parse(new_text);
+        fn nodes(n: tree_sitter::Node, out: &mut Vec<(String, usize, usize)>) {
+            out.push((n.kind().to_string(), n.start_byte(), n.end_byte()));
+            let mut c = n.walk();
+            for ch in n.children(&mut c) {
+                nodes(ch, out);
+            }
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        nodes(re.root(), &mut a);
+        nodes(fresh.root(), &mut b);
+        assert_eq!(a, b);
+    }
 
     #[test]
     fn reports_first_syntax_error_line() {

@@ -142,6 +142,16 @@ const BUILTINS: &[&str] = &[
     "TimeoutError",
 ];
 
+/// Names bound at module level (imports, assignments, definitions), in any order.
+pub fn module_bindings(src: &Source) -> HashSet<String> {
+    let analysis = Analysis::new(src);
+    analysis
+        .scopes
+        .get(&MODULE_KEY)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
 /// Every name read in `range` that is not bound where it is read.
 pub fn unbound_reads(src: &Source, range: Range<usize>) -> Vec<UnboundRead> {
     unbound_reads_in(src, std::slice::from_ref(&range))
@@ -217,6 +227,14 @@ struct Analysis<'a> {
     /// Scope node start byte -> names declared `global` there.
     globals: HashMap<usize, HashSet<String>>,
     star_import: bool,
+    /// Where each scope's own code lies: a function's or class's body, a lambda's body, a
+    /// whole comprehension. Parameter defaults and decorators lie outside, as in Python.
+    spans: Vec<ScopeSpan<'a>>,
+}
+
+struct ScopeSpan<'a> {
+    range: Range<usize>,
+    node: Node<'a>,
 }
 
 const MODULE_KEY: usize = usize::MAX;
@@ -229,6 +247,7 @@ impl<'a> Analysis<'a> {
             scopes: HashMap::new(),
             globals: HashMap::new(),
             star_import: false,
+            spans: Vec::new(),
         };
         a.collect(src.root(), MODULE_KEY);
         a
@@ -310,7 +329,29 @@ impl<'a> Analysis<'a> {
     }
 
     /// Walk `node`, recording bindings into `scope`; nested scopes get their own key.
-    fn collect(&mut self, node: Node, scope: usize) {
+    fn collect(&mut self, node: Node<'a>, scope: usize) {
+        if node.child_count() == 0 {
+            return;
+        }
+        let body_span = |n: Node<'a>| {
+            n.child_by_field_name("body").map(|b| ScopeSpan {
+                range: b.byte_range(),
+                node: n,
+            })
+        };
+        match node.kind() {
+            "function_definition" | "class_definition" | "lambda" => {
+                self.spans.extend(body_span(node))
+            }
+            "list_comprehension"
+            | "set_comprehension"
+            | "dictionary_comprehension"
+            | "generator_expression" => self.spans.push(ScopeSpan {
+                range: node.byte_range(),
+                node,
+            }),
+            _ => {}
+        }
         match node.kind() {
             "function_definition" => {
                 if let Some(name) = node.child_by_field_name("name") {
@@ -452,11 +493,15 @@ impl<'a> Analysis<'a> {
         self.collect_children(node, scope);
     }
 
-    fn collect_children(&mut self, node: Node, scope: usize) {
+    fn collect_children(&mut self, node: Node<'a>, scope: usize) {
         let mut cursor = node.walk();
-        let children: Vec<Node> = node.children(&mut cursor).collect();
-        for c in children {
-            self.collect(c, scope);
+        if cursor.goto_first_child() {
+            loop {
+                self.collect(cursor.node(), scope);
+                if !cursor.goto_next_sibling() {
+                    break;
+                }
+            }
         }
     }
 
@@ -511,48 +556,25 @@ impl<'a> Analysis<'a> {
     /// Scope chain of a node, innermost first: function, lambda and comprehension scopes,
     /// with class bodies included only when the node sits directly in them.
     fn scope_chain(&self, node: Node<'a>) -> Vec<(usize, Node<'a>)> {
-        let mut chain = Vec::new();
-        let mut cur = node.parent();
-        let mut child = node;
-        let mut first_function_seen = false;
-        while let Some(n) = cur {
-            match n.kind() {
+        let at = node.start_byte();
+        let mut inside: Vec<&ScopeSpan<'a>> = self
+            .spans
+            .iter()
+            .filter(|s| s.range.contains(&at))
+            .collect();
+        inside.sort_by_key(|s| std::cmp::Reverse(s.range.start));
+        let mut chain = Vec::with_capacity(inside.len());
+        let mut function_seen = false;
+        for span in inside {
+            match span.node.kind() {
                 "function_definition" => {
-                    // Parameters' defaults and annotations are evaluated outside the function.
-                    let in_body = n
-                        .child_by_field_name("body")
-                        .is_some_and(|b| b.id() == child.id());
-                    if in_body {
-                        chain.push((n.start_byte(), n));
-                        first_function_seen = true;
-                    }
+                    function_seen = true;
+                    chain.push((span.node.start_byte(), span.node));
                 }
-                "lambda" => {
-                    let in_body = n
-                        .child_by_field_name("body")
-                        .is_some_and(|b| b.id() == child.id());
-                    if in_body {
-                        chain.push((n.start_byte(), n));
-                    }
-                }
-                "list_comprehension"
-                | "set_comprehension"
-                | "dictionary_comprehension"
-                | "generator_expression" => {
-                    chain.push((n.start_byte(), n));
-                }
-                "class_definition" => {
-                    let in_body = n
-                        .child_by_field_name("body")
-                        .is_some_and(|b| b.id() == child.id());
-                    if in_body && !first_function_seen {
-                        chain.push((n.start_byte(), n));
-                    }
-                }
-                _ => {}
+                // A class body is visible only to code directly in it, not to its methods.
+                "class_definition" if function_seen => {}
+                _ => chain.push((span.node.start_byte(), span.node)),
             }
-            child = n;
-            cur = n.parent();
         }
         chain
     }

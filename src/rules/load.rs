@@ -8,14 +8,27 @@ use include_dir::{Dir, include_dir};
 use serde::Deserialize;
 
 use super::{Manifest, Position, Rule};
+use crate::codemod::pattern::Pattern;
 
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
 
+/// A rule's patterns, compiled once when the rule set loads.
+#[derive(Debug)]
+pub struct RulePatterns {
+    pub scope: Vec<Pattern>,
+    pub anchor: Option<Pattern>,
+    pub following: Option<Pattern>,
+    pub contains: Option<Pattern>,
+    pub capture: Vec<Pattern>,
+}
+
 /// A loaded, validated rule set.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct RuleSet {
     pub manifest: Manifest,
     pub rules: Vec<Rule>,
+    /// Compiled patterns, one entry per rule (same order as `rules`).
+    pub patterns: Vec<RulePatterns>,
     /// Where it came from, for messages: `embedded:memory-prints` or a folder path.
     pub origin: String,
     /// Rule file of each rule (same order as `rules`), for messages.
@@ -115,14 +128,32 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
             rule_files.push(name.clone());
         }
     }
-    let set = RuleSet {
+    let mut set = RuleSet {
         manifest,
         rules,
         origin,
         rule_files,
+        patterns: Vec::new(),
     };
     set.validate()?;
+    set.patterns = set
+        .rules
+        .iter()
+        .zip(&set.rule_files)
+        .map(|(r, file)| compile_patterns(r).map_err(|e| format!("{}/{file}: {e}", set.origin)))
+        .collect::<Result<_, _>>()?;
     Ok(set)
+}
+
+fn compile_patterns(rule: &Rule) -> Result<RulePatterns, String> {
+    let one = |p: &String| Pattern::compile(p).map_err(|e| format!("rule {}: {e}", rule.id));
+    Ok(RulePatterns {
+        scope: rule.scope.iter().map(one).collect::<Result<_, _>>()?,
+        anchor: rule.anchor.as_ref().map(one).transpose()?,
+        following: rule.following.as_ref().map(one).transpose()?,
+        contains: rule.contains.as_ref().map(one).transpose()?,
+        capture: rule.capture.iter().map(one).collect::<Result<_, _>>()?,
+    })
 }
 
 fn one_line(s: &str) -> String {
@@ -168,19 +199,18 @@ impl RuleSet {
             {
                 return Err(format!("{at}: add-parameter needs a `def` scope"));
             }
-            for pattern in rule
-                .scope
-                .iter()
-                .chain(&rule.anchor)
-                .chain(&rule.following)
-                .chain(&rule.contains)
-                .chain(&rule.capture)
-            {
-                crate::codemod::pattern::Pattern::compile(pattern)
-                    .map_err(|e| format!("{at}: {e}"))?;
-            }
         }
         Ok(())
+    }
+
+    /// The compiled patterns of `rule` (a rule of this set).
+    pub fn patterns_of(&self, rule: &Rule) -> &RulePatterns {
+        let i = self
+            .rules
+            .iter()
+            .position(|r| std::ptr::eq(r, rule))
+            .expect("a rule of this set");
+        &self.patterns[i]
     }
 
     /// The rules that apply to `model` (a file stem), in application order.
