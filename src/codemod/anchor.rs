@@ -244,7 +244,7 @@ pub fn resolve<'t>(
     let mut bindings = Bindings::new();
     for pattern in &patterns.scope {
         let pool = reachable_statements(scope);
-        let found = matches(src, &pool, &pattern, &bindings);
+        let found = matches(src, &pool, pattern, &bindings);
         match found.len() {
             1 => {
                 let (node, b) = found.into_iter().next().expect("one");
@@ -256,14 +256,14 @@ pub fn resolve<'t>(
                     pattern.node_kind(),
                     "function_definition" | "class_definition"
                 ) {
-                    closest(src, &all_definitions(src.root()), &pattern)
+                    closest(src, &all_definitions(src.root()), pattern)
                 } else {
-                    closest(src, &pool, &pattern)
+                    closest(src, &pool, pattern)
                 };
                 return Err(failure(
                     src,
                     "scope",
-                    &pattern,
+                    pattern,
                     scope,
                     Problem::NotFound(candidates),
                 ));
@@ -276,7 +276,7 @@ pub fn resolve<'t>(
                 return Err(failure(
                     src,
                     "scope",
-                    &pattern,
+                    pattern,
                     scope,
                     Problem::Ambiguous(lines),
                 ));
@@ -285,16 +285,16 @@ pub fn resolve<'t>(
     }
     let pool = reachable_statements(scope);
     for pattern in &patterns.capture {
-        let found = matches(src, &pool, &pattern, &bindings);
+        let found = matches(src, &pool, pattern, &bindings);
         match found.len() {
             1 => merge(&mut bindings, found.into_iter().next().expect("one").1),
             0 => {
                 return Err(failure(
                     src,
                     "capture",
-                    &pattern,
+                    pattern,
                     scope,
-                    Problem::NotFound(closest(src, &pool, &pattern)),
+                    Problem::NotFound(closest(src, &pool, pattern)),
                 ));
             }
             _ => {
@@ -305,7 +305,7 @@ pub fn resolve<'t>(
                 return Err(failure(
                     src,
                     "capture",
-                    &pattern,
+                    pattern,
                     scope,
                     Problem::Ambiguous(lines),
                 ));
@@ -321,7 +321,7 @@ pub fn resolve<'t>(
     };
     let mut after_byte = 0;
     if let Some(pattern) = &patterns.following {
-        let found = matches(src, &pool, &pattern, &bindings);
+        let found = matches(src, &pool, pattern, &bindings);
         match found.len() {
             1 => {
                 let (node, b) = found.into_iter().next().expect("one");
@@ -332,9 +332,9 @@ pub fn resolve<'t>(
                 return Err(failure(
                     src,
                     "following",
-                    &pattern,
+                    pattern,
                     scope,
-                    Problem::NotFound(closest(src, &pool, &pattern)),
+                    Problem::NotFound(closest(src, &pool, pattern)),
                 ));
             }
             _ => {
@@ -345,7 +345,7 @@ pub fn resolve<'t>(
                 return Err(failure(
                     src,
                     "following",
-                    &pattern,
+                    pattern,
                     scope,
                     Problem::Ambiguous(lines),
                 ));
@@ -357,7 +357,7 @@ pub fn resolve<'t>(
         .as_ref()
         .expect("a rule with an anchor has its pattern");
     let contains = patterns.contains.as_ref();
-    let found: Vec<(Node, Bindings)> = matches(src, &pool, &pattern, &bindings)
+    let found: Vec<(Node, Bindings)> = matches(src, &pool, pattern, &bindings)
         .into_iter()
         .filter(|(n, _)| n.start_byte() >= after_byte)
         .filter(|(n, _)| {
@@ -378,9 +378,9 @@ pub fn resolve<'t>(
             return Err(failure(
                 src,
                 "anchor",
-                &pattern,
+                pattern,
                 scope,
-                Problem::NotFound(closest(src, &pool, &pattern)),
+                Problem::NotFound(closest(src, &pool, pattern)),
             ));
         }
         (Occurrence::Only, 1) | (Occurrence::First, _) => found.into_iter().next(),
@@ -393,7 +393,7 @@ pub fn resolve<'t>(
             return Err(failure(
                 src,
                 "anchor",
-                &pattern,
+                pattern,
                 scope,
                 Problem::Ambiguous(lines),
             ));
