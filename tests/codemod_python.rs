@@ -269,3 +269,64 @@ fn an_oom_dumps_the_snapshot_and_reraises() {
         serde_json::json!(["start:1048576", "stop"])
     );
 }
+
+#[test]
+fn every_model_computes_the_same_and_prints_its_experts() {
+    let Some(python) = tool("python3", "INSTRUMENT_REQUIRE_PYTHON") else {
+        return;
+    };
+    let models = [
+        ("qwen3-moe", "qwen3-tiny", "experts: after down_proj"),
+        ("qwen3.5-moe", "qwen3.5-tiny", "experts: after down_proj"),
+        (
+            "deepseek-v2",
+            "deepseek-v2-tiny",
+            "experts: after down_proj",
+        ),
+        ("gpt-oss", "gpt-oss-tiny", "experts:"),
+    ];
+    for (model, config, expert_line) in models {
+        let clean = scratch_copy(&fixture());
+        let (_, clean_result, code) = run_fixture(&python, clean.path(), &["--model", config]);
+        assert_eq!(code, 0, "{model}: the clean fixture runs");
+        let dir = scratch_copy(&fixture());
+        let snaps = tempfile::tempdir().unwrap();
+        let out = instrument(
+            &[
+                "add",
+                model,
+                "--ranks",
+                "3",
+                "--snapshot-dir",
+                snaps.path().to_str().unwrap(),
+            ],
+            dir.path(),
+        );
+        assert_eq!(out.status.code(), Some(0), "{model}: {}", stderr(&out));
+        let (prints, result, code) = run_fixture(&python, dir.path(), &["--model", config]);
+        assert_eq!(code, 0, "{model}:\n{prints}");
+        assert_eq!(
+            result["losses"], clean_result["losses"],
+            "{model}: instrumentation changed the losses"
+        );
+        assert!(
+            prints.contains(expert_line),
+            "{model}: no expert detail prints:\n{prints}"
+        );
+        assert!(
+            prints.contains("saved tensors:"),
+            "{model}: no saved-tensor profile:\n{prints}"
+        );
+        assert!(
+            prints.contains("after lm_head"),
+            "{model}: no epilog print:\n{prints}"
+        );
+        assert!(
+            snaps
+                .path()
+                .join("memory_snapshot_rank3_step0.pickle")
+                .is_file(),
+            "{model}: no snapshot"
+        );
+    }
+}

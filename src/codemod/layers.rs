@@ -237,7 +237,12 @@ pub fn auto(
     match decision {
         Decision::Always => {
             let layers: Vec<u64> = (0..count as u64).collect();
-            let limit = configs.iter().filter_map(num_layers).min();
+            // Check against the smallest model the example configs describe.
+            let smallest = configs
+                .iter()
+                .filter(|c| num_layers(c).is_some())
+                .min_by_key(|c| num_layers(c));
+            let limit = smallest.and_then(num_layers);
             if let Some(n) = limit
                 && n < count as u64
             {
@@ -245,7 +250,7 @@ pub fn auto(
                     "the model has only {n} layers; pass --detail-layers"
                 ));
             }
-            let checked = match (limit, configs.first()) {
+            let checked = match (limit, smallest) {
                 (Some(n), Some(c)) => format!(" (the model has {n}, per {})", c.path),
                 _ => String::new(),
             };

@@ -26,6 +26,7 @@ def main() -> int:
     ap.add_argument("--profile-stop", type=int)
     ap.add_argument("--oom-limit", type=float)
     ap.add_argument("--max-steps", type=int, default=2)
+    ap.add_argument("--model", default="qwen3-tiny", help="folder under examples/pretrain_lm")
     args = ap.parse_args()
 
     checkout = Path(args.checkout).resolve()
@@ -39,9 +40,10 @@ def main() -> int:
     from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch
 
     cfg = PretrainLMCfg()
-    cfg.training.model = checkout / "examples" / "pretrain_lm" / "qwen3-tiny"
+    cfg.training.model = checkout / "examples" / "pretrain_lm" / args.model
     cfg.training.max_steps = args.max_steps
-    work = Path(tempfile.mkdtemp(prefix="fixture-run-"))
+    scratch = tempfile.TemporaryDirectory(prefix="fixture-run-")
+    work = Path(scratch.name)
     cfg.training.memory_profile_output = work
     cfg.training.memory_profile_start = args.profile_start
     cfg.training.memory_profile_stop = args.profile_stop
@@ -63,6 +65,7 @@ def main() -> int:
         "set_device_before_init": [not d[1] for (w, d) in torch.EVENTS if w == "set_device"],
     }
     print("RESULT " + json.dumps(result), flush=True)
+    scratch.cleanup()
     return 1 if error else 0
 
 
