@@ -93,11 +93,16 @@ fn summary(src: &Source, node: Node, header: bool) -> String {
     let node = python::undecorated(node);
     let text = src.text_of(node);
     let s = if header {
-        text.lines()
-            .next()
-            .unwrap_or("")
-            .trim_end_matches(':')
-            .to_string()
+        match (node.kind(), python::definition_name(src, node)) {
+            ("function_definition", Some(name)) => format!("def {name}"),
+            ("class_definition", Some(name)) => format!("class {name}"),
+            _ => text
+                .lines()
+                .next()
+                .unwrap_or("")
+                .trim_end_matches(':')
+                .to_string(),
+        }
     } else {
         squash(text)
     };

@@ -39,6 +39,8 @@ pub struct Failure {
     pub message: String,
     /// Closest candidates for a pattern that matched nothing: (line, text).
     pub candidates: Vec<(usize, String)>,
+    /// For a `Name` failure, the name the inserted code reads.
+    pub name: Option<String>,
 }
 
 impl fmt::Display for Failure {

@@ -188,6 +188,7 @@ pub fn plan_file(
         group: rule.map(|r| r.group.clone()),
         message,
         candidates: Vec::new(),
+        name: None,
     };
     let set_name = ctx.rule_set.manifest.name.as_str();
 
@@ -413,15 +414,18 @@ pub fn plan_file(
             } else {
                 "which is not defined there (not a parameter, local, import, builtin or a name the rules define)"
             };
-            plan.failures.push(fail(
-                FailureKind::Name,
-                Some(result.line_of(read.at)),
-                Some(rule),
-                format!(
-                    "the inserted code reads `{}`, {why}; the rule does not fit this revision",
-                    read.name
-                ),
-            ));
+            plan.failures.push(Failure {
+                name: Some(read.name.clone()),
+                ..fail(
+                    FailureKind::Name,
+                    Some(result.line_of(read.at)),
+                    Some(rule),
+                    format!(
+                        "the inserted code reads `{}`, {why}; the rule does not fit this revision",
+                        read.name
+                    ),
+                )
+            });
         }
     }
     if !plan.failures.is_empty() {
@@ -468,6 +472,7 @@ fn plan_rule(
             group: Some(rule.group.clone()),
             message,
             candidates: Vec::new(),
+            name: None,
         })
     };
     let resolved = anchor::resolve(src, rule, &ctx.rule_set.patterns[index]).map_err(|f| {

@@ -150,6 +150,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                                 format!("cannot read the target file: {e}")
                             },
                             candidates: Vec::new(),
+            name: None,
                         });
                     }
                 }
@@ -192,13 +193,18 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                         fs.push(f.clone());
                     }
                 }
-                let only_names = !fs.is_empty() && fs.iter().all(|f| f.kind == FailureKind::Name);
-                let dependency = only_names
-                    && first_failures.keys().any(|other| {
-                        other != g
-                            && first_failures[other]
-                                .iter()
-                                .any(|f| f.kind != FailureKind::Name)
+                // A group whose only failures are names another failed group would
+                // define is blocked by that group, not broken itself.
+                let dependency = !fs.is_empty()
+                    && fs.iter().all(|f| {
+                        f.kind == FailureKind::Name
+                            && f.name.as_deref().is_some_and(|name| {
+                                all.iter().any(|(_, r)| {
+                                    &r.group != g
+                                        && first_failures.contains_key(&r.group)
+                                        && template_defines(&r.template, name)
+                                })
+                            })
                     });
                 GroupOutcome {
                     group: g.clone(),
@@ -215,6 +221,18 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             file_failures,
         };
     }
+}
+
+/// Whether a template binds `name` at its top level or in a definition it makes.
+fn template_defines(template: &str, name: &str) -> bool {
+    template.lines().map(str::trim_start).any(|l| {
+        l.starts_with(&format!("def {name}("))
+            || l.starts_with(&format!("class {name}"))
+            || l.starts_with(&format!("{name} ="))
+            || l.starts_with(&format!("{name}:"))
+            || l.contains(&format!(" as {name}"))
+            || l.starts_with(&format!("import {name}"))
+    })
 }
 
 /// Plan `remove`: every region (of `only_set`, when given) under `root` taken out.
@@ -249,6 +267,7 @@ pub fn plan_remove(
                             group: None,
                             message: "this region was edited by hand since it was added; review it, then use --force to take it out anyway (the original is restored from its `# |` lines)".into(),
                             candidates: Vec::new(),
+            name: None,
                         });
                     }
                     continue;
@@ -274,6 +293,7 @@ pub fn plan_remove(
                     e.message
                 ),
                 candidates: Vec::new(),
+                name: None,
             }),
         }
     }
