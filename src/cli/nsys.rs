@@ -16,6 +16,39 @@ pub enum NsysCommand {
     Report(ReportArgs),
     /// Print (or run) the recommended `nsys profile` command around a launcher.
     Command(CommandArgs),
+    /// Write the `--python-functions-trace` JSON naming your modules, from a static scan of
+    /// the sources (nothing is imported), or check an existing one against them.
+    TraceJson(TraceJsonArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct TraceJsonArgs {
+    /// Files or folders to scan (default: the current folder).
+    pub paths: Vec<PathBuf>,
+    /// The folder module paths are computed from (default: walk up while folders hold __init__.py).
+    #[arg(long, value_name = "DIR")]
+    pub package_root: Option<PathBuf>,
+    /// Also trace what matches: `*.forward`, `DualPipeV.step`, `layer_forward`, `Class.method`.
+    #[arg(long = "match", value_name = "GLOB")]
+    pub matches: Vec<String>,
+    /// Do not add every `forward` of an nn.Module subclass by default.
+    #[arg(long)]
+    pub no_forwards: bool,
+    /// The domain of the new entries (default: each module's top-level package).
+    #[arg(long, value_name = "NAME")]
+    pub domain: Option<String>,
+    /// A functions-trace JSON to merge in first (default: the pytorch.json shipped beside nsys).
+    #[arg(long, value_name = "FILE")]
+    pub base: Option<PathBuf>,
+    /// Do not merge any base file.
+    #[arg(long, conflicts_with = "base")]
+    pub no_base: bool,
+    /// Write the JSON here instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Check an existing functions-trace JSON against the scanned tree instead of writing one.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["out", "matches"])]
+    pub check: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -65,7 +98,116 @@ pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
     match cmd {
         NsysCommand::Report(args) => run_report(args),
         NsysCommand::Command(args) => run_command(args),
+        NsysCommand::TraceJson(args) => run_trace_json(args),
     }
+}
+
+fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
+    use crate::nsys::tracejson::{self, Selection, Severity};
+    let paths = if args.paths.is_empty() {
+        vec![PathBuf::from(".")]
+    } else {
+        args.paths.clone()
+    };
+    for p in &paths {
+        if !p.exists() {
+            return Err(user_error(format!(
+                "{}: no such file or folder",
+                p.display()
+            )));
+        }
+    }
+    if let Some(root) = &args.package_root {
+        if !root.is_dir() {
+            return Err(user_error(format!(
+                "--package-root {}: no such folder",
+                root.display()
+            )));
+        }
+    }
+    let root = args
+        .package_root
+        .as_ref()
+        .map(|r| r.canonicalize().unwrap_or_else(|_| r.clone()));
+    let canonical: Vec<PathBuf> = paths
+        .iter()
+        .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
+        .collect();
+    let tree = crate::python::scan::Tree::scan(&canonical, root.as_deref()).map_err(user_error)?;
+    let mut err = std::io::stderr().lock();
+    for m in tree.modules.iter().filter(|m| m.syntax_error.is_some()) {
+        let _ = writeln!(
+            err,
+            "warning: {}:{}: tree-sitter reports a syntax error; definitions after it may be missed",
+            m.file,
+            m.syntax_error.unwrap_or(0)
+        );
+    }
+    if let Some(json) = &args.check {
+        let groups = tracejson::read_groups(json).map_err(user_error)?;
+        let problems = tracejson::check(&tree, &json.display().to_string(), &groups);
+        for p in &problems {
+            let _ = writeln!(err, "{p}");
+        }
+        let errors = problems
+            .iter()
+            .filter(|p| p.severity == Severity::Error)
+            .count();
+        let _ = writeln!(
+            err,
+            "{}: {} groups, {} functions; {errors} error(s), {} warning(s)",
+            json.display(),
+            groups.len(),
+            groups.iter().map(|g| g.functions.len()).sum::<usize>(),
+            problems.len() - errors
+        );
+        return Ok(if errors > 0 { exit::FOUND } else { exit::OK });
+    }
+    let (targets, problems) = tracejson::select(
+        &tree,
+        &Selection {
+            forwards: !args.no_forwards,
+            matches: &args.matches,
+        },
+    );
+    for p in &problems {
+        let _ = writeln!(err, "{p}");
+    }
+    if problems.iter().any(|p| p.severity == Severity::Error) {
+        let _ = writeln!(
+            err,
+            "instrument nsys trace-json: nothing was written; fix the selection above"
+        );
+        return Ok(exit::USER_ERROR);
+    }
+    let ours = tracejson::groups(&targets, args.domain.as_deref());
+    let base_path = if args.no_base {
+        None
+    } else {
+        args.base.clone().or_else(tracejson::shipped_base)
+    };
+    let base = match &base_path {
+        Some(p) => tracejson::read_groups(p).map_err(user_error)?,
+        None => Vec::new(),
+    };
+    let merged = tracejson::merge(base, ours);
+    let text = format!("{}\n", serde_json::to_string_pretty(&merged)?);
+    match &args.out {
+        Some(out) => {
+            std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?
+        }
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    let _ = writeln!(
+        err,
+        "{} functions in {} modules{}",
+        targets.len(),
+        merged.len(),
+        base_path
+            .map(|p| format!(", merged after {}", p.display()))
+            .unwrap_or_default()
+    );
+    Ok(exit::OK)
 }
 
 fn run_report(args: ReportArgs) -> anyhow::Result<u8> {

@@ -49,7 +49,7 @@ pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
             .map(|r| {
                 serde_json::json!({
                     "id": r.id, "group": r.group, "file": r.file, "models": r.models,
-                    "scope": r.scope, "anchor": r.anchor, "following": r.following,
+                    "scope": r.scope, "anchor": r.anchor.as_ref().map(|a| a.describe()), "following": r.following,
                     "contains": r.contains, "position": r.position.name(),
                     "summary": r.summary, "note": r.note, "examples": r.examples.len(),
                 })
@@ -74,7 +74,7 @@ pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
         };
         let mut place: Vec<String> = r.scope.clone();
         if let Some(a) = &r.anchor {
-            place.push(format!("{} `{a}`", r.position.name()));
+            place.push(format!("{} `{}`", r.position.name(), a.describe()));
         } else {
             place.push(r.position.name().to_string());
         }

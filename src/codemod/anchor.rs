@@ -359,10 +359,27 @@ pub fn resolve<'t>(
     }
     let pattern = patterns
         .anchor
-        .as_ref()
+        .first()
         .expect("a rule with an anchor has its pattern");
+    let described = rule
+        .anchor
+        .as_ref()
+        .map(|a| a.describe())
+        .unwrap_or_default();
+    let with_description = |mut f: AnchorFailure| {
+        f.pattern = described.clone();
+        f
+    };
     let contains = patterns.contains.as_ref();
-    let found: Vec<(Node, Bindings)> = matches(src, &pool, pattern, &bindings)
+    // Alternatives: every statement any of them matches, in source order.
+    let mut candidates: Vec<(Node, Bindings)> = patterns
+        .anchor
+        .iter()
+        .flat_map(|p| matches(src, &pool, p, &bindings))
+        .collect();
+    candidates.sort_by_key(|(n, _)| n.start_byte());
+    candidates.dedup_by_key(|(n, _)| n.id());
+    let found: Vec<(Node, Bindings)> = candidates
         .into_iter()
         .filter(|(n, _)| n.start_byte() >= after_byte)
         .filter(|(n, _)| {
@@ -380,13 +397,13 @@ pub fn resolve<'t>(
     };
     let chosen = match (occurrence, found.len()) {
         (_, 0) => {
-            return Err(failure(
+            return Err(with_description(failure(
                 src,
                 "anchor",
                 pattern,
                 scope,
                 Problem::NotFound(closest(src, &pool, pattern)),
-            ));
+            )));
         }
         (Occurrence::Only, 1) | (Occurrence::First, _) => found.into_iter().next(),
         (Occurrence::Last, _) => found.into_iter().last(),
@@ -395,13 +412,13 @@ pub fn resolve<'t>(
                 .iter()
                 .map(|(n, _)| n.start_position().row + 1)
                 .collect();
-            return Err(failure(
+            return Err(with_description(failure(
                 src,
                 "anchor",
                 pattern,
                 scope,
                 Problem::Ambiguous(lines),
-            ));
+            )));
         }
     };
     let (node, b) = chosen.expect("non-empty");

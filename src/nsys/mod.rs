@@ -20,3 +20,4 @@ pub mod overlap;
 pub mod report;
 pub mod sqlite;
 pub mod stats;
+pub mod tracejson;

@@ -16,7 +16,8 @@ static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
 #[derive(Debug)]
 pub struct RulePatterns {
     pub scope: Vec<Pattern>,
-    pub anchor: Option<Pattern>,
+    /// Alternatives; empty when the rule has no anchor.
+    pub anchor: Vec<Pattern>,
     pub following: Option<Pattern>,
     pub contains: Option<Pattern>,
     pub capture: Vec<Pattern>,
@@ -149,7 +150,12 @@ fn compile_patterns(rule: &Rule) -> Result<RulePatterns, String> {
     let one = |p: &String| Pattern::compile(p).map_err(|e| format!("rule {}: {e}", rule.id));
     Ok(RulePatterns {
         scope: rule.scope.iter().map(one).collect::<Result<_, _>>()?,
-        anchor: rule.anchor.as_ref().map(one).transpose()?,
+        anchor: rule
+            .anchor
+            .iter()
+            .flat_map(|a| a.patterns())
+            .map(|p| Pattern::compile(p).map_err(|e| format!("rule {}: {e}", rule.id)))
+            .collect::<Result<_, _>>()?,
         following: rule.following.as_ref().map(one).transpose()?,
         contains: rule.contains.as_ref().map(one).transpose()?,
         capture: rule.capture.iter().map(one).collect::<Result<_, _>>()?,

@@ -142,6 +142,28 @@ impl Position {
     }
 }
 
+/// An anchor: one pattern, or alternatives.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Anchor {
+    One(String),
+    Any(Vec<String>),
+}
+
+impl Anchor {
+    pub fn patterns(&self) -> Vec<&str> {
+        match self {
+            Anchor::One(p) => vec![p.as_str()],
+            Anchor::Any(ps) => ps.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// As written, alternatives joined by ` or `.
+    pub fn describe(&self) -> String {
+        self.patterns().join(" or ")
+    }
+}
+
 /// Which match of the anchor is meant.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -172,9 +194,10 @@ pub struct Rule {
     /// `if cond`, `with ...`, `while cond`, `try`. Metavariables (`$X`) match any node.
     #[serde(default)]
     pub scope: Vec<String>,
-    /// The statement the edit is placed against (a code pattern with metavariables).
+    /// The statement the edit is placed against (a code pattern with metavariables), or a
+    /// list of patterns any of which may match (`["class $_", "def $_"]`).
     #[serde(default)]
-    pub anchor: Option<String>,
+    pub anchor: Option<Anchor>,
     /// When set, only anchors that hold a statement matching this pattern count (e.g. the
     /// `if self.is_first_pp_rank` block that contains `self.criterion = criterion`).
     #[serde(default)]

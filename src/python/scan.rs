@@ -1,0 +1,501 @@
+//! A static map of Python packages, without importing anything: each file's import path,
+//! its top-level functions and classes, their methods, bases and decorators, and which
+//! submodule classes a class builds in `__init__`. Shared by the functions-trace JSON and
+//! the NVTX rule set.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use tree_sitter::Node;
+
+use super::{Source, decorators, definition_name, statements_of, undecorated};
+
+/// A function or method definition.
+#[derive(Debug, Clone)]
+pub struct Function {
+    pub name: String,
+    /// 1-based line of the `def` (or of its first decorator).
+    pub line: usize,
+    pub decorators: Vec<String>,
+    /// Defined inside another function or class body that nsys cannot reach.
+    pub nested: bool,
+    /// For methods of classes whose code is compiled: `self.ATTR(...)` / `self.ATTR.m(...)`
+    /// calls in the body, as (attribute, method or "forward").
+    pub self_calls: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Class {
+    pub name: String,
+    pub line: usize,
+    /// Base classes as written (`nn.Module`, `Qwen3MoeExperts`).
+    pub bases: Vec<String>,
+    pub methods: Vec<Function>,
+    pub nested: bool,
+    /// `self.ATTR = ClassName(...)` assignments in `__init__`: attribute -> class name.
+    pub attr_types: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Module {
+    /// The import path (`pithtrain.models.qwen3_moe`), or None when the file is not
+    /// importable as a module of a package (with the reason).
+    pub import_path: Result<String, String>,
+    /// The file, relative to the scan root.
+    pub file: String,
+    pub path: PathBuf,
+    pub functions: Vec<Function>,
+    pub classes: Vec<Class>,
+    /// Names imported at top level: local name -> (module, name) as written.
+    pub imports: BTreeMap<String, (String, String)>,
+    /// The file's first syntax error line, if tree-sitter rejected something.
+    pub syntax_error: Option<usize>,
+}
+
+/// The import path of `file` given the folder imports resolve from (`package_root`), or
+/// found by walking up while folders hold `__init__.py`.
+pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, String> {
+    let stem = file
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .ok_or("not a file name")?;
+    if stem == "__main__" {
+        return Err("a `__main__` module is not importable by name".into());
+    }
+    let mut parts: Vec<String> = if stem == "__init__" {
+        Vec::new()
+    } else {
+        vec![stem.to_string()]
+    };
+    let mut dir = file.parent().ok_or("no parent folder")?.to_path_buf();
+    loop {
+        if let Some(root) = package_root {
+            if dir == root {
+                break;
+            }
+        } else if !dir.join("__init__.py").is_file() {
+            break;
+        }
+        if !dir.join("__init__.py").is_file() {
+            return Err(format!(
+                "{} has no __init__.py, so it is not a package",
+                dir.display()
+            ));
+        }
+        let name = dir
+            .file_name()
+            .and_then(|s| s.to_str())
+            .ok_or("odd folder name")?
+            .to_string();
+        parts.insert(0, name);
+        match dir.parent() {
+            Some(p) => dir = p.to_path_buf(),
+            None => break,
+        }
+        if package_root.is_some_and(|root| !dir.starts_with(root)) {
+            return Err("the file is not under --package-root".into());
+        }
+    }
+    if parts.is_empty() {
+        return Err("a package's __init__ outside any package".into());
+    }
+    if parts.len() == 1
+        && package_root.is_none()
+        && !file
+            .parent()
+            .is_some_and(|d| d.join("__init__.py").is_file())
+    {
+        // A loose script: importable only as a top-level module from its own folder.
+        return Ok(parts.remove(0));
+    }
+    Ok(parts.join("."))
+}
+
+fn line(src: &Source, node: Node) -> usize {
+    src.line_of(node.start_byte())
+}
+
+/// `self.ATTR(...)` and `self.ATTR.METHOD(...)` calls in a function body.
+fn self_calls(src: &Source, body: Node) -> Vec<(String, String)> {
+    let mut out = BTreeSet::new();
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "call" {
+            if let Some(f) = n.child_by_field_name("function") {
+                let text = src.text_of(f);
+                let parts: Vec<&str> = text.split('.').map(str::trim).collect();
+                match parts.as_slice() {
+                    ["self", attr] => {
+                        out.insert((attr.to_string(), "forward".to_string()));
+                    }
+                    ["self", attr, method] => {
+                        out.insert((attr.to_string(), method.to_string()));
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+    out.into_iter().collect()
+}
+
+fn function(src: &Source, node: Node, nested: bool) -> Option<Function> {
+    let def = undecorated(node);
+    if def.kind() != "function_definition" {
+        return None;
+    }
+    Some(Function {
+        name: definition_name(src, def)?.to_string(),
+        line: line(src, node),
+        decorators: decorators(src, def)
+            .into_iter()
+            .map(str::to_string)
+            .collect(),
+        nested,
+        self_calls: def
+            .child_by_field_name("body")
+            .map(|b| self_calls(src, b))
+            .unwrap_or_default(),
+    })
+}
+
+/// Functions and classes defined anywhere inside `node`'s body (nsys cannot reach them).
+fn nested_defs(src: &Source, body: Node, functions: &mut Vec<Function>, classes: &mut Vec<Class>) {
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        let mut c = n.walk();
+        for child in n.named_children(&mut c) {
+            let inner = undecorated(child);
+            match inner.kind() {
+                "function_definition" => {
+                    functions.extend(function(src, child, true));
+                    if let Some(b) = inner.child_by_field_name("body") {
+                        stack.push(b);
+                    }
+                }
+                "class_definition" => {
+                    classes.extend(class(src, child, true));
+                }
+                _ => stack.push(child),
+            }
+        }
+    }
+}
+
+fn class(src: &Source, node: Node, nested: bool) -> Option<Class> {
+    let def = undecorated(node);
+    let mut out = Class {
+        name: definition_name(src, def)?.to_string(),
+        line: line(src, node),
+        bases: Vec::new(),
+        methods: Vec::new(),
+        nested,
+        attr_types: BTreeMap::new(),
+    };
+    if let Some(sup) = def.child_by_field_name("superclasses") {
+        let mut c = sup.walk();
+        out.bases = sup
+            .named_children(&mut c)
+            .filter(|b| b.kind() != "keyword_argument")
+            .map(|b| src.text_of(b).to_string())
+            .collect();
+    }
+    let Some(body) = def.child_by_field_name("body") else {
+        return Some(out);
+    };
+    for stmt in statements_of(body) {
+        if let Some(f) = function(src, stmt, nested) {
+            if f.name == "__init__" {
+                if let Some(init_body) = undecorated(stmt).child_by_field_name("body") {
+                    collect_attr_types(src, init_body, &mut out.attr_types);
+                }
+            }
+            out.methods.push(f);
+        }
+    }
+    Some(out)
+}
+
+/// `self.x = Name(...)` (also inside `if`/`else`) in an `__init__` body.
+fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, String>) {
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "assignment" {
+            let (Some(left), Some(right)) = (
+                n.child_by_field_name("left"),
+                n.child_by_field_name("right"),
+            ) else {
+                continue;
+            };
+            let target = src.text_of(left);
+            let Some(attr) = target
+                .strip_prefix("self.")
+                .filter(|a| !a.contains(['.', ',', '[']))
+            else {
+                continue;
+            };
+            let mut values = vec![right];
+            if right.kind() == "conditional_expression" {
+                let mut c = right.walk();
+                values = right.named_children(&mut c).collect();
+            }
+            for v in values {
+                if v.kind() == "call" {
+                    if let Some(f) = v.child_by_field_name("function") {
+                        let name = src.text_of(f).rsplit('.').next().unwrap_or("").to_string();
+                        out.entry(attr.to_string()).or_insert(name);
+                    }
+                }
+            }
+            continue;
+        }
+        if matches!(n.kind(), "function_definition" | "class_definition") {
+            continue;
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+}
+
+fn imports(src: &Source, root: Node) -> BTreeMap<String, (String, String)> {
+    let mut out = BTreeMap::new();
+    for stmt in statements_of(root) {
+        if stmt.kind() != "import_from_statement" {
+            continue;
+        }
+        let Some(module) = stmt
+            .child_by_field_name("module_name")
+            .map(|m| src.text_of(m).to_string())
+        else {
+            continue;
+        };
+        let mut c = stmt.walk();
+        for name in stmt.children_by_field_name("name", &mut c) {
+            let (orig, local) = match name.kind() {
+                "aliased_import" => (
+                    name.child_by_field_name("name")
+                        .map(|n| src.text_of(n))
+                        .unwrap_or(""),
+                    name.child_by_field_name("alias")
+                        .map(|n| src.text_of(n))
+                        .unwrap_or(""),
+                ),
+                _ => (src.text_of(name), src.text_of(name)),
+            };
+            out.insert(local.to_string(), (module.clone(), orig.to_string()));
+        }
+    }
+    out
+}
+
+/// Scan one file.
+pub fn scan_file(
+    path: &Path,
+    display: &str,
+    package_root: Option<&Path>,
+) -> Result<Module, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{display}: {e}"))?;
+    let src = Source::parse(text);
+    let root = src.root();
+    let mut m = Module {
+        import_path: import_path(path, package_root),
+        file: display.to_string(),
+        path: path.to_path_buf(),
+        functions: Vec::new(),
+        classes: Vec::new(),
+        imports: imports(&src, root),
+        syntax_error: src.first_error().map(|e| e.line),
+    };
+    for stmt in statements_of(root) {
+        let inner = undecorated(stmt);
+        match inner.kind() {
+            "function_definition" => {
+                m.functions.extend(function(&src, stmt, false));
+                if let Some(b) = inner.child_by_field_name("body") {
+                    nested_defs(&src, b, &mut m.functions, &mut m.classes);
+                }
+            }
+            "class_definition" => {
+                if let Some(c) = class(&src, stmt, false) {
+                    m.classes.push(c);
+                }
+                if let Some(b) = inner.child_by_field_name("body") {
+                    for s in statements_of(b) {
+                        let si = undecorated(s);
+                        if si.kind() == "class_definition" {
+                            m.classes.extend(class(&src, s, true));
+                        } else if si.kind() == "function_definition" {
+                            if let Some(fb) = si.child_by_field_name("body") {
+                                nested_defs(&src, fb, &mut m.functions, &mut m.classes);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(m)
+}
+
+/// The Python files under `paths` (files or folders), sorted; hidden folders, caches and
+/// environments skipped.
+pub fn python_files(paths: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_file() {
+            out.push(p.clone());
+            continue;
+        }
+        for e in walkdir::WalkDir::new(p)
+            .into_iter()
+            .filter_entry(|e| {
+                let name = e.file_name().to_string_lossy();
+                e.depth() == 0
+                    || !(e.file_type().is_dir()
+                        && (name.starts_with('.')
+                            || matches!(
+                                name.as_ref(),
+                                "__pycache__" | "node_modules" | "venv" | "site-packages"
+                            )))
+            })
+            .filter_map(Result::ok)
+        {
+            if e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "py") {
+                out.push(e.path().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// A scanned tree.
+#[derive(Debug, Default)]
+pub struct Tree {
+    pub modules: Vec<Module>,
+}
+
+/// Every class in the tree by name (a name defined twice keeps all definitions).
+impl Tree {
+    pub fn scan(paths: &[PathBuf], package_root: Option<&Path>) -> Result<Tree, String> {
+        let base = std::env::current_dir().unwrap_or_default();
+        let mut modules = Vec::new();
+        for f in python_files(paths) {
+            let display = f.strip_prefix(&base).unwrap_or(&f).display().to_string();
+            modules.push(scan_file(&f, &display, package_root)?);
+        }
+        Ok(Tree { modules })
+    }
+
+    /// Classes (top level) by name, with their module.
+    pub fn classes_named(&self, name: &str) -> Vec<(&Module, &Class)> {
+        self.modules
+            .iter()
+            .flat_map(|m| {
+                m.classes
+                    .iter()
+                    .filter(|c| !c.nested && c.name == name)
+                    .map(move |c| (m, c))
+            })
+            .collect()
+    }
+
+    /// Whether `class` (in `module`) derives from `torch.nn.Module`, directly or through
+    /// classes defined in the tree.
+    pub fn is_nn_module(&self, module: &Module, class: &Class) -> bool {
+        self.is_nn_module_inner(module, class, &mut BTreeSet::new())
+    }
+
+    fn is_nn_module_inner(
+        &self,
+        module: &Module,
+        class: &Class,
+        seen: &mut BTreeSet<(String, String)>,
+    ) -> bool {
+        if !seen.insert((module.file.clone(), class.name.clone())) {
+            return false;
+        }
+        class.bases.iter().any(|base| {
+            let last = base.rsplit('.').next().unwrap_or(base);
+            let from_torch = |local: &str| {
+                module
+                    .imports
+                    .get(local)
+                    .is_some_and(|(m, orig)| orig == "Module" && m.starts_with("torch"))
+            };
+            if matches!(base.as_str(), "nn.Module" | "torch.nn.Module")
+                || (base == "Module" && from_torch("Module"))
+            {
+                return true;
+            }
+            self.resolve_class(module, last)
+                .into_iter()
+                .any(|(m, c)| self.is_nn_module_inner(m, c, seen))
+        })
+    }
+
+    /// The class a name refers to in `module`: defined there, or imported from a scanned
+    /// module, or else any class of that name in the tree.
+    pub fn resolve_class<'t>(
+        &'t self,
+        module: &'t Module,
+        name: &str,
+    ) -> Vec<(&'t Module, &'t Class)> {
+        if let Some(c) = module.classes.iter().find(|c| !c.nested && c.name == name) {
+            return vec![(module, c)];
+        }
+        if let Some((from, orig)) = module.imports.get(name) {
+            let found: Vec<(&Module, &Class)> = self
+                .modules
+                .iter()
+                .filter(|m| {
+                    m.import_path.as_deref().is_ok_and(|p| {
+                        p == from || p.ends_with(&format!(".{}", from.trim_start_matches('.')))
+                    })
+                })
+                .flat_map(|m| {
+                    m.classes
+                        .iter()
+                        .filter(|c| !c.nested && &c.name == orig)
+                        .map(move |c| (m, c))
+                })
+                .collect();
+            if !found.is_empty() {
+                return found;
+            }
+        }
+        self.classes_named(name)
+    }
+
+    /// Whether `Class.method` exists: defined on the class or inherited through classes
+    /// in the tree.
+    pub fn has_method(&self, module: &Module, class: &Class, method: &str) -> bool {
+        let mut seen = BTreeSet::new();
+        self.has_method_inner(module, class, method, &mut seen)
+    }
+
+    fn has_method_inner(
+        &self,
+        module: &Module,
+        class: &Class,
+        method: &str,
+        seen: &mut BTreeSet<(String, String)>,
+    ) -> bool {
+        if !seen.insert((module.file.clone(), class.name.clone())) {
+            return false;
+        }
+        if class.methods.iter().any(|m| m.name == method) {
+            return true;
+        }
+        class.bases.iter().any(|b| {
+            let last = b.rsplit('.').next().unwrap_or(b);
+            self.resolve_class(module, last)
+                .into_iter()
+                .any(|(m, c)| self.has_method_inner(m, c, method, seen))
+        })
+    }
+}
