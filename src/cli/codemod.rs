@@ -10,15 +10,17 @@ use clap::Args;
 use crate::codemod::session::{self, AddOutcome, AddRequest};
 use crate::codemod::{checkout, diff, layers, write};
 use crate::exit::{self, user_error};
-use crate::rules::{self, RuleSet};
+use crate::rules::{self, RuleSet, TargetKind};
 
 /// The rule set used when `--rules` is not given.
 pub const DEFAULT_RULES: &str = "memory-prints";
 
 #[derive(Args, Debug)]
 pub struct AddArgs {
-    /// The model, as named in pithtrain/models/ (`qwen3-moe`, `deepseek-v2`, ...).
-    pub model: String,
+    /// The model, as named in pithtrain/models/ (`qwen3-moe`, `deepseek-v2`, ...); with
+    /// `--rules nvtx`, the functions to wrap (`*.forward`, `DualPipeV.step`, `layer_forward`).
+    #[arg(required = true, num_args = 1..)]
+    pub targets: Vec<String>,
     /// Global ranks that print, comma-separated (e.g. `3,14`).
     #[arg(long, default_value = "0", allow_hyphen_values = true)]
     pub ranks: String,
@@ -98,7 +100,12 @@ pub fn root_for(root: &Option<PathBuf>, set: &RuleSet) -> anyhow::Result<PathBuf
             start.display()
         )));
     }
-    checkout::find_root(&start, &set.manifest.root_marker).map_err(user_error)
+    match &set.manifest.root_marker {
+        Some(marker) => checkout::find_root(&start, marker).map_err(user_error),
+        None => start
+            .canonicalize()
+            .map_err(|e| user_error(format!("{}: {e}", start.display()))),
+    }
 }
 
 /// For commands that work on any tree: `--root`, else the checkout above the current
@@ -114,7 +121,8 @@ fn scan_root(root: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
         return Ok(r.clone());
     }
     let marker = rules::load_rule_set(DEFAULT_RULES)
-        .map(|s| s.manifest.root_marker)
+        .ok()
+        .and_then(|s| s.manifest.root_marker)
         .unwrap_or_default();
     Ok(checkout::find_root(Path::new("."), &marker).unwrap_or_else(|_| PathBuf::from(".")))
 }
@@ -226,7 +234,18 @@ fn emit(root: &Path, plans: &[(String, String, String)], dry_run: bool) -> anyho
 pub fn add(args: AddArgs) -> anyhow::Result<u8> {
     let set = load_rules(&args.common.rules)?;
     let root = root_for(&args.common.root, &set)?;
-    let model = checkout::resolve_model(&root, &set.manifest, &args.model).map_err(user_error)?;
+    if set.manifest.targets == TargetKind::Functions {
+        return add_functions(&args, &set, &root);
+    }
+    let [typed] = args.targets.as_slice() else {
+        return Err(user_error(format!(
+            "rule set {} takes one model, got {} arguments ({})",
+            set.manifest.name,
+            args.targets.len(),
+            args.targets.join(" ")
+        )));
+    };
+    let model = checkout::resolve_model(&root, &set.manifest, typed).map_err(user_error)?;
     let supported: Vec<String> = {
         let mut m: Vec<String> = set
             .rules
@@ -333,6 +352,88 @@ pub fn add(args: AddArgs) -> anyhow::Result<u8> {
         } else {
             ""
         }
+    );
+    Ok(exit::OK)
+}
+
+/// `add` for a rule set whose targets are functions: select them with the same scan and
+/// refusals as the functions-trace JSON, expand the rule templates, plan as usual.
+fn add_functions(args: &AddArgs, set: &RuleSet, root: &Path) -> anyhow::Result<u8> {
+    use crate::codemod::expand::{self, FunctionTarget};
+    use crate::python::scan::Tree;
+    use crate::python::select::{self, CompiledPolicy, Selection, Severity};
+    let tree = Tree::scan(&[root.join(&set.manifest.source_dir)], None).map_err(user_error)?;
+    let forbidden: Vec<String> = set
+        .manifest
+        .forbid_inside
+        .iter()
+        .map(|f| f.decorator.clone())
+        .collect();
+    let inside = select::run_inside_compiled(&tree, &forbidden);
+    let selection = Selection {
+        forwards: false,
+        matches: &args.targets,
+        compiled: Some((&inside, CompiledPolicy::Refuse)),
+    };
+    let (picked, problems) = select::select(&tree, &selection);
+    let mut err = std::io::stderr().lock();
+    for p in &problems {
+        let _ = writeln!(err, "{p}");
+    }
+    if problems.iter().any(|p| p.severity == Severity::Error) {
+        let _ = writeln!(
+            err,
+            "instrument add --rules {}: nothing was changed",
+            set.manifest.name
+        );
+        return Ok(exit::USER_ERROR);
+    }
+    let targets: Vec<FunctionTarget> = picked
+        .iter()
+        .map(|t| FunctionTarget {
+            file: t
+                .path
+                .strip_prefix(root)
+                .unwrap_or(&t.path)
+                .to_string_lossy()
+                .replace('\\', "/"),
+            class: t.class.clone(),
+            function: t.function.clone(),
+        })
+        .collect();
+    let expanded = expand::for_functions(set, &targets).map_err(user_error)?;
+    let params = BTreeMap::new();
+    let req = AddRequest {
+        root,
+        rule_set: &expanded,
+        model: None,
+        params: &params,
+        partial: args.partial,
+    };
+    let outcome = session::plan_add(&req);
+    let what = format!("instrument add --rules {}", set.manifest.name);
+    if !outcome.file_failures.is_empty() || (!args.partial && !outcome.ok()) {
+        drop(err);
+        print_failures_report(&outcome, &what);
+        return Ok(exit::USER_ERROR);
+    }
+    let changed: Vec<(String, String, String)> = outcome
+        .plans
+        .iter()
+        .filter(|p| p.before != p.after)
+        .map(|p| (p.file.clone(), p.before.clone(), p.after.clone()))
+        .collect();
+    emit(root, &changed, args.dry_run)?;
+    let verb = if args.dry_run {
+        "would change"
+    } else {
+        "changed"
+    };
+    let _ = writeln!(
+        err,
+        "{what}: {} function(s); {verb} {} file(s)",
+        targets.len(),
+        changed.len()
     );
     Ok(exit::OK)
 }

@@ -117,13 +117,13 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
             )));
         }
     }
-    if let Some(root) = &args.package_root {
-        if !root.is_dir() {
-            return Err(user_error(format!(
-                "--package-root {}: no such folder",
-                root.display()
-            )));
-        }
+    if let Some(root) = &args.package_root
+        && !root.is_dir()
+    {
+        return Err(user_error(format!(
+            "--package-root {}: no such folder",
+            root.display()
+        )));
     }
     let root = args
         .package_root
@@ -163,13 +163,15 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
         );
         return Ok(if errors > 0 { exit::FOUND } else { exit::OK });
     }
-    let (targets, problems) = tracejson::select(
-        &tree,
-        &Selection {
-            forwards: !args.no_forwards,
-            matches: &args.matches,
-        },
-    );
+    // nsys wraps the traced functions in Python: inside a fullgraph compile that breaks
+    // the graph, so say which selected functions run there.
+    let inside = crate::python::select::run_inside_compiled(&tree, &["torch.compile".to_string()]);
+    let selection = Selection {
+        forwards: !args.no_forwards,
+        matches: &args.matches,
+        compiled: Some((&inside, crate::python::select::CompiledPolicy::Note)),
+    };
+    let (targets, problems) = tracejson::select(&tree, &selection);
     for p in &problems {
         let _ = writeln!(err, "{p}");
     }

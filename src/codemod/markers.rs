@@ -150,6 +150,12 @@ fn parse_open(line: &str) -> Option<OpenMarker> {
     })
 }
 
+/// Whether a line (or comment) is an open or close marker.
+pub fn is_marker_line(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with(OPEN) || t.starts_with(CLOSE)
+}
+
 /// Whether a file's text may contain regions (a fast check before reading lines).
 pub fn mentions_markers(text: &[u8]) -> bool {
     memchr::memmem::find(text, OPEN.as_bytes()).is_some()

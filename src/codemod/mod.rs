@@ -5,6 +5,7 @@
 pub mod anchor;
 pub mod checkout;
 pub mod diff;
+pub mod expand;
 pub mod explain;
 pub mod failure;
 pub mod imports;

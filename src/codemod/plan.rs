@@ -115,7 +115,9 @@ fn first_attached_comment(src: &Source, stmt: Node) -> usize {
         let own_line = src.text[line_start(&src.text, prev.start_byte())..prev.start_byte()]
             .trim()
             .is_empty();
-        if prev.kind() == "comment" && adjacent && own_line {
+        // A marker of another region is not a comment about this statement.
+        let marker = markers::is_marker_line(src.text_of(prev));
+        if prev.kind() == "comment" && adjacent && own_line && !marker {
             first = prev;
         } else {
             break;
@@ -266,11 +268,16 @@ pub fn plan_file(
     for &(index, rule) in rules {
         match plan_rule(&src, rule, index, ctx, &unit) {
             Ok(mut e) => {
-                if let Some(hit) = e.iter().find(|e| {
-                    foreign
-                        .iter()
-                        .any(|f| e.start < f.end && f.start < e.end.max(e.start + 1))
-                }) {
+                // An insertion may sit right before or after another set's region, never
+                // inside it; a replacement may not touch it at all.
+                let inside = |e: &Edit, f: &Range<usize>| {
+                    if e.start == e.end {
+                        f.start < e.start && e.start < f.end
+                    } else {
+                        e.start < f.end && f.start < e.end
+                    }
+                };
+                if let Some(hit) = e.iter().find(|e| foreign.iter().any(|f| inside(e, f))) {
                     plan.failures.push(fail(
                         FailureKind::Placement,
                         Some(src.line_of(hit.start)),

@@ -7,6 +7,7 @@ use tree_sitter::{Node, Parser, Tree};
 pub mod eval;
 pub mod names;
 pub mod scan;
+pub mod select;
 
 /// A parsed Python file: its text and its tree, kept together so node text can be read.
 pub struct Source {

@@ -19,9 +19,11 @@ pub struct Function {
     pub decorators: Vec<String>,
     /// Defined inside another function or class body that nsys cannot reach.
     pub nested: bool,
-    /// For methods of classes whose code is compiled: `self.ATTR(...)` / `self.ATTR.m(...)`
-    /// calls in the body, as (attribute, method or "forward").
-    pub self_calls: Vec<(String, String)>,
+    /// `self.a(...)`, `self.a.b(...)`, ... calls in the body, as the attribute chain after
+    /// `self` (`["mlp", "gate"]`).
+    pub self_calls: Vec<Vec<String>>,
+    /// Plain `name(...)` calls in the body (functions it may run).
+    pub calls: Vec<String>,
 }
 
 #[derive(Debug, Clone)]
@@ -105,8 +107,13 @@ pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, S
             .parent()
             .is_some_and(|d| d.join("__init__.py").is_file())
     {
-        // A loose script: importable only as a top-level module from its own folder.
-        return Ok(parts.remove(0));
+        let folder = file
+            .parent()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default();
+        return Err(format!(
+            "it is not in a package (no __init__.py in {folder}); pass --package-root if that folder is on sys.path"
+        ));
     }
     Ok(parts.join("."))
 }
@@ -115,30 +122,38 @@ fn line(src: &Source, node: Node) -> usize {
     src.line_of(node.start_byte())
 }
 
-/// `self.ATTR(...)` and `self.ATTR.METHOD(...)` calls in a function body.
-fn self_calls(src: &Source, body: Node) -> Vec<(String, String)> {
+/// `self.ATTR(...)` / `self.ATTR.METHOD(...)` calls, and plain `name(...)` calls, in a body.
+fn calls_in(src: &Source, body: Node) -> (Vec<Vec<String>>, Vec<String>) {
     let mut out = BTreeSet::new();
+    let mut plain = BTreeSet::new();
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        if n.kind() == "call" {
-            if let Some(f) = n.child_by_field_name("function") {
-                let text = src.text_of(f);
-                let parts: Vec<&str> = text.split('.').map(str::trim).collect();
-                match parts.as_slice() {
-                    ["self", attr] => {
-                        out.insert((attr.to_string(), "forward".to_string()));
-                    }
-                    ["self", attr, method] => {
-                        out.insert((attr.to_string(), method.to_string()));
-                    }
-                    _ => {}
-                }
+        if n.kind() == "call"
+            && let Some(f) = n.child_by_field_name("function")
+        {
+            let text = src.text_of(f);
+            if f.kind() == "identifier" {
+                plain.insert(text.to_string());
+            }
+            let parts: Vec<&str> = text.split('.').map(str::trim).collect();
+            if parts.len() >= 2
+                && parts[0] == "self"
+                && parts
+                    .iter()
+                    .all(|p| p.chars().all(|c| c.is_alphanumeric() || c == '_'))
+            {
+                out.insert(
+                    parts[1..]
+                        .iter()
+                        .map(|p| p.to_string())
+                        .collect::<Vec<String>>(),
+                );
             }
         }
         let mut c = n.walk();
         stack.extend(n.named_children(&mut c));
     }
-    out.into_iter().collect()
+    (out.into_iter().collect(), plain.into_iter().collect())
 }
 
 fn function(src: &Source, node: Node, nested: bool) -> Option<Function> {
@@ -146,6 +161,10 @@ fn function(src: &Source, node: Node, nested: bool) -> Option<Function> {
     if def.kind() != "function_definition" {
         return None;
     }
+    let (self_calls, calls) = def
+        .child_by_field_name("body")
+        .map(|b| calls_in(src, b))
+        .unwrap_or_default();
     Some(Function {
         name: definition_name(src, def)?.to_string(),
         line: line(src, node),
@@ -154,10 +173,8 @@ fn function(src: &Source, node: Node, nested: bool) -> Option<Function> {
             .map(str::to_string)
             .collect(),
         nested,
-        self_calls: def
-            .child_by_field_name("body")
-            .map(|b| self_calls(src, b))
-            .unwrap_or_default(),
+        self_calls,
+        calls,
     })
 }
 
@@ -207,10 +224,10 @@ fn class(src: &Source, node: Node, nested: bool) -> Option<Class> {
     };
     for stmt in statements_of(body) {
         if let Some(f) = function(src, stmt, nested) {
-            if f.name == "__init__" {
-                if let Some(init_body) = undecorated(stmt).child_by_field_name("body") {
-                    collect_attr_types(src, init_body, &mut out.attr_types);
-                }
+            if f.name == "__init__"
+                && let Some(init_body) = undecorated(stmt).child_by_field_name("body")
+            {
+                collect_attr_types(src, init_body, &mut out.attr_types);
             }
             out.methods.push(f);
         }
@@ -242,11 +259,11 @@ fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
                 values = right.named_children(&mut c).collect();
             }
             for v in values {
-                if v.kind() == "call" {
-                    if let Some(f) = v.child_by_field_name("function") {
-                        let name = src.text_of(f).rsplit('.').next().unwrap_or("").to_string();
-                        out.entry(attr.to_string()).or_insert(name);
-                    }
+                if v.kind() == "call"
+                    && let Some(f) = v.child_by_field_name("function")
+                {
+                    let name = src.text_of(f).rsplit('.').next().unwrap_or("").to_string();
+                    out.entry(attr.to_string()).or_insert(name);
                 }
             }
             continue;
@@ -326,10 +343,10 @@ pub fn scan_file(
                         let si = undecorated(s);
                         if si.kind() == "class_definition" {
                             m.classes.extend(class(&src, s, true));
-                        } else if si.kind() == "function_definition" {
-                            if let Some(fb) = si.child_by_field_name("body") {
-                                nested_defs(&src, fb, &mut m.functions, &mut m.classes);
-                            }
+                        } else if si.kind() == "function_definition"
+                            && let Some(fb) = si.child_by_field_name("body")
+                        {
+                            nested_defs(&src, fb, &mut m.functions, &mut m.classes);
                         }
                     }
                 }

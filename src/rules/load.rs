@@ -12,8 +12,9 @@ use crate::codemod::pattern::Pattern;
 
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
 
-/// A rule's patterns, compiled once when the rule set loads.
-#[derive(Debug)]
+/// A rule's patterns, compiled once when the rule set loads (for a rule written `per`
+/// target, once it is expanded).
+#[derive(Debug, Default)]
 pub struct RulePatterns {
     pub scope: Vec<Pattern>,
     /// Alternatives; empty when the rule has no anchor.
@@ -146,7 +147,10 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
     Ok(set)
 }
 
-fn compile_patterns(rule: &Rule) -> Result<RulePatterns, String> {
+pub fn compile_patterns(rule: &Rule) -> Result<RulePatterns, String> {
+    if rule.per.is_some() {
+        return Ok(RulePatterns::default());
+    }
     let one = |p: &String| Pattern::compile(p).map_err(|e| format!("rule {}: {e}", rule.id));
     Ok(RulePatterns {
         scope: rule.scope.iter().map(one).collect::<Result<_, _>>()?,

@@ -21,8 +21,13 @@ pub struct Manifest {
     pub name: String,
     pub description: String,
     /// A path (relative to the checkout root) whose presence identifies the checkout,
-    /// e.g. `pithtrain/__init__.py`.
-    pub root_marker: String,
+    /// e.g. `pithtrain/__init__.py`. Without it, the root is `--root` or the current folder.
+    #[serde(default)]
+    pub root_marker: Option<String>,
+    /// What `add`'s positional arguments name: one model (the default) or functions
+    /// (selectors such as `*.forward`, `DualPipeV.step`), for rules written `per` target.
+    #[serde(default)]
+    pub targets: TargetKind,
     /// The folder (relative to the root) that instrumentation may touch; `remove`,
     /// `status` and re-`add` scan it for markers.
     pub source_dir: String,
@@ -42,6 +47,24 @@ pub struct Manifest {
     /// How `--detail-layers` is chosen when it is not given.
     #[serde(default)]
     pub detail_layers: Option<DetailLayersSpec>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TargetKind {
+    #[default]
+    Model,
+    Functions,
+}
+
+/// For rule sets whose targets are functions: what one rule is written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Per {
+    /// Once per file that holds a selected function (`{FILE}` in the rule).
+    File,
+    /// Once per selected function (`{FILE}`, `{CLASS_SCOPE}`, `{FUNCTION}`, `{NAME}`).
+    Function,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -188,6 +211,10 @@ pub struct Rule {
     /// Only for these models (file stems); empty means every model.
     #[serde(default)]
     pub models: Vec<String>,
+    /// In a rule set whose targets are functions: the rule is a template, written once
+    /// per file or per selected function.
+    #[serde(default)]
+    pub per: Option<Per>,
     /// One line for reviewers and `instrument rules`.
     pub summary: String,
     /// Enclosing structure, outermost first: `class Name`, `def name`, `for $I in range(n)`,

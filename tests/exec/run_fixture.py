@@ -63,6 +63,12 @@ def main() -> int:
         "error": error,
         "history": [d for (w, d) in torch.EVENTS if w == "history"],
         "set_device_before_init": [not d[1] for (w, d) in torch.EVENTS if w == "set_device"],
+        # NVTX ranges opened per name, and whether every push was popped.
+        "nvtx": {
+            name: sum(1 for (w, d) in torch.EVENTS if w == "nvtx_push" and d == name)
+            for name in sorted({d for (w, d) in torch.EVENTS if w == "nvtx_push"})
+        },
+        "nvtx_balanced": not torch._nvtx_stack,
     }
     print("RESULT " + json.dumps(result), flush=True)
     scratch.cleanup()
