@@ -157,3 +157,45 @@ fn ranges_open_and_close_around_the_calls_and_change_nothing() {
     assert_eq!(ranged["nvtx"]["Qwen3MoeExperts.forward"], 32);
     assert!(base["nvtx"].get("layer_forward").is_none());
 }
+
+#[test]
+fn a_missing_torch_import_is_added_where_isort_wants_it() {
+    let Some(ruff) = tool("ruff", "INSTRUMENT_REQUIRE_RUFF") else {
+        return;
+    };
+    let pkg = repo_root().join("fixtures/tracepkg");
+    let dir = scratch_copy(&pkg);
+    let before = snapshot_tree(dir.path());
+    let out = add_nvtx(dir.path(), &["Block.*", "Base.forward", "run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // blocks.py has only `from torch import nn`: `import torch` joins that section;
+    // heads.py imports first-party code only: torch opens its own section above it.
+    let blocks = std::fs::read_to_string(dir.path().join("mypkg/blocks.py")).unwrap();
+    assert!(
+        blocks.starts_with(
+            "import torch  # instrument nvtx nvtx.helper (take out: instrument remove) h="
+        ),
+        "{blocks}"
+    );
+    let heads = std::fs::read_to_string(dir.path().join("mypkg/sub/heads.py")).unwrap();
+    assert!(
+        heads.starts_with("import torch  # instrument nvtx nvtx.helper [blank-after]"),
+        "{heads}"
+    );
+    let config = fixture().join("pyproject.toml");
+    for args in [&["check"][..], &["format", "--check"][..]] {
+        let out = Command::new(&ruff)
+            .args(args)
+            .args(["--no-cache", "--config", config.to_str().unwrap(), "."])
+            .current_dir(dir.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "ruff {args:?}: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
+    assert_eq!(snapshot_tree(dir.path()), before);
+}

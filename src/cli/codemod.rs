@@ -500,7 +500,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
                             "rule_set": r.rule_set,
                             "rule": r.rule,
                             "group": group_of(&r.rule_set, &r.rule),
-                            "line": r.open_line + 1,
+                            "line": r.marker_line + 1,
                             "params": r.params.iter().cloned().collect::<BTreeMap<String, String>>(),
                             "edited": !r.intact,
                         })
@@ -584,7 +584,7 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
                 out,
                 "{}:{}: instrument {} {}",
                 f.file,
-                r.open_line + 1,
+                r.marker_line + 1,
                 r.rule_set,
                 r.rule
             );

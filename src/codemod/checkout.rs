@@ -124,3 +124,26 @@ pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<St
         }
     ))
 }
+
+/// Top-level packages and modules of a checkout, as ruff finds first-party code: folders
+/// with `__init__.py` and `.py` files in the root and in `src/`.
+pub fn local_modules(root: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in [root.to_path_buf(), root.join("src")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.filter_map(Result::ok) {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().to_string();
+            if p.is_dir() && p.join("__init__.py").is_file() {
+                out.push(name);
+            } else if let Some(stem) = name.strip_suffix(".py") {
+                out.push(stem.to_string());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}

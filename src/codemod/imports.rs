@@ -3,6 +3,7 @@
 
 use tree_sitter::Node;
 
+use super::markers::Blank;
 use crate::python::{self, Source};
 
 /// Top-level modules of the standard library that code commonly imports.
@@ -154,13 +155,13 @@ fn bound_names(import: &Source) -> Vec<String> {
 }
 
 /// Where to add `import` (a single import statement), or `None` when every name it
-/// binds is bound already. Returns the byte offset (a line start) and the text to put
-/// there (the import line, with an empty line before or after it when it opens a section).
+/// binds is bound already. Returns the byte offset (a line start), the import line, and
+/// on which side an empty line must come with it when it opens an isort section.
 pub fn plan_import(
     src: &Source,
     import: &str,
     first_party: &[String],
-) -> Result<Option<(usize, String)>, String> {
+) -> Result<Option<(usize, String, Blank)>, String> {
     let parsed = Source::parse(format!("{}\n", import.trim()));
     let stmts = python::statements_of(parsed.root());
     if parsed.first_error().is_some()
@@ -192,25 +193,20 @@ pub fn plan_import(
     };
     let prev = imports.iter().rfind(|(_, k)| *k < key);
     let next = imports.iter().find(|(_, k)| *k > key);
-    let mut line = import.trim().to_string();
-    let at = match (prev, next) {
-        (Some((node, k)), _) if k.0 == key.0 => after_line(*node),
-        (_, Some((node, k))) if k.0 == key.0 => line_start(node.start_byte()),
+    let line = import.trim().to_string();
+    let (at, blank) = match (prev, next) {
+        (Some((node, k)), _) if k.0 == key.0 => (after_line(*node), Blank::None),
+        (_, Some((node, k))) if k.0 == key.0 => (line_start(node.start_byte()), Blank::None),
         // A section of its own: isort separates sections by one empty line.
-        (Some((node, _)), _) => {
-            line = format!("\n{line}");
-            after_line(*node)
-        }
-        (None, Some((node, _))) => {
-            line = format!("{line}\n");
-            line_start(node.start_byte())
-        }
+        (Some((node, _)), _) => (after_line(*node), Blank::Before),
+        (None, Some((node, _))) => (line_start(node.start_byte()), Blank::After),
+        // No imports at all: below the docstring (one empty line after it), or first.
         (None, None) => match python::docstring(src.root()) {
-            Some(d) => after_line(d),
-            None => 0,
+            Some(d) => (after_line(d), Blank::Before),
+            None => (0, Blank::After),
         },
     };
-    Ok(Some((at, line)))
+    Ok(Some((at, line, blank)))
 }
 
 #[cfg(test)]
@@ -221,7 +217,7 @@ mod tests {
         let src = Source::parse(code.to_string());
         plan_import(&src, import, &["pithtrain".to_string()])
             .unwrap()
-            .map(|(at, _)| python::line_of(code, at))
+            .map(|(at, _, _)| python::line_of(code, at))
     }
 
     #[test]

@@ -17,6 +17,9 @@ use std::fmt;
 
 pub const OPEN: &str = "# >>> instrument ";
 pub const CLOSE: &str = "# <<< instrument ";
+/// The trailing marker of a one-line region (an added import: isort reads own-line
+/// comments between imports as separators, so imports carry their marker at the end).
+pub const INLINE: &str = "  # instrument ";
 const TAKE_OUT: &str = "(take out: instrument remove)";
 /// A kept original line: `# | text` (the region's indentation prefixed again on restore),
 /// `# |` (an empty line), `# |! text` (a line kept verbatim, e.g. inside a string).
@@ -37,6 +40,8 @@ pub struct Region {
     pub stash: Vec<String>,
     /// False when the body no longer matches the recorded hash (edited by hand).
     pub intact: bool,
+    /// 0-based line holding the marker (the open marker, or the marked import line).
+    pub marker_line: usize,
 }
 
 /// A marker problem that makes the file's regions unreadable.
@@ -91,6 +96,52 @@ pub fn render(
     out.extend(inner);
     out.push(format!("{indent}{CLOSE}{rule_set} {rule}"));
     out
+}
+
+/// Which side of a one-line region carries an empty line added with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Blank {
+    None,
+    Before,
+    After,
+}
+
+/// Render a one-line region: `code` with its trailing marker, and the empty line added
+/// with it, if any.
+pub fn render_inline(code: &str, rule_set: &str, rule: &str, blank: Blank) -> Vec<String> {
+    let tag = match blank {
+        Blank::None => "",
+        Blank::Before => " [blank-before]",
+        Blank::After => " [blank-after]",
+    };
+    let hash = hash_lines([code]);
+    let line = format!("{code}{INLINE}{rule_set} {rule}{tag} {TAKE_OUT} h={hash}");
+    match blank {
+        Blank::None => vec![line],
+        Blank::Before => vec![String::new(), line],
+        Blank::After => vec![line, String::new()],
+    }
+}
+
+/// Parse a one-line region's marked line: (code, rule set, rule, blank, hash).
+fn parse_inline(line: &str) -> Option<(&str, String, String, Blank, String)> {
+    let at = line.rfind(INLINE)?;
+    let (code, rest) = (&line[..at], &line[at + INLINE.len()..]);
+    if code.trim().is_empty() || code.trim_start().starts_with('#') {
+        return None;
+    }
+    let (rest, hash) = rest.rsplit_once(" h=")?;
+    let rest = rest.strip_suffix(TAKE_OUT)?.trim_end();
+    let mut words = rest.split(' ');
+    let rule_set = words.next()?.to_string();
+    let rule = words.next()?.to_string();
+    let blank = match words.next() {
+        None => Blank::None,
+        Some("[blank-before]") => Blank::Before,
+        Some("[blank-after]") => Blank::After,
+        Some(_) => return None,
+    };
+    Some((code, rule_set, rule, blank, hash.trim().to_string()))
 }
 
 fn stash_line(indent: &str, line: &str) -> String {
@@ -180,6 +231,31 @@ pub fn find_regions(text: &str) -> Result<Vec<Region>, MarkerError> {
             });
         }
         if !trimmed.starts_with(OPEN) {
+            if line.contains(INLINE)
+                && let Some((code, rule_set, rule, blank, hash)) = parse_inline(line)
+            {
+                let (open_line, close_line) = match blank {
+                    Blank::None => (i, i),
+                    Blank::Before => (i.saturating_sub(1), i),
+                    Blank::After => (i, (i + 1).min(lines.len() - 1)),
+                };
+                let blank_ok = match blank {
+                    Blank::None => true,
+                    Blank::Before => i > 0 && lines[i - 1].trim().is_empty(),
+                    Blank::After => i + 1 < lines.len() && lines[i + 1].trim().is_empty(),
+                };
+                regions.push(Region {
+                    rule_set,
+                    rule,
+                    params: Vec::new(),
+                    open_line,
+                    close_line,
+                    indent: String::new(),
+                    stash: Vec::new(),
+                    intact: blank_ok && hash_lines([code]) == hash,
+                    marker_line: i,
+                });
+            }
             i += 1;
             continue;
         }
@@ -235,6 +311,7 @@ pub fn find_regions(text: &str) -> Result<Vec<Region>, MarkerError> {
             indent,
             stash,
             intact,
+            marker_line: i,
         });
         i = j + 1;
     }
@@ -330,6 +407,33 @@ mod tests {
         assert_eq!(find_regions(&text).unwrap_err().line, 1);
         let text = "# <<< instrument r a\n";
         assert!(find_regions(text).is_err());
+    }
+
+    #[test]
+    fn inline_regions_take_their_blank_line_with_them() {
+        let original = "import os\n\n\ndef f():\n    pass\n";
+        let region = render_inline("import torch", "r", "a", Blank::Before);
+        let text = original.replacen(
+            "import os\n",
+            &format!("import os\n{}\n", region.join("\n")),
+            1,
+        );
+        assert_eq!(text, "import os\n\nimport torch  # instrument r a [blank-before] (take out: instrument remove) h=".to_string() + &hash_lines(["import torch"]) + "\n\n\ndef f():\n    pass\n");
+        let regions = find_regions(&text).unwrap();
+        assert_eq!(regions.len(), 1);
+        assert!(regions[0].intact);
+        assert_eq!(
+            (
+                regions[0].open_line,
+                regions[0].close_line,
+                regions[0].marker_line
+            ),
+            (1, 2, 2)
+        );
+        let (back, _) = strip(&text, |_| true).unwrap();
+        assert_eq!(back, original);
+        let edited = text.replace("import torch  #", "import torch as t  #");
+        assert!(!find_regions(&edited).unwrap()[0].intact);
     }
 
     #[test]

@@ -21,6 +21,8 @@ pub struct PlanContext<'a> {
     pub rule_set: &'a RuleSet,
     /// Template parameters (`RANKS` -> `{3, 14}`).
     pub params: &'a BTreeMap<String, String>,
+    /// Top-level packages isort treats as first party (the rule set's and the checkout's own).
+    pub first_party: &'a [String],
 }
 
 /// The plan for one file.
@@ -200,7 +202,7 @@ pub fn plan_file(
             if let Some(r) = removed.iter().find(|r| !r.intact) {
                 plan.failures.push(fail(
                     FailureKind::Markers,
-                    Some(r.open_line + 1),
+                    Some(r.marker_line + 1),
                     None,
                     format!(
                         "the region of rule {} was edited by hand since it was added; review it, then run `instrument remove --force` to take it out",
@@ -294,8 +296,8 @@ pub fn plan_file(
             }
         }
     }
-    // Imports the templates need, each added once.
-    let mut import_edits = Vec::new();
+    // Imports the templates need, each added once, as one-line regions (see markers).
+    let mut import_edits: Vec<(usize, String, markers::Blank, usize)> = Vec::new();
     for &(index, rule) in rules {
         if plan
             .failures
@@ -305,14 +307,11 @@ pub fn plan_file(
             continue;
         }
         for import in &rule.imports {
-            match imports::plan_import(&src, import, &ctx.rule_set.manifest.first_party) {
+            match imports::plan_import(&src, import, ctx.first_party) {
                 Ok(None) => {}
-                Ok(Some((at, line))) => {
-                    let already = import_edits
-                        .iter()
-                        .any(|(_, l, _): &(usize, String, usize)| *l == line);
-                    if !already {
-                        import_edits.push((at, line, index));
+                Ok(Some((at, line, blank))) => {
+                    if !import_edits.iter().any(|(_, l, _, _)| *l == line) {
+                        import_edits.push((at, line, blank, index));
                     }
                 }
                 Err(msg) => plan
@@ -321,20 +320,14 @@ pub fn plan_file(
             }
         }
     }
-    for (at, line, index) in import_edits {
+    for (at, line, blank, index) in import_edits {
         let rule = &ctx.rule_set.rules[index];
-        let body: Vec<String> = line.split('\n').map(str::to_string).collect();
-        let checked = body
-            .iter()
-            .position(|l| !l.is_empty())
-            .map(|i| i + 1)
-            .into_iter()
-            .collect();
-        let lines = markers::render("", set_name, &rule.id, &[], &[], &body);
+        let lines = markers::render_inline(&line, set_name, &rule.id, blank);
+        // An import binds names; it reads none worth checking.
         edits.push(Edit {
             start: at,
             end: at,
-            checked,
+            checked: Vec::new(),
             lines,
             rule_index: index,
         });

@@ -34,7 +34,11 @@ pub struct ExampleResult {
 pub fn mask_hashes(text: &str) -> String {
     text.lines()
         .map(|l| match l.rfind(" h=") {
-            Some(i) if l.trim_start().starts_with(markers::OPEN) && l.len() == i + 11 => {
+            Some(i)
+                if l.len() == i + 11
+                    && (l.trim_start().starts_with(markers::OPEN)
+                        || l.contains(markers::INLINE)) =>
+            {
                 format!("{} h=XXXXXXXX", &l[..i])
             }
             _ => l.to_string(),
@@ -66,7 +70,41 @@ fn run_example(
     example: &Example,
 ) -> (Option<String>, String) {
     let mut output = String::new();
-    let problem = check_example(set, index, rule, example, &mut output);
+    if rule.per.is_none() {
+        let problem = check_example(set, index, rule, example, &mut output);
+        return (problem, output);
+    }
+    // A rule written per target: expand it for the example's TARGET (`Class.method` or
+    // `func`) in a file named after the rule, then test the concrete rule.
+    let Some(target) = example.params.get("TARGET") else {
+        return (
+            Some("an example of a per-target rule needs params.TARGET".into()),
+            output,
+        );
+    };
+    let (class, function) = match target.split_once('.') {
+        Some((c, f)) => (Some(c.to_string()), f.to_string()),
+        None => (None, target.clone()),
+    };
+    let file = "example.py".to_string();
+    let concrete = match super::expand::for_functions(
+        &RuleSet {
+            manifest: set.manifest.clone(),
+            rules: vec![rule.clone()],
+            patterns: vec![Default::default()],
+            origin: set.origin.clone(),
+            rule_files: vec![String::new()],
+        },
+        &[super::expand::FunctionTarget {
+            file,
+            class,
+            function,
+        }],
+    ) {
+        Ok(c) => c,
+        Err(e) => return (Some(e), output),
+    };
+    let problem = check_example(&concrete, 0, &concrete.rules[0], example, &mut output);
     (problem, output)
 }
 
@@ -79,7 +117,9 @@ fn check_example(
 ) -> Option<String> {
     let mut params = default_params();
     params.extend(example.params.clone());
+    let first_party = set.manifest.first_party.clone();
     let ctx = PlanContext {
+        first_party: &first_party,
         rule_set: set,
         params: &params,
     };

@@ -92,6 +92,10 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
         }
     }
 
+    // As ruff's isort does: the rule set's first-party packages, and the checkout's own
+    // top-level packages and modules (in the root or in `src/`).
+    let mut first_party = set.manifest.first_party.clone();
+    first_party.extend(checkout::local_modules(req.root));
     let mut dropped: BTreeSet<String> = BTreeSet::new();
     let mut first_failures: BTreeMap<String, Vec<Failure>> = BTreeMap::new();
     loop {
@@ -108,6 +112,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             by_file.entry(f.clone()).or_default();
         }
         let ctx = PlanContext {
+            first_party: &first_party,
             rule_set: set,
             params: req.params,
         };
@@ -262,7 +267,7 @@ pub fn plan_remove(
                         failures.push(Failure {
                             kind: FailureKind::Markers,
                             file: rel.clone(),
-                            line: Some(r.open_line + 1),
+                            line: Some(r.marker_line + 1),
                             rule: Some(r.rule.clone()),
                             group: None,
                             message: "this region was edited by hand since it was added; review it, then use --force to take it out anyway (the original is restored from its `# |` lines)".into(),
