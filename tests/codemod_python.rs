@@ -39,26 +39,9 @@ fn instrumented_fixture_passes_ruff_like_the_original() {
         return;
     };
     let dir = scratch_copy(&fixture());
-    let ruff_ok = |args: &[&str]| {
-        let out = Command::new(&ruff)
-            .args(args)
-            .arg("--no-cache")
-            .arg(".")
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ruff {args:?}:\n{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
-    ruff_ok(&["check"]);
-    ruff_ok(&["format", "--check"]);
+    assert_ruff_clean(&ruff, dir.path(), None);
     add_ok(dir.path(), &["--ranks", "3,14"]);
-    ruff_ok(&["check"]);
-    ruff_ok(&["format", "--check"]);
+    assert_ruff_clean(&ruff, dir.path(), None);
 }
 
 #[test]
@@ -71,17 +54,7 @@ fn instrumented_fixture_prints_in_order_and_computes_the_same() {
     assert_eq!(code, 0);
     assert_eq!(clean_prints, "", "the clean fixture prints nothing");
 
-    let dir = scratch_copy(&fixture());
-    let snaps = tempfile::tempdir().unwrap();
-    add_ok(
-        dir.path(),
-        &[
-            "--ranks",
-            "3,14",
-            "--snapshot-dir",
-            snaps.path().to_str().unwrap(),
-        ],
-    );
+    let (dir, snaps) = instrumented(&["--ranks", "3,14"]);
     let (prints, result, code) = run_fixture(&python, dir.path(), &[]);
     assert_eq!(code, 0, "{prints}");
     assert_eq!(
@@ -111,22 +84,23 @@ fn other_ranks_print_nothing() {
     let Some(python) = tool("python3", "INSTRUMENT_REQUIRE_PYTHON") else {
         return;
     };
-    let dir = scratch_copy(&fixture());
-    let snaps = tempfile::tempdir().unwrap();
-    add_ok(
-        dir.path(),
-        &[
-            "--ranks",
-            "0,14",
-            "--snapshot-dir",
-            snaps.path().to_str().unwrap(),
-        ],
-    );
+    let (dir, snaps) = instrumented(&["--ranks", "0,14"]);
     let (prints, result, code) = run_fixture(&python, dir.path(), &[]);
     assert_eq!(code, 0);
     assert_eq!(prints, "", "rank 3 is not in --ranks 0,14");
     assert_eq!(result["history"], serde_json::json!([]));
     assert_eq!(std::fs::read_dir(snaps.path()).unwrap().count(), 0);
+}
+
+/// A scratch copy of the fixture with the memory prints added (`extra` are `add` flags),
+/// and the folder its snapshots go to.
+fn instrumented(extra: &[&str]) -> (tempfile::TempDir, tempfile::TempDir) {
+    let dir = scratch_copy(&fixture());
+    let snaps = tempfile::tempdir().unwrap();
+    let mut args = extra.to_vec();
+    args.extend(["--snapshot-dir", snaps.path().to_str().unwrap()]);
+    add_ok(dir.path(), &args);
+    (dir, snaps)
 }
 
 fn count(prints: &str, needle: &str) -> usize {
@@ -138,17 +112,7 @@ fn a_resumed_run_profiles_the_step_it_starts_from() {
     let Some(python) = tool("python3", "INSTRUMENT_REQUIRE_PYTHON") else {
         return;
     };
-    let dir = scratch_copy(&fixture());
-    let snaps = tempfile::tempdir().unwrap();
-    add_ok(
-        dir.path(),
-        &[
-            "--ranks",
-            "3",
-            "--snapshot-dir",
-            snaps.path().to_str().unwrap(),
-        ],
-    );
+    let (dir, snaps) = instrumented(&["--ranks", "3"]);
     let (prints, result, code) = run_fixture(&python, dir.path(), &["--resume-from", "5"]);
     assert_eq!(code, 0);
     assert_eq!(result["step"], 7);
@@ -174,19 +138,7 @@ fn step_flag_picks_the_profiled_step() {
     let Some(python) = tool("python3", "INSTRUMENT_REQUIRE_PYTHON") else {
         return;
     };
-    let dir = scratch_copy(&fixture());
-    let snaps = tempfile::tempdir().unwrap();
-    add_ok(
-        dir.path(),
-        &[
-            "--ranks",
-            "3",
-            "--step",
-            "1",
-            "--snapshot-dir",
-            snaps.path().to_str().unwrap(),
-        ],
-    );
+    let (dir, snaps) = instrumented(&["--ranks", "3", "--step", "1"]);
     let (prints, _, code) = run_fixture(&python, dir.path(), &["--max-steps", "3"]);
     assert_eq!(code, 0);
     assert_eq!(count(&prints, "Before pipeline"), 1, "{prints}");
@@ -204,17 +156,7 @@ fn pithtrains_own_memory_profiler_keeps_its_history() {
     let Some(python) = tool("python3", "INSTRUMENT_REQUIRE_PYTHON") else {
         return;
     };
-    let dir = scratch_copy(&fixture());
-    let snaps = tempfile::tempdir().unwrap();
-    add_ok(
-        dir.path(),
-        &[
-            "--ranks",
-            "3",
-            "--snapshot-dir",
-            snaps.path().to_str().unwrap(),
-        ],
-    );
+    let (dir, snaps) = instrumented(&["--ranks", "3"]);
     let (_, result, code) = run_fixture(
         &python,
         dir.path(),
@@ -240,17 +182,7 @@ fn an_oom_dumps_the_snapshot_and_reraises() {
     let Some(python) = tool("python3", "INSTRUMENT_REQUIRE_PYTHON") else {
         return;
     };
-    let dir = scratch_copy(&fixture());
-    let snaps = tempfile::tempdir().unwrap();
-    add_ok(
-        dir.path(),
-        &[
-            "--ranks",
-            "3",
-            "--snapshot-dir",
-            snaps.path().to_str().unwrap(),
-        ],
-    );
+    let (dir, snaps) = instrumented(&["--ranks", "3"]);
     let (prints, result, code) = run_fixture(&python, dir.path(), &["--oom-limit", "0.1"]);
     assert_eq!(code, 1, "{prints}");
     assert!(

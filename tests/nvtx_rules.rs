@@ -45,20 +45,7 @@ fn ranged_fixture_passes_ruff() {
     let dir = scratch_copy(&fixture());
     assert_eq!(add_nvtx(dir.path(), &TARGETS).status.code(), Some(0));
     add_ok(dir.path(), &["--ranks", "3"]);
-    for args in [&["check"][..], &["format", "--check"][..]] {
-        let out = Command::new(&ruff)
-            .args(args)
-            .arg("--no-cache")
-            .arg(".")
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ruff {args:?}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
+    assert_ruff_clean(&ruff, dir.path(), None);
 }
 
 #[test]
@@ -182,20 +169,7 @@ fn a_missing_torch_import_is_added_where_isort_wants_it() {
         heads.starts_with("import torch  # instrument nvtx nvtx.helper [blank-after]"),
         "{heads}"
     );
-    let config = fixture().join("pyproject.toml");
-    for args in [&["check"][..], &["format", "--check"][..]] {
-        let out = Command::new(&ruff)
-            .args(args)
-            .args(["--no-cache", "--config", config.to_str().unwrap(), "."])
-            .current_dir(dir.path())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "ruff {args:?}: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-    }
+    assert_ruff_clean(&ruff, dir.path(), Some(&fixture().join("pyproject.toml")));
     assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
     assert_eq!(snapshot_tree(dir.path()), before);
 }

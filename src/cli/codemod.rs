@@ -306,11 +306,25 @@ pub fn add(args: AddArgs) -> anyhow::Result<u8> {
         params: &params,
         partial: args.partial,
     };
-    let outcome = session::plan_add(&req);
     let what = format!("instrument add {}", checkout::display_model(&model));
-    if !outcome.file_failures.is_empty() || (!args.partial && !outcome.ok()) {
-        print_failures_report(&outcome, &what);
+    let Some(applied) = plan_and_write(&req, &what, args.dry_run)? else {
         return Ok(exit::USER_ERROR);
+    };
+    let mut err = std::io::stderr().lock();
+    if let Some(reason) = why {
+        let _ = writeln!(err, "detail layers {}: {reason}", python_tuple(&layers));
+    }
+    let _ = writeln!(err, "{what}: {applied}, ranks {}", python_set(&ranks));
+    Ok(exit::OK)
+}
+
+/// Plan `add`, then print the diff or write. `None` when it was refused (the report is
+/// printed); otherwise a summary of what was applied and changed.
+fn plan_and_write(req: &AddRequest, what: &str, dry_run: bool) -> anyhow::Result<Option<String>> {
+    let outcome = session::plan_add(req);
+    if !outcome.file_failures.is_empty() || (!req.partial && !outcome.ok()) {
+        print_failures_report(&outcome, what);
+        return Ok(None);
     }
     let changed: Vec<(String, String, String)> = outcome
         .plans
@@ -318,42 +332,32 @@ pub fn add(args: AddArgs) -> anyhow::Result<u8> {
         .filter(|p| p.before != p.after)
         .map(|p| (p.file.clone(), p.before.clone(), p.after.clone()))
         .collect();
-    emit(&root, &changed, args.dry_run)?;
+    emit(req.root, &changed, dry_run)?;
     let mut err = std::io::stderr().lock();
-    if let Some(reason) = why {
-        let _ = writeln!(err, "detail layers {}: {reason}", python_tuple(&layers));
-    }
     for g in outcome.groups.iter().filter(|g| !g.applies()) {
         let _ = writeln!(err, "skipped group {} (--partial):", g.group);
         for f in &g.failures {
             let _ = writeln!(err, "  {f}");
         }
     }
-    let applied = outcome.groups.iter().filter(|g| g.applies()).count();
-    let verb = if args.dry_run {
-        "would change"
-    } else {
-        "changed"
-    };
     let (mut plus, mut minus) = (0, 0);
     for (_, b, a) in &changed {
         let (p, m) = diff::counts(b, a);
         plus += p;
         minus += m;
     }
-    let _ = writeln!(
-        err,
-        "{what}: {applied} of {} groups, ranks {}; {verb} {} file(s) (+{plus} -{minus} lines){}",
+    let applied = outcome.groups.iter().filter(|g| g.applies()).count();
+    let verb = if dry_run { "would change" } else { "changed" };
+    let tail = if changed.is_empty() {
+        ", already up to date"
+    } else {
+        ""
+    };
+    Ok(Some(format!(
+        "{applied} of {} groups; {verb} {} file(s) (+{plus} -{minus} lines){tail}",
         outcome.groups.len(),
-        python_set(&ranks),
-        changed.len(),
-        if changed.is_empty() {
-            ", already up to date"
-        } else {
-            ""
-        }
-    );
-    Ok(exit::OK)
+        changed.len()
+    )))
 }
 
 /// `add` for a rule set whose targets are functions: select them with the same scan and
@@ -410,31 +414,12 @@ fn add_functions(args: &AddArgs, set: &RuleSet, root: &Path) -> anyhow::Result<u
         params: &params,
         partial: args.partial,
     };
-    let outcome = session::plan_add(&req);
     let what = format!("instrument add --rules {}", set.manifest.name);
-    if !outcome.file_failures.is_empty() || (!args.partial && !outcome.ok()) {
-        drop(err);
-        print_failures_report(&outcome, &what);
+    drop(err);
+    let Some(applied) = plan_and_write(&req, &what, args.dry_run)? else {
         return Ok(exit::USER_ERROR);
-    }
-    let changed: Vec<(String, String, String)> = outcome
-        .plans
-        .iter()
-        .filter(|p| p.before != p.after)
-        .map(|p| (p.file.clone(), p.before.clone(), p.after.clone()))
-        .collect();
-    emit(root, &changed, args.dry_run)?;
-    let verb = if args.dry_run {
-        "would change"
-    } else {
-        "changed"
     };
-    let _ = writeln!(
-        err,
-        "{what}: {} function(s); {verb} {} file(s)",
-        targets.len(),
-        changed.len()
-    );
+    eprintln!("{what}: {} function(s); {applied}", targets.len());
     Ok(exit::OK)
 }
 

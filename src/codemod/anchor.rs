@@ -239,6 +239,53 @@ fn failure(
     }
 }
 
+/// The one statement of `pool` that `pattern` matches, or why there is not exactly one.
+fn unique<'t>(
+    src: &'t Source,
+    role: &'static str,
+    pool: &[Node<'t>],
+    pattern: &Pattern,
+    bindings: &Bindings,
+    scope: Node<'t>,
+) -> Result<(Node<'t>, Bindings), AnchorFailure> {
+    let mut found = matches(src, pool, pattern, bindings);
+    match found.len() {
+        1 => Ok(found.remove(0)),
+        0 => {
+            // A missing definition may have moved anywhere in the file: look there too.
+            let candidates = if role == "scope"
+                && matches!(
+                    pattern.node_kind(),
+                    "function_definition" | "class_definition"
+                ) {
+                closest(src, &all_definitions(src.root()), pattern)
+            } else {
+                closest(src, pool, pattern)
+            };
+            Err(failure(
+                src,
+                role,
+                pattern,
+                scope,
+                Problem::NotFound(candidates),
+            ))
+        }
+        _ => {
+            let lines = found
+                .iter()
+                .map(|(n, _)| n.start_position().row + 1)
+                .collect();
+            Err(failure(
+                src,
+                role,
+                pattern,
+                scope,
+                Problem::Ambiguous(lines),
+            ))
+        }
+    }
+}
+
 /// Resolve `rule` in `src`. Patterns were validated when the rule set was loaded.
 pub fn resolve<'t>(
     src: &'t Source,
@@ -249,113 +296,27 @@ pub fn resolve<'t>(
     let mut bindings = Bindings::new();
     for pattern in &patterns.scope {
         let pool = reachable_statements(scope);
-        let found = matches(src, &pool, pattern, &bindings);
-        match found.len() {
-            1 => {
-                let (node, b) = found.into_iter().next().expect("one");
-                merge(&mut bindings, b);
-                scope = python::undecorated(node);
-            }
-            0 => {
-                let candidates = if matches!(
-                    pattern.node_kind(),
-                    "function_definition" | "class_definition"
-                ) {
-                    closest(src, &all_definitions(src.root()), pattern)
-                } else {
-                    closest(src, &pool, pattern)
-                };
-                return Err(failure(
-                    src,
-                    "scope",
-                    pattern,
-                    scope,
-                    Problem::NotFound(candidates),
-                ));
-            }
-            _ => {
-                let lines = found
-                    .iter()
-                    .map(|(n, _)| n.start_position().row + 1)
-                    .collect();
-                return Err(failure(
-                    src,
-                    "scope",
-                    pattern,
-                    scope,
-                    Problem::Ambiguous(lines),
-                ));
-            }
-        }
+        let (node, b) = unique(src, "scope", &pool, pattern, &bindings, scope)?;
+        merge(&mut bindings, b);
+        scope = python::undecorated(node);
     }
     let pool = reachable_statements(scope);
     for pattern in &patterns.capture {
-        let found = matches(src, &pool, pattern, &bindings);
-        match found.len() {
-            1 => merge(&mut bindings, found.into_iter().next().expect("one").1),
-            0 => {
-                return Err(failure(
-                    src,
-                    "capture",
-                    pattern,
-                    scope,
-                    Problem::NotFound(closest(src, &pool, pattern)),
-                ));
-            }
-            _ => {
-                let lines = found
-                    .iter()
-                    .map(|(n, _)| n.start_position().row + 1)
-                    .collect();
-                return Err(failure(
-                    src,
-                    "capture",
-                    pattern,
-                    scope,
-                    Problem::Ambiguous(lines),
-                ));
-            }
-        }
+        let (_, b) = unique(src, "capture", &pool, pattern, &bindings, scope)?;
+        merge(&mut bindings, b);
     }
-    let Some(_) = &rule.anchor else {
+    if rule.anchor.is_none() {
         return Ok(Resolved {
             scope,
             anchor: None,
             bindings,
         });
-    };
+    }
     let mut after_byte = 0;
     if let Some(pattern) = &patterns.following {
-        let found = matches(src, &pool, pattern, &bindings);
-        match found.len() {
-            1 => {
-                let (node, b) = found.into_iter().next().expect("one");
-                after_byte = node.end_byte();
-                merge(&mut bindings, b);
-            }
-            0 => {
-                return Err(failure(
-                    src,
-                    "following",
-                    pattern,
-                    scope,
-                    Problem::NotFound(closest(src, &pool, pattern)),
-                ));
-            }
-            _ => {
-                let lines = found
-                    .iter()
-                    .map(|(n, _)| n.start_position().row + 1)
-                    .collect();
-                return Err(failure(
-                    src,
-                    "following",
-                    pattern,
-                    scope,
-                    Problem::Ambiguous(lines),
-                ));
-            }
-        }
+        let (node, b) = unique(src, "following", &pool, pattern, &bindings, scope)?;
+        after_byte = node.end_byte();
+        merge(&mut bindings, b);
     }
     let pattern = patterns
         .anchor

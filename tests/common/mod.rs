@@ -107,3 +107,22 @@ pub fn tool(name: &str, require_var: &str) -> Option<PathBuf> {
     }
     found
 }
+
+/// Run `ruff check` and `ruff format --check` in `dir` (with `config`, if given) and
+/// insist both pass, as they do on pithtrain itself.
+pub fn assert_ruff_clean(ruff: &Path, dir: &Path, config: Option<&Path>) {
+    for args in [&["check"][..], &["format", "--check"][..]] {
+        let mut cmd = Command::new(ruff);
+        cmd.args(args).arg("--no-cache");
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        let out = cmd.arg(".").current_dir(dir).output().expect("ruff runs");
+        assert!(
+            out.status.success(),
+            "ruff {args:?}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
