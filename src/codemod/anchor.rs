@@ -286,21 +286,33 @@ fn unique<'t>(
     }
 }
 
+/// The statements of each scope already walked in a file, by scope node id: many rules
+/// search the same scopes.
+pub type PoolCache<'t> = std::collections::HashMap<usize, Vec<Node<'t>>>;
+
+fn pool<'t>(cache: &mut PoolCache<'t>, scope: Node<'t>) -> Vec<Node<'t>> {
+    cache
+        .entry(scope.id())
+        .or_insert_with(|| reachable_statements(scope))
+        .clone()
+}
+
 /// Resolve `rule` in `src`. Patterns were validated when the rule set was loaded.
 pub fn resolve<'t>(
     src: &'t Source,
     rule: &Rule,
     patterns: &RulePatterns,
+    cache: &mut PoolCache<'t>,
 ) -> Result<Resolved<'t>, AnchorFailure> {
     let mut scope = src.root();
     let mut bindings = Bindings::new();
     for pattern in &patterns.scope {
-        let pool = reachable_statements(scope);
+        let pool = pool(cache, scope);
         let (node, b) = unique(src, "scope", &pool, pattern, &bindings, scope)?;
         merge(&mut bindings, b);
         scope = python::undecorated(node);
     }
-    let pool = reachable_statements(scope);
+    let pool = pool(cache, scope);
     for pattern in &patterns.capture {
         let (_, b) = unique(src, "capture", &pool, pattern, &bindings, scope)?;
         merge(&mut bindings, b);

@@ -58,7 +58,12 @@ pub fn explain(root: &Path, set: &RuleSet, rules: &[&Rule], model: Option<&str>)
         };
         match src {
             None => landing.error = Some("the file does not exist in this checkout".into()),
-            Some(src) => match anchor::resolve(src, rule, set.patterns_of(rule)) {
+            Some(src) => match anchor::resolve(
+                src,
+                rule,
+                set.patterns_of(rule),
+                &mut anchor::PoolCache::new(),
+            ) {
                 Ok(r) => {
                     let node = r.anchor.unwrap_or(r.scope);
                     landing.line = Some(src.line_of(node.start_byte()));

@@ -117,17 +117,10 @@ fn find_decision(
     let src = Source::parse(clean);
     let ask = "pass --detail-layers";
     let index = Pattern::compile(&spec.index)?;
-    let mut hits = Vec::new();
-    let mut stack = vec![src.root()];
-    while let Some(n) = stack.pop() {
-        if python::is_statement(n)
-            && let Some(b) = index.match_statement(&src, n)
-        {
-            hits.push((n, b));
-        }
-        let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
-    }
+    let hits: Vec<_> = python::all_statements(src.root())
+        .into_iter()
+        .filter_map(|n| index.match_statement(&src, n).map(|b| (n, b)))
+        .collect();
     let [(index_stmt, bindings)] = hits.as_slice() else {
         return Err(format!(
             "cannot tell which layers have experts: `{}` occurs {} times in {rel} (expected once, in the decoder layer); {ask}",

@@ -267,8 +267,9 @@ pub fn plan_file(
 
     // 3. Resolve and render each rule.
     let mut edits: Vec<Edit> = Vec::new();
+    let mut cache = anchor::PoolCache::new();
     for &(index, rule) in rules {
-        match plan_rule(&src, rule, index, ctx, &unit) {
+        match plan_rule(&src, rule, index, ctx, &unit, &mut cache) {
             Ok(mut e) => {
                 // An insertion may sit right before or after another set's region, never
                 // inside it; a replacement may not touch it at all.
@@ -456,12 +457,13 @@ fn line_byte_range(text: &str, first_line: usize, last_line: usize) -> Range<usi
 }
 
 /// Resolve one rule and build its edit(s).
-fn plan_rule(
-    src: &Source,
+fn plan_rule<'t>(
+    src: &'t Source,
     rule: &Rule,
     index: usize,
     ctx: &PlanContext,
     unit: &str,
+    cache: &mut anchor::PoolCache<'t>,
 ) -> Result<Vec<Edit>, Box<Failure>> {
     let fail = |kind, line: Option<usize>, message: String| {
         Box::new(Failure {
@@ -475,12 +477,13 @@ fn plan_rule(
             name: None,
         })
     };
-    let resolved = anchor::resolve(src, rule, &ctx.rule_set.patterns[index]).map_err(|f| {
-        let (message, candidates) = describe_anchor_failure(&f);
-        let mut failure = fail(FailureKind::Anchor, f.searched_from, message);
-        failure.candidates = candidates;
-        failure
-    })?;
+    let resolved =
+        anchor::resolve(src, rule, &ctx.rule_set.patterns[index], cache).map_err(|f| {
+            let (message, candidates) = describe_anchor_failure(&f);
+            let mut failure = fail(FailureKind::Anchor, f.searched_from, message);
+            failure.candidates = candidates;
+            failure
+        })?;
     let text = &src.text;
     let set_name = ctx.rule_set.manifest.name.as_str();
 

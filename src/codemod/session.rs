@@ -118,10 +118,26 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
         };
         let mut plans = Vec::new();
         let mut failures: Vec<Failure> = Vec::new();
-        for (file, rules) in &by_file {
-            match read(req.root, file) {
-                Ok(text) => {
-                    let mut p = plan::plan_file(file, &text, rules, &ctx);
+        // Files are independent: plan them on all cores (tree-sitter parsers are per thread).
+        let read_and_plan = |file: &String, rules: &Vec<(usize, &Rule)>| match read(req.root, file)
+        {
+            Ok(text) => Ok(plan::plan_file(file, &text, rules, &ctx)),
+            Err(e) => Err(e),
+        };
+        let outcomes: Vec<(&String, &Vec<(usize, &Rule)>, Result<FilePlan, String>)> =
+            std::thread::scope(|s| {
+                let handles: Vec<_> = by_file
+                    .iter()
+                    .map(|(file, rules)| (file, rules, s.spawn(move || read_and_plan(file, rules))))
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|(f, r, h)| (f, r, h.join().expect("planning a file does not panic")))
+                    .collect()
+            });
+        for (file, rules, outcome) in outcomes {
+            match outcome {
+                Ok(mut p) => {
                     // A failure that is not tied to a rule blocks every rule of the file.
                     for f in std::mem::take(&mut p.failures) {
                         if f.rule.is_some() {
@@ -155,7 +171,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                                 format!("cannot read the target file: {e}")
                             },
                             candidates: Vec::new(),
-            name: None,
+                            name: None,
                         });
                     }
                 }

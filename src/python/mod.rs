@@ -230,6 +230,32 @@ pub fn nested_blocks(stmt: Node) -> Vec<Node> {
     out
 }
 
+/// Every statement of a file, in every body (functions and classes included), in source
+/// order.
+pub fn all_statements(root: Node) -> Vec<Node> {
+    fn walk<'t>(block: Node<'t>, out: &mut Vec<Node<'t>>) {
+        for stmt in statements_of(block) {
+            out.push(stmt);
+            let inner = undecorated(stmt);
+            match inner.kind() {
+                "function_definition" | "class_definition" => {
+                    if let Some(body) = inner.child_by_field_name("body") {
+                        walk(body, out);
+                    }
+                }
+                _ => {
+                    for b in nested_blocks(inner) {
+                        walk(b, out);
+                    }
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, &mut out);
+    out
+}
+
 /// The name of a function or class definition.
 pub fn definition_name<'a>(src: &'a Source, def: Node) -> Option<&'a str> {
     undecorated(def)

@@ -144,7 +144,7 @@ const BUILTINS: &[&str] = &[
 
 /// Names bound at module level (imports, assignments, definitions), in any order.
 pub fn module_bindings(src: &Source) -> HashSet<String> {
-    let analysis = Analysis::new(src);
+    let analysis = Analysis::new(src, &[]);
     analysis
         .scopes
         .get(&MODULE_KEY)
@@ -163,7 +163,7 @@ pub fn unbound_reads(src: &Source, range: Range<usize>) -> Vec<UnboundRead> {
 /// `unbound_reads` for several ranges of one file, analysing the file once. Each result
 /// carries the index of its range.
 pub fn unbound_reads_in(src: &Source, ranges: &[Range<usize>]) -> Vec<(usize, UnboundRead)> {
-    let analysis = Analysis::new(src);
+    let analysis = Analysis::new(src, ranges);
     ranges
         .iter()
         .enumerate()
@@ -177,7 +177,12 @@ pub fn unbound_reads_in(src: &Source, ranges: &[Range<usize>]) -> Vec<(usize, Un
 
 fn reads_in(src: &Source, analysis: &Analysis, range: Range<usize>) -> Vec<UnboundRead> {
     let mut out = Vec::new();
-    let mut stack = vec![src.root()];
+    // Start from the smallest node holding the whole range, not from the root.
+    let top = src
+        .root()
+        .descendant_for_byte_range(range.start, range.end.saturating_sub(1).max(range.start))
+        .unwrap_or(src.root());
+    let mut stack = vec![top];
     while let Some(node) = stack.pop() {
         if node.end_byte() <= range.start || node.start_byte() >= range.end {
             continue;
@@ -230,6 +235,7 @@ struct Analysis<'a> {
     /// Where each scope's own code lies: a function's or class's body, a lambda's body, a
     /// whole comprehension. Parameter defaults and decorators lie outside, as in Python.
     spans: Vec<ScopeSpan<'a>>,
+    focus: &'a [Range<usize>],
 }
 
 struct ScopeSpan<'a> {
@@ -240,9 +246,12 @@ struct ScopeSpan<'a> {
 const MODULE_KEY: usize = usize::MAX;
 
 impl<'a> Analysis<'a> {
-    fn new(src: &'a Source) -> Self {
+    /// Analyse the module level, and the functions that hold one of `focus` (only their
+    /// names can matter to reads there; other bodies are skipped).
+    fn new(src: &'a Source, focus: &'a [Range<usize>]) -> Self {
         let mut a = Analysis {
             src,
+            focus,
             not_reads: HashSet::new(),
             scopes: HashMap::new(),
             globals: HashMap::new(),
@@ -369,7 +378,14 @@ impl<'a> Analysis<'a> {
                     self.collect(ret, scope);
                 }
                 if let Some(body) = node.child_by_field_name("body") {
-                    self.collect(body, inner);
+                    let r = body.byte_range();
+                    if self
+                        .focus
+                        .iter()
+                        .any(|f| f.start < r.end && r.start < f.end)
+                    {
+                        self.collect(body, inner);
+                    }
                 }
                 return;
             }
