@@ -11,6 +11,9 @@ use super::markers::{self, MarkerError, Region};
 use super::plan::{self, FilePlan, PlanContext};
 use crate::rules::{Rule, RuleSet};
 
+/// The rules that target one file, with their indices in the rule set.
+type FileRules<'r> = Vec<(usize, &'r Rule)>;
+
 /// What `add` was asked to do.
 pub struct AddRequest<'a> {
     pub root: &'a Path,
@@ -124,7 +127,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             Ok(text) => Ok(plan::plan_file(file, &text, rules, &ctx)),
             Err(e) => Err(e),
         };
-        let outcomes: Vec<(&String, &Vec<(usize, &Rule)>, Result<FilePlan, String>)> =
+        let outcomes: Vec<(&String, &FileRules, Result<FilePlan, String>)> =
             std::thread::scope(|s| {
                 let handles: Vec<_> = by_file
                     .iter()
