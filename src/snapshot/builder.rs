@@ -1,0 +1,965 @@
+//! Turns a stream of container operations (from the pickle VM or the JSON reader)
+//! into the typed [`Snapshot`] model, without ever holding a generic tree of the file.
+//!
+//! Containers under construction live in a small arena. The moment a container is
+//! complete and used (a dict appended to a list, a list stored under `frames`), it is
+//! recognised by its keys and folded into a compact record: a frame dict becomes an
+//! interned [`Frame`], a `frames` list an interned stack, a trace-entry dict an
+//! [`Event`] pushed straight into its device's bounded ring, a block or segment dict a
+//! [`Block`] / [`Segment`]. Its arena slot is then released, and the pickle memo
+//! entry that pointed at it is updated (frames, stacks) or released (records), so
+//! memory follows the number of distinct frames and stacks plus the kept events.
+
+use std::collections::VecDeque;
+
+use super::model::*;
+
+/// A value on the VM stack, in the memo, or inside a container under construction.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value {
+    None,
+    Bool(bool),
+    Int(i64),
+    /// An integer above `i64::MAX` that fits in a `u64`.
+    UInt(u64),
+    /// An integer that fits in neither.
+    BigInt,
+    Float(f64),
+    Str(StrId),
+    Bytes,
+    Obj(ObjRef),
+    Frame(FrameId),
+    Stack(StackId),
+    /// Memo marker: no entry at this index.
+    Unset,
+    /// Memo marker: the object was folded into a record and released.
+    Released,
+}
+
+impl Value {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::None => "None",
+            Value::Bool(_) => "bool",
+            Value::Int(_) | Value::UInt(_) | Value::BigInt => "int",
+            Value::Float(_) => "float",
+            Value::Str(_) => "str",
+            Value::Bytes => "bytes",
+            Value::Obj(_) => "container",
+            Value::Frame(_) => "frame",
+            Value::Stack(_) => "list of frames",
+            Value::Unset | Value::Released => "nothing",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ObjRef {
+    id: u32,
+    generation: u32,
+}
+
+/// A problem found while building; the caller adds the file name and offset.
+#[derive(Debug)]
+pub struct BuildError(pub String);
+
+type BResult<T> = Result<T, BuildError>;
+
+fn err<T>(msg: impl Into<String>) -> BResult<T> {
+    Err(BuildError(msg.into()))
+}
+
+// Well-known strings, interned first so that their ids are these constants.
+const KNOWN: &[&str] = &[
+    "",
+    "action",
+    "addr",
+    "size",
+    "stream",
+    "time_us",
+    "frames",
+    "device_free",
+    "compile_context",
+    "user_metadata",
+    "state",
+    "requested_size",
+    "address",
+    "total_size",
+    "blocks",
+    "device",
+    "segment_type",
+    "is_expandable",
+    "filename",
+    "line",
+    "name",
+    "real_size",
+    "history",
+    "segments",
+    "device_traces",
+    "allocator_settings",
+    "external_annotations",
+    "large",
+    "active_allocated",
+    "active_pending_free",
+    "active_awaiting_free",
+    "inactive",
+];
+const K_ACTION: StrId = 1;
+const K_ADDR: StrId = 2;
+const K_SIZE: StrId = 3;
+const K_STREAM: StrId = 4;
+const K_TIME_US: StrId = 5;
+const K_FRAMES: StrId = 6;
+const K_DEVICE_FREE: StrId = 7;
+const K_COMPILE_CONTEXT: StrId = 8;
+const K_USER_METADATA: StrId = 9;
+const K_STATE: StrId = 10;
+const K_REQUESTED_SIZE: StrId = 11;
+const K_ADDRESS: StrId = 12;
+const K_TOTAL_SIZE: StrId = 13;
+const K_BLOCKS: StrId = 14;
+const K_DEVICE: StrId = 15;
+const K_SEGMENT_TYPE: StrId = 16;
+const K_IS_EXPANDABLE: StrId = 17;
+const K_FILENAME: StrId = 18;
+const K_LINE: StrId = 19;
+const K_NAME: StrId = 20;
+const K_REAL_SIZE: StrId = 21;
+const K_HISTORY: StrId = 22;
+const K_SEGMENTS: StrId = 23;
+const K_DEVICE_TRACES: StrId = 24;
+const K_ALLOCATOR_SETTINGS: StrId = 25;
+const K_EXTERNAL_ANNOTATIONS: StrId = 26;
+const K_LARGE: StrId = 27;
+const K_ACTIVE_ALLOCATED: StrId = 28;
+const K_ACTIVE_PENDING_FREE: StrId = 29;
+const K_ACTIVE_AWAITING_FREE: StrId = 30;
+const K_INACTIVE: StrId = 31;
+
+struct EventRing {
+    ring: VecDeque<Event>,
+    dropped: u64,
+}
+
+enum ListRepr {
+    Generic(Vec<Value>),
+    Frames(Vec<FrameId>),
+    Blocks(Vec<Block>),
+    Segments(Vec<Segment>),
+    Events(EventRing),
+    History(Vec<(u64, StackId)>),
+}
+
+impl ListRepr {
+    fn is_empty_generic(&self) -> bool {
+        matches!(self, ListRepr::Generic(v) if v.is_empty())
+    }
+    fn kind(&self) -> &'static str {
+        match self {
+            ListRepr::Generic(_) => "values",
+            ListRepr::Frames(_) => "frames",
+            ListRepr::Blocks(_) => "blocks",
+            ListRepr::Segments(_) => "segments",
+            ListRepr::Events(_) => "trace entries",
+            ListRepr::History(_) => "history entries",
+        }
+    }
+}
+
+enum Body {
+    Free,
+    Dict(Vec<(Value, Value)>),
+    List(ListRepr),
+    Tuple(Vec<Value>),
+}
+
+struct Slot {
+    generation: u32,
+    memo: u32,
+    body: Body,
+}
+
+const NO_MEMO: u32 = u32::MAX;
+const MEMO_CHUNK: usize = 4096;
+
+struct MemoChunk {
+    vals: Vec<Value>,
+    live: u32,
+}
+
+/// The pickle memo, in chunks that are released once every entry in them was released.
+#[derive(Default)]
+struct Memo {
+    chunks: Vec<Option<Box<MemoChunk>>>,
+    filled: u64,
+}
+
+impl Memo {
+    fn set(&mut self, idx: u32, v: Value) {
+        let c = idx as usize / MEMO_CHUNK;
+        let o = idx as usize % MEMO_CHUNK;
+        if c >= self.chunks.len() {
+            self.chunks.resize_with(c + 1, || None);
+        }
+        let chunk = self.chunks[c].get_or_insert_with(|| {
+            Box::new(MemoChunk {
+                vals: vec![Value::Unset; MEMO_CHUNK],
+                live: 0,
+            })
+        });
+        let old = chunk.vals[o];
+        if old == Value::Unset {
+            self.filled += 1;
+        }
+        let was_live = !matches!(old, Value::Unset | Value::Released);
+        let is_live = !matches!(v, Value::Unset | Value::Released);
+        chunk.vals[o] = v;
+        match (was_live, is_live) {
+            (false, true) => chunk.live += 1,
+            (true, false) => chunk.live -= 1,
+            _ => {}
+        }
+        if chunk.live == 0 && c + 1 < self.chunks.len() {
+            self.chunks[c] = None;
+        }
+    }
+    fn get(&self, idx: u32) -> Value {
+        let c = idx as usize / MEMO_CHUNK;
+        match self.chunks.get(c) {
+            Some(Some(chunk)) => chunk.vals[idx as usize % MEMO_CHUNK],
+            Some(None) => Value::Released,
+            None => Value::Unset,
+        }
+    }
+}
+
+/// Per-file counters that say which parts of the schema were present.
+#[derive(Default)]
+struct Seen {
+    time_us: bool,
+    compile_context: bool,
+    user_metadata: bool,
+    history: bool,
+    pending_name: Option<StrId>,
+}
+
+pub struct Builder {
+    strings: Interner,
+    frames: Vec<Frame>,
+    frame_map: FxMap<Frame, FrameId>,
+    stacks: Stacks,
+    slots: Vec<Slot>,
+    free_slots: Vec<u32>,
+    dict_pool: Vec<Vec<(Value, Value)>>,
+    memo: Memo,
+    max_events: usize,
+    seen: Seen,
+    action_of: Vec<Action>,
+}
+
+fn as_u64(v: Value, what: &str) -> BResult<u64> {
+    match v {
+        Value::Int(i) if i >= 0 => Ok(i as u64),
+        Value::Int(i) => err(format!("{what} is negative ({i})")),
+        Value::UInt(u) => Ok(u),
+        Value::Bool(b) => Ok(b as u64),
+        Value::BigInt => err(format!("{what} does not fit in 64 bits")),
+        other => err(format!("{what} is {}, expected int", other.type_name())),
+    }
+}
+
+fn as_i64(v: Value, what: &str) -> BResult<i64> {
+    match v {
+        Value::Int(i) => Ok(i),
+        Value::UInt(u) => Ok(u as i64),
+        Value::Bool(b) => Ok(b as i64),
+        Value::BigInt => err(format!("{what} does not fit in 64 bits")),
+        other => err(format!("{what} is {}, expected int", other.type_name())),
+    }
+}
+
+impl Builder {
+    pub fn new(max_events: usize) -> Self {
+        let mut strings = Interner::default();
+        for (i, k) in KNOWN.iter().enumerate() {
+            let id = strings.intern(k);
+            debug_assert_eq!(id as usize, i);
+        }
+        let mut b = Builder {
+            strings,
+            frames: Vec::new(),
+            frame_map: FxMap::default(),
+            stacks: Stacks::default(),
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            dict_pool: Vec::new(),
+            memo: Memo::default(),
+            max_events: max_events.max(1),
+            seen: Seen::default(),
+            action_of: Vec::new(),
+        };
+        b.refresh_actions();
+        b
+    }
+
+    fn refresh_actions(&mut self) {
+        // Map interned action names to actions; grown lazily as new strings appear.
+        let n = self.strings.len();
+        while self.action_of.len() < n {
+            let id = self.action_of.len() as StrId;
+            self.action_of.push(Action::from_name(self.strings.get(id)));
+        }
+    }
+
+    pub fn str(&mut self, s: &str) -> Value {
+        Value::Str(self.strings.intern(s))
+    }
+
+    fn alloc_slot(&mut self, body: Body) -> Value {
+        if let Some(id) = self.free_slots.pop() {
+            let slot = &mut self.slots[id as usize];
+            slot.body = body;
+            slot.memo = NO_MEMO;
+            Value::Obj(ObjRef {
+                id,
+                generation: slot.generation,
+            })
+        } else {
+            let id = self.slots.len() as u32;
+            self.slots.push(Slot {
+                generation: 0,
+                memo: NO_MEMO,
+                body,
+            });
+            Value::Obj(ObjRef { id, generation: 0 })
+        }
+    }
+
+    pub fn new_dict(&mut self) -> Value {
+        let v = self.dict_pool.pop().unwrap_or_default();
+        self.alloc_slot(Body::Dict(v))
+    }
+
+    pub fn new_list(&mut self) -> Value {
+        self.alloc_slot(Body::List(ListRepr::Generic(Vec::new())))
+    }
+
+    pub fn new_tuple(&mut self, items: Vec<Value>) -> Value {
+        self.alloc_slot(Body::Tuple(items))
+    }
+
+    fn slot(&self, r: ObjRef) -> BResult<&Slot> {
+        match self.slots.get(r.id as usize) {
+            Some(s) if s.generation == r.generation && !matches!(s.body, Body::Free) => Ok(s),
+            _ => err(
+                "reference to an object that was already folded into a record (unsupported sharing)",
+            ),
+        }
+    }
+
+    fn slot_mut(&mut self, r: ObjRef) -> BResult<&mut Slot> {
+        match self.slots.get_mut(r.id as usize) {
+            Some(s) if s.generation == r.generation && !matches!(s.body, Body::Free) => Ok(s),
+            _ => err(
+                "reference to an object that was already folded into a record (unsupported sharing)",
+            ),
+        }
+    }
+
+    /// Release a slot; its memo entry (if any) becomes `replacement`.
+    fn release(&mut self, r: ObjRef, replacement: Value) -> Body {
+        let slot = &mut self.slots[r.id as usize];
+        let body = std::mem::replace(&mut slot.body, Body::Free);
+        slot.generation = slot.generation.wrapping_add(1);
+        let memo = std::mem::replace(&mut slot.memo, NO_MEMO);
+        if memo != NO_MEMO {
+            self.memo.set(memo, replacement);
+        }
+        self.free_slots.push(r.id);
+        body
+    }
+
+    fn recycle_dict(&mut self, mut items: Vec<(Value, Value)>) {
+        if items.capacity() <= 64 && self.dict_pool.len() < 64 {
+            items.clear();
+            self.dict_pool.push(items);
+        }
+    }
+
+    pub fn memo_put(&mut self, idx: u64, v: Value) -> BResult<()> {
+        if idx >= NO_MEMO as u64 {
+            return err(format!("memo index {idx} is too large"));
+        }
+        let idx = idx as u32;
+        if let Value::Obj(r) = v {
+            let slot = self.slot_mut(r)?;
+            slot.memo = idx;
+        }
+        self.memo.set(idx, v);
+        Ok(())
+    }
+
+    /// The index MEMOIZE uses: the number of memo entries set so far.
+    pub fn memo_len(&self) -> u64 {
+        self.memo.filled
+    }
+
+    pub fn memo_get(&self, idx: u64) -> BResult<Value> {
+        if idx >= NO_MEMO as u64 {
+            return err(format!("memo index {idx} was never stored"));
+        }
+        match self.memo.get(idx as u32) {
+            Value::Unset => err(format!("memo index {idx} was never stored")),
+            Value::Released => err(format!(
+                "memo index {idx} refers to a record that was already folded (unsupported sharing)"
+            )),
+            v => Ok(v),
+        }
+    }
+
+    /// `d[k] = v`.
+    pub fn dict_set(&mut self, d: Value, k: Value, v: Value) -> BResult<()> {
+        let Value::Obj(dr) = d else {
+            return err(format!("SETITEM on {}, expected dict", d.type_name()));
+        };
+        let v = match (k, v) {
+            (Value::Str(K_FRAMES), Value::Obj(r)) => self.fold_stack(r)?,
+            _ => v,
+        };
+        match &mut self.slot_mut(dr)?.body {
+            Body::Dict(items) => {
+                items.push((k, v));
+                Ok(())
+            }
+            _ => err("SETITEM on a list or tuple, expected dict"),
+        }
+    }
+
+    /// Fold a list of frames into an interned stack.
+    fn fold_stack(&mut self, r: ObjRef) -> BResult<Value> {
+        let slot = self.slot(r)?;
+        let ok = match &slot.body {
+            Body::List(ListRepr::Frames(_)) => true,
+            Body::List(l) => l.is_empty_generic(),
+            _ => false,
+        };
+        if !ok {
+            return err("`frames` is not a list of frame dicts");
+        }
+        let frames = match &self.slots[r.id as usize].body {
+            Body::List(ListRepr::Frames(f)) => self.stacks.intern(f),
+            _ => 0,
+        };
+        let v = Value::Stack(frames);
+        self.release(r, v);
+        Ok(v)
+    }
+
+    /// `l.append(v)`.
+    pub fn list_append(&mut self, l: Value, v: Value) -> BResult<()> {
+        let Value::Obj(lr) = l else {
+            return err(format!("APPEND to {}, expected list", l.type_name()));
+        };
+        // Fold a completed dict into a record when its keys say what it is.
+        let v = match v {
+            Value::Obj(r) => self.fold_item(r)?,
+            Value::Frame(f) => Item::Frame(f),
+            other => Item::Value(other),
+        };
+        let max_events = self.max_events;
+        let slot = self.slot_mut(lr)?;
+        let Body::List(list) = &mut slot.body else {
+            return err("APPEND to a dict or tuple, expected list");
+        };
+        if list.is_empty_generic() {
+            match &v {
+                Item::Frame(_) => *list = ListRepr::Frames(Vec::new()),
+                Item::Block(_) => *list = ListRepr::Blocks(Vec::new()),
+                Item::Segment(_) => *list = ListRepr::Segments(Vec::new()),
+                Item::Event(_) => {
+                    *list = ListRepr::Events(EventRing {
+                        ring: VecDeque::new(),
+                        dropped: 0,
+                    })
+                }
+                Item::History(..) => *list = ListRepr::History(Vec::new()),
+                Item::Value(_) => {}
+            }
+        }
+        match (list, v) {
+            (ListRepr::Generic(items), Item::Value(v)) => items.push(v),
+            (ListRepr::Frames(f), Item::Frame(id)) => f.push(id),
+            (ListRepr::Blocks(b), Item::Block(blk)) => b.push(blk),
+            (ListRepr::Segments(s), Item::Segment(seg)) => s.push(seg),
+            (ListRepr::Events(ring), Item::Event(ev)) => {
+                if ring.ring.len() >= max_events {
+                    ring.ring.pop_front();
+                    ring.dropped += 1;
+                }
+                ring.ring.push_back(ev);
+            }
+            (ListRepr::History(h), Item::History(sz, st)) => h.push((sz, st)),
+            (list, item) => {
+                return err(format!(
+                    "a list of {} also holds {}",
+                    list.kind(),
+                    item.kind()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn dict_items(&self, r: ObjRef) -> Option<&Vec<(Value, Value)>> {
+        match &self.slot(r).ok()?.body {
+            Body::Dict(items) => Some(items),
+            _ => None,
+        }
+    }
+
+    fn fold_item(&mut self, r: ObjRef) -> BResult<Item> {
+        let Some(items) = self.dict_items(r) else {
+            return Ok(Item::Value(Value::Obj(r)));
+        };
+        let has = |k: StrId| items.iter().any(|(key, _)| *key == Value::Str(k));
+        let kind = if has(K_ACTION) {
+            1
+        } else if has(K_TOTAL_SIZE) {
+            2
+        } else if has(K_STATE) && has(K_SIZE) {
+            3
+        } else if has(K_REAL_SIZE) {
+            4
+        } else if has(K_FILENAME) && has(K_LINE) && has(K_NAME) {
+            5
+        } else {
+            0
+        };
+        if kind == 0 {
+            return Ok(Item::Value(Value::Obj(r)));
+        }
+        let items = match &mut self.slot_mut(r)?.body {
+            Body::Dict(items) => std::mem::take(items),
+            _ => unreachable!("checked above"),
+        };
+        let out = match kind {
+            1 => self.make_event(&items).map(Item::Event),
+            2 => self.make_segment(&items).map(Item::Segment),
+            3 => self.make_block(&items).map(Item::Block),
+            4 => self.make_history(&items),
+            _ => self.make_frame(&items),
+        };
+        self.recycle_dict(items);
+        // Frames are shared between stacks: later memo references resolve to the
+        // interned frame. Every other record is used once, and released.
+        let replacement = match out {
+            Ok(Item::Frame(f)) => Value::Frame(f),
+            _ => Value::Released,
+        };
+        self.release(r, replacement);
+        out
+    }
+
+    fn make_frame(&mut self, items: &[(Value, Value)]) -> BResult<Item> {
+        let mut file = None;
+        let mut line = 0i64;
+        let mut name = None;
+        for &(k, v) in items {
+            match k {
+                Value::Str(K_FILENAME) => match v {
+                    Value::Str(s) => file = Some(s),
+                    other => {
+                        return err(format!(
+                            "frame `filename` is {}, expected str",
+                            other.type_name()
+                        ));
+                    }
+                },
+                Value::Str(K_NAME) => match v {
+                    Value::Str(s) => name = Some(s),
+                    other => {
+                        return err(format!(
+                            "frame `name` is {}, expected str",
+                            other.type_name()
+                        ));
+                    }
+                },
+                Value::Str(K_LINE) => line = as_i64(v, "frame `line`")?,
+                _ => {}
+            }
+        }
+        let f = Frame {
+            file: file.unwrap_or(0),
+            line,
+            name: name.unwrap_or(0),
+        };
+        let id = match self.frame_map.get(&f) {
+            Some(&id) => id,
+            None => {
+                let id = self.frames.len() as FrameId;
+                self.frames.push(f);
+                self.frame_map.insert(f, id);
+                id
+            }
+        };
+        Ok(Item::Frame(id))
+    }
+
+    fn stack_of(v: Value, what: &str) -> BResult<StackId> {
+        match v {
+            Value::Stack(s) => Ok(s),
+            Value::None => Ok(0),
+            other => err(format!(
+                "{what} `frames` is {}, expected a list of frames",
+                other.type_name()
+            )),
+        }
+    }
+
+    fn make_event(&mut self, items: &[(Value, Value)]) -> BResult<Event> {
+        let mut ev = Event {
+            action: Action::Other,
+            addr: 0,
+            size: 0,
+            stream: 0,
+            time_us: NO_TIME,
+            stack: 0,
+        };
+        let mut have_action = false;
+        for &(k, v) in items {
+            let Value::Str(k) = k else { continue };
+            match k {
+                K_ACTION => match v {
+                    Value::Str(s) => {
+                        if s as usize >= self.action_of.len() {
+                            self.refresh_actions();
+                        }
+                        ev.action = self.action_of[s as usize];
+                        have_action = true;
+                    }
+                    other => {
+                        return err(format!(
+                            "trace entry `action` is {}, expected str",
+                            other.type_name()
+                        ));
+                    }
+                },
+                K_ADDR | K_DEVICE_FREE => ev.addr = as_u64(v, "trace entry address")?,
+                K_SIZE => ev.size = as_u64(v, "trace entry `size`")?,
+                K_STREAM => ev.stream = as_i64(v, "trace entry `stream`")?,
+                K_TIME_US => {
+                    ev.time_us = as_i64(v, "trace entry `time_us`")?;
+                    self.seen.time_us = true;
+                }
+                K_FRAMES => ev.stack = Self::stack_of(v, "trace entry")?,
+                K_COMPILE_CONTEXT => self.seen.compile_context = true,
+                K_USER_METADATA => self.seen.user_metadata = true,
+                _ => {}
+            }
+        }
+        if !have_action {
+            return err("trace entry has no `action`");
+        }
+        Ok(ev)
+    }
+
+    fn make_block(&mut self, items: &[(Value, Value)]) -> BResult<Block> {
+        let mut b = Block {
+            address: None,
+            size: 0,
+            requested_size: u64::MAX,
+            state: BlockState::Inactive,
+            stack: 0,
+        };
+        let mut history: Option<ObjRef> = None;
+        for &(k, v) in items {
+            let Value::Str(k) = k else { continue };
+            match k {
+                K_SIZE => b.size = as_u64(v, "block `size`")?,
+                K_REQUESTED_SIZE => b.requested_size = as_u64(v, "block `requested_size`")?,
+                K_ADDRESS => b.address = Some(as_u64(v, "block `address`")?),
+                K_FRAMES => b.stack = Self::stack_of(v, "block")?,
+                K_STATE => {
+                    b.state = match v {
+                        Value::Str(K_ACTIVE_ALLOCATED) => BlockState::Allocated,
+                        Value::Str(K_INACTIVE) => BlockState::Inactive,
+                        Value::Str(s @ (K_ACTIVE_PENDING_FREE | K_ACTIVE_AWAITING_FREE)) => {
+                            self.seen.pending_name = Some(s);
+                            BlockState::PendingFree
+                        }
+                        Value::Str(s) => {
+                            return err(format!("unknown block state '{}'", self.strings.get(s)));
+                        }
+                        other => {
+                            return err(format!(
+                                "block `state` is {}, expected str",
+                                other.type_name()
+                            ));
+                        }
+                    }
+                }
+                K_HISTORY => match v {
+                    Value::Obj(r) => history = Some(r),
+                    Value::None => {}
+                    other => {
+                        return err(format!(
+                            "block `history` is {}, expected list",
+                            other.type_name()
+                        ));
+                    }
+                },
+                _ => {}
+            }
+        }
+        if let Some(r) = history {
+            self.seen.history = true;
+            let body = {
+                self.slot(r)?;
+                self.release(r, Value::Released)
+            };
+            match body {
+                Body::List(ListRepr::History(h)) => {
+                    // As torch's own viewer does: the first history entry describes the block.
+                    if let Some(&(real, stack)) = h.first() {
+                        if b.requested_size == u64::MAX {
+                            b.requested_size = real;
+                        }
+                        if b.stack == 0 {
+                            b.stack = stack;
+                        }
+                    }
+                }
+                Body::List(l) if l.is_empty_generic() => {}
+                _ => return err("block `history` is not a list of history entries"),
+            }
+        }
+        if b.requested_size == u64::MAX {
+            b.requested_size = b.size;
+        }
+        Ok(b)
+    }
+
+    fn make_history(&mut self, items: &[(Value, Value)]) -> BResult<Item> {
+        let mut real = 0;
+        let mut stack = 0;
+        for &(k, v) in items {
+            match k {
+                Value::Str(K_REAL_SIZE) => real = as_u64(v, "history `real_size`")?,
+                Value::Str(K_FRAMES) => stack = Self::stack_of(v, "history entry")?,
+                _ => {}
+            }
+        }
+        Ok(Item::History(real, stack))
+    }
+
+    fn make_segment(&mut self, items: &[(Value, Value)]) -> BResult<Segment> {
+        let mut s = Segment {
+            device: 0,
+            address: 0,
+            total_size: 0,
+            stream: 0,
+            is_large: None,
+            is_expandable: false,
+            stack: 0,
+            blocks: Vec::new(),
+        };
+        let mut blocks: Option<ObjRef> = None;
+        for &(k, v) in items {
+            let Value::Str(k) = k else { continue };
+            match k {
+                K_DEVICE => s.device = as_i64(v, "segment `device`")?,
+                K_ADDRESS => s.address = as_u64(v, "segment `address`")?,
+                K_TOTAL_SIZE => s.total_size = as_u64(v, "segment `total_size`")?,
+                K_STREAM => s.stream = as_i64(v, "segment `stream`")?,
+                K_SEGMENT_TYPE => {
+                    if let Value::Str(t) = v {
+                        s.is_large = Some(t == K_LARGE);
+                    }
+                }
+                K_IS_EXPANDABLE => s.is_expandable = matches!(v, Value::Bool(true)),
+                K_FRAMES => s.stack = Self::stack_of(v, "segment")?,
+                K_BLOCKS => match v {
+                    Value::Obj(r) => blocks = Some(r),
+                    other => {
+                        return err(format!(
+                            "segment `blocks` is {}, expected list",
+                            other.type_name()
+                        ));
+                    }
+                },
+                _ => {}
+            }
+        }
+        if let Some(r) = blocks {
+            self.slot(r)?;
+            match self.release(r, Value::Released) {
+                Body::List(ListRepr::Blocks(b)) => s.blocks = b,
+                Body::List(l) if l.is_empty_generic() => {}
+                _ => return err("segment `blocks` is not a list of block dicts"),
+            }
+        }
+        let mut addr = s.address;
+        for b in &mut s.blocks {
+            if b.address.is_none() {
+                b.address = Some(addr);
+            }
+            addr = addr.wrapping_add(b.size);
+        }
+        Ok(s)
+    }
+
+    /// Take a list's segments, or fail with a message naming what it holds.
+    fn take_list(&mut self, v: Value, what: &str) -> BResult<ListRepr> {
+        match v {
+            Value::Obj(r) => {
+                let slot = self.slot(r)?;
+                if !matches!(slot.body, Body::List(_)) {
+                    return err(format!("`{what}` is a dict or tuple, expected list"));
+                }
+                match self.release(r, Value::Released) {
+                    Body::List(l) => Ok(l),
+                    _ => unreachable!(),
+                }
+            }
+            other => err(format!("`{what}` is {}, expected list", other.type_name())),
+        }
+    }
+
+    fn display(&self, v: Value) -> String {
+        match v {
+            Value::None => "None".into(),
+            Value::Bool(b) => if b { "True" } else { "False" }.into(),
+            Value::Int(i) => i.to_string(),
+            Value::UInt(u) => u.to_string(),
+            Value::Float(f) => f.to_string(),
+            Value::Str(s) => self.strings.get(s).to_string(),
+            Value::Obj(r) => match self.slot(r).map(|s| &s.body) {
+                Ok(Body::Dict(items)) => {
+                    let parts: Vec<String> = items
+                        .iter()
+                        .map(|&(k, v)| format!("{}: {}", self.display(k), self.display(v)))
+                        .collect();
+                    format!("{{{}}}", parts.join(", "))
+                }
+                Ok(Body::Tuple(items)) | Ok(Body::List(ListRepr::Generic(items))) => {
+                    let parts: Vec<String> = items.iter().map(|&v| self.display(v)).collect();
+                    format!("[{}]", parts.join(", "))
+                }
+                _ => "…".into(),
+            },
+            other => other.type_name().into(),
+        }
+    }
+
+    /// The top-level object is complete: assemble the snapshot.
+    pub fn finish(mut self, top: Value, mut layout: Layout, file_bytes: u64) -> BResult<Snapshot> {
+        let mut segments = Vec::new();
+        let mut traces = Vec::new();
+        let mut settings = Vec::new();
+        let items = match top {
+            Value::Obj(r) => match &self.slot(r)?.body {
+                Body::Dict(items) => items.clone(),
+                Body::List(_) => {
+                    // `torch.cuda.memory_snapshot()`: a bare list of segments.
+                    layout.segments_only = true;
+                    vec![(Value::Str(K_SEGMENTS), top)]
+                }
+                Body::Tuple(_) => {
+                    return err("the top-level object is a tuple, expected a snapshot dict");
+                }
+                Body::Free => unreachable!(),
+            },
+            other => {
+                return err(format!(
+                    "the top-level object is {}, expected a snapshot dict",
+                    other.type_name()
+                ));
+            }
+        };
+        let mut have_segments = false;
+        for (k, v) in items {
+            let Value::Str(k) = k else { continue };
+            match k {
+                K_SEGMENTS => {
+                    have_segments = true;
+                    match self.take_list(v, "segments")? {
+                        ListRepr::Segments(s) => segments = s,
+                        l if l.is_empty_generic() => {}
+                        _ => return err("`segments` is not a list of segment dicts"),
+                    }
+                }
+                K_DEVICE_TRACES => {
+                    let outer = match self.take_list(v, "device_traces")? {
+                        ListRepr::Generic(v) => v,
+                        _ => return err("`device_traces` is not a list of per-device lists"),
+                    };
+                    for dev in outer {
+                        match self.take_list(dev, "device_traces[i]")? {
+                            ListRepr::Events(r) => traces.push(DeviceTrace {
+                                events: r.ring.into(),
+                                dropped: r.dropped,
+                            }),
+                            l if l.is_empty_generic() => traces.push(DeviceTrace::default()),
+                            _ => return err("`device_traces[i]` is not a list of trace entries"),
+                        }
+                    }
+                }
+                K_ALLOCATOR_SETTINGS => {
+                    layout.allocator_settings = true;
+                    if let Value::Obj(r) = v
+                        && let Ok(Body::Dict(items)) = self.slot(r).map(|s| &s.body)
+                    {
+                        for &(k, v) in items {
+                            settings.push((self.display(k), self.display(v)));
+                        }
+                    }
+                }
+                K_EXTERNAL_ANNOTATIONS => layout.external_annotations = true,
+                _ => {}
+            }
+        }
+        if !have_segments {
+            return err("not a PyTorch memory snapshot: the top-level dict has no `segments`");
+        }
+        layout.time_us = self.seen.time_us;
+        layout.compile_context = self.seen.compile_context;
+        layout.user_metadata = self.seen.user_metadata;
+        layout.legacy_history = self.seen.history;
+        layout.pending_free_state_name = self
+            .seen
+            .pending_name
+            .map(|s| self.strings.get(s).to_string());
+        Ok(Snapshot {
+            strings: self.strings,
+            frames: self.frames,
+            stacks: self.stacks,
+            segments,
+            traces,
+            allocator_settings: settings,
+            layout,
+            file_bytes,
+        })
+    }
+}
+
+enum Item {
+    Value(Value),
+    Frame(FrameId),
+    Block(Block),
+    Segment(Segment),
+    Event(Event),
+    History(u64, StackId),
+}
+
+impl Item {
+    fn kind(&self) -> &'static str {
+        match self {
+            Item::Value(_) => "other values",
+            Item::Frame(_) => "frames",
+            Item::Block(_) => "blocks",
+            Item::Segment(_) => "segments",
+            Item::Event(_) => "trace entries",
+            Item::History(..) => "history entries",
+        }
+    }
+}

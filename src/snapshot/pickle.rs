@@ -1,0 +1,755 @@
+//! A pickle reader that never executes anything.
+//!
+//! It runs the data part of the pickle machine (protocols 0 to 5: ints, floats,
+//! strings, bytes, lists, dicts, tuples, sets, the memo, frames) and refuses every
+//! opcode that would import or call (GLOBAL, STACK_GLOBAL, REDUCE, BUILD, INST, OBJ,
+//! NEWOBJ, NEWOBJ_EX, EXT1/2/4, PERSID, BINPERSID) and out-of-band buffers. Values go
+//! straight to a [`Builder`], which folds them into the typed snapshot as they
+//! complete; the input is read in a bounded buffer, never whole.
+
+use std::io::Read;
+
+use super::builder::{BuildError, Builder, Value};
+use super::model::{Layout, Snapshot};
+
+/// Why a pickle could not be read: a message and the byte offset of the opcode.
+#[derive(Debug)]
+pub struct PickleError {
+    pub offset: u64,
+    pub msg: String,
+}
+
+type PResult<T> = Result<T, PickleError>;
+
+const BUF: usize = 1 << 20;
+
+/// A buffered reader that keeps the absolute offset and knows the input length.
+struct Input<R: Read> {
+    r: R,
+    buf: Vec<u8>,
+    pos: usize,
+    end: usize,
+    base: u64,
+    total: u64,
+    scratch: Vec<u8>,
+}
+
+impl<R: Read> Input<R> {
+    fn new(r: R, total: u64) -> Self {
+        Input {
+            r,
+            buf: vec![0; BUF],
+            pos: 0,
+            end: 0,
+            base: 0,
+            total,
+            scratch: Vec::new(),
+        }
+    }
+
+    #[inline]
+    fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn truncated(&self, need: u64) -> PickleError {
+        PickleError {
+            offset: self.offset(),
+            msg: format!(
+                "truncated: needed {need} more byte(s) but the file ends at byte {}",
+                self.total.max(self.base + self.end as u64)
+            ),
+        }
+    }
+
+    /// Refill so that at least `n` (<= BUF) bytes are buffered; false at EOF.
+    fn fill(&mut self, n: usize) -> PResult<bool> {
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.base += self.pos as u64;
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        while self.end < n {
+            match self.r.read(&mut self.buf[self.end..]) {
+                Ok(0) => return Ok(false),
+                Ok(k) => self.end += k,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(PickleError {
+                        offset: self.offset(),
+                        msg: format!("read failed: {e}"),
+                    });
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    #[inline]
+    fn byte(&mut self) -> PResult<u8> {
+        if self.pos < self.end {
+            let b = self.buf[self.pos];
+            self.pos += 1;
+            return Ok(b);
+        }
+        if !self.fill(1)? {
+            return Err(self.truncated(1));
+        }
+        let b = self.buf[self.pos];
+        self.pos += 1;
+        Ok(b)
+    }
+
+    #[inline]
+    fn array<const N: usize>(&mut self) -> PResult<[u8; N]> {
+        if self.end - self.pos < N && !self.fill(N)? {
+            return Err(self.truncated((N - (self.end - self.pos)) as u64));
+        }
+        let mut a = [0u8; N];
+        a.copy_from_slice(&self.buf[self.pos..self.pos + N]);
+        self.pos += N;
+        Ok(a)
+    }
+
+    /// `n` bytes; the slice lives until the next read.
+    fn bytes(&mut self, n: u64) -> PResult<&[u8]> {
+        let avail = (self.end - self.pos) as u64;
+        if n <= avail {
+            let s = self.pos;
+            self.pos += n as usize;
+            return Ok(&self.buf[s..s + n as usize]);
+        }
+        // Refuse lengths past the end of the input before allocating anything.
+        if self.total > 0 && self.offset() + n > self.total {
+            return Err(self.truncated(n - avail));
+        }
+        if n <= BUF as u64 {
+            if !self.fill(n as usize)? {
+                return Err(self.truncated(n - (self.end - self.pos) as u64));
+            }
+            let s = self.pos;
+            self.pos += n as usize;
+            return Ok(&self.buf[s..s + n as usize]);
+        }
+        let n = n as usize;
+        self.scratch.clear();
+        self.scratch
+            .extend_from_slice(&self.buf[self.pos..self.end]);
+        self.base += self.end as u64;
+        self.pos = 0;
+        self.end = 0;
+        while self.scratch.len() < n {
+            let want = (n - self.scratch.len()).min(BUF);
+            match self.r.read(&mut self.buf[..want]) {
+                Ok(0) => {
+                    let missing = (n - self.scratch.len()) as u64;
+                    return Err(self.truncated(missing));
+                }
+                Ok(k) => {
+                    self.scratch.extend_from_slice(&self.buf[..k]);
+                    self.base += k as u64;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    return Err(PickleError {
+                        offset: self.offset(),
+                        msg: format!("read failed: {e}"),
+                    });
+                }
+            }
+        }
+        Ok(&self.scratch[..n])
+    }
+
+    /// A protocol-0 text argument, up to and excluding the newline.
+    fn line(&mut self) -> PResult<&[u8]> {
+        const MAX_LINE: usize = 64 * 1024;
+        loop {
+            if let Some(i) = self.buf[self.pos..self.end]
+                .iter()
+                .position(|&b| b == b'\n')
+            {
+                let s = self.pos;
+                self.pos += i + 1;
+                return Ok(&self.buf[s..s + i]);
+            }
+            if self.end - self.pos >= MAX_LINE {
+                return Err(PickleError {
+                    offset: self.offset(),
+                    msg: "text argument longer than 64 KiB".into(),
+                });
+            }
+            let want = self.end - self.pos + 1;
+            if !self.fill(want)? {
+                return Err(self.truncated(1));
+            }
+        }
+    }
+}
+
+fn refused(op: u8) -> Option<&'static str> {
+    Some(match op {
+        b'c' => "GLOBAL (imports a name)",
+        0x93 => "STACK_GLOBAL (imports a name)",
+        b'R' => "REDUCE (calls a function)",
+        b'b' => "BUILD (calls __setstate__)",
+        b'i' => "INST (instantiates a class)",
+        b'o' => "OBJ (instantiates a class)",
+        0x81 => "NEWOBJ (instantiates a class)",
+        0x92 => "NEWOBJ_EX (instantiates a class)",
+        0x82..=0x84 => "EXT (imports a registered name)",
+        b'P' => "PERSID (persistent load)",
+        b'Q' => "BINPERSID (persistent load)",
+        0x97 => "NEXT_BUFFER (out-of-band buffer)",
+        0x98 => "READONLY_BUFFER (out-of-band buffer)",
+        _ => return None,
+    })
+}
+
+fn int_from_le(bytes: &[u8]) -> Value {
+    if bytes.is_empty() {
+        return Value::Int(0);
+    }
+    let neg = bytes[bytes.len() - 1] & 0x80 != 0;
+    // Strip redundant sign bytes.
+    let mut n = bytes.len();
+    while n > 1 {
+        let top = bytes[n - 1];
+        let next_sign = bytes[n - 2] & 0x80 != 0;
+        if (top == 0x00 && !next_sign && !neg) || (top == 0xff && next_sign && neg) {
+            n -= 1;
+        } else {
+            break;
+        }
+    }
+    if n <= 8 {
+        let mut a = if neg { [0xffu8; 8] } else { [0u8; 8] };
+        a[..n].copy_from_slice(&bytes[..n]);
+        return Value::Int(i64::from_le_bytes(a));
+    }
+    if !neg && n == 9 && bytes[8] == 0 {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(&bytes[..8]);
+        return Value::UInt(u64::from_le_bytes(a));
+    }
+    Value::BigInt
+}
+
+fn text_int(s: &[u8]) -> Option<Value> {
+    let t = std::str::from_utf8(s).ok()?.trim();
+    let t = t.strip_suffix('L').unwrap_or(t);
+    if let Ok(i) = t.parse::<i64>() {
+        return Some(Value::Int(i));
+    }
+    if let Ok(u) = t.parse::<u64>() {
+        return Some(Value::UInt(u));
+    }
+    let digits = t.strip_prefix('-').unwrap_or(t);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(Value::BigInt);
+    }
+    None
+}
+
+/// Decode a protocol-0 STRING argument (a Python repr in quotes).
+fn unquote(s: &[u8]) -> Option<String> {
+    let q = *s.first()?;
+    if s.len() < 2 || (q != b'\'' && q != b'"') || s[s.len() - 1] != q {
+        return None;
+    }
+    let inner = &s[1..s.len() - 1];
+    let mut out = Vec::with_capacity(inner.len());
+    let mut i = 0;
+    while i < inner.len() {
+        let c = inner[i];
+        if c != b'\\' {
+            out.push(c);
+            i += 1;
+            continue;
+        }
+        i += 1;
+        let e = *inner.get(i)?;
+        i += 1;
+        match e {
+            b'n' => out.push(b'\n'),
+            b't' => out.push(b'\t'),
+            b'r' => out.push(b'\r'),
+            b'\\' => out.push(b'\\'),
+            b'\'' => out.push(b'\''),
+            b'"' => out.push(b'"'),
+            b'x' => {
+                let h = std::str::from_utf8(inner.get(i..i + 2)?).ok()?;
+                out.push(u8::from_str_radix(h, 16).ok()?);
+                i += 2;
+            }
+            _ => {
+                out.push(b'\\');
+                out.push(e);
+            }
+        }
+    }
+    Some(out.iter().map(|&b| b as char).collect())
+}
+
+/// Decode a protocol-0 UNICODE argument (raw-unicode-escape).
+fn raw_unicode_escape(s: &[u8]) -> Option<String> {
+    let mut out = String::with_capacity(s.len());
+    let mut i = 0;
+    while i < s.len() {
+        if s[i] == b'\\' && i + 1 < s.len() && (s[i + 1] == b'u' || s[i + 1] == b'U') {
+            let n = if s[i + 1] == b'u' { 4 } else { 8 };
+            let h = std::str::from_utf8(s.get(i + 2..i + 2 + n)?).ok()?;
+            let cp = u32::from_str_radix(h, 16).ok()?;
+            out.push(char::from_u32(cp).unwrap_or('\u{fffd}'));
+            i += 2 + n;
+        } else {
+            out.push(s[i] as char);
+            i += 1;
+        }
+    }
+    Some(out)
+}
+
+struct Vm<'a, R: Read> {
+    inp: Input<R>,
+    b: &'a mut Builder,
+    stack: Vec<Value>,
+    marks: Vec<usize>,
+    scratch: Vec<Value>,
+    op_offset: u64,
+    protocol: Option<u8>,
+}
+
+impl<R: Read> Vm<'_, R> {
+    fn fail<T>(&self, msg: impl Into<String>) -> PResult<T> {
+        Err(PickleError {
+            offset: self.op_offset,
+            msg: msg.into(),
+        })
+    }
+
+    fn build<T>(&self, r: Result<T, BuildError>) -> PResult<T> {
+        r.map_err(|e| PickleError {
+            offset: self.op_offset,
+            msg: e.0,
+        })
+    }
+
+    #[inline]
+    fn pop(&mut self) -> PResult<Value> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if self.stack.len() <= floor {
+            return self.fail("stack underflow (malformed pickle)");
+        }
+        Ok(self.stack.pop().expect("checked"))
+    }
+
+    #[inline]
+    fn top(&self) -> PResult<Value> {
+        let floor = self.marks.last().copied().unwrap_or(0);
+        if self.stack.len() <= floor {
+            return self.fail("stack underflow (malformed pickle)");
+        }
+        Ok(*self.stack.last().expect("checked"))
+    }
+
+    fn pop_mark(&mut self) -> PResult<usize> {
+        match self.marks.pop() {
+            Some(m) => Ok(m),
+            None => self.fail("no MARK on the stack (malformed pickle)"),
+        }
+    }
+
+    fn push_str(&mut self, s: &str) {
+        let v = self.b.str(s);
+        self.stack.push(v);
+    }
+
+    fn run(&mut self) -> PResult<Value> {
+        loop {
+            self.op_offset = self.inp.offset();
+            let op = self.inp.byte()?;
+            match op {
+                // --- containers ---
+                b'}' => {
+                    let d = self.b.new_dict();
+                    self.stack.push(d);
+                }
+                b']' => {
+                    let l = self.b.new_list();
+                    self.stack.push(l);
+                }
+                0x8f => {
+                    // EMPTY_SET: kept as a list.
+                    let l = self.b.new_list();
+                    self.stack.push(l);
+                }
+                b')' => {
+                    let t = self.b.new_tuple(Vec::new());
+                    self.stack.push(t);
+                }
+                b'(' => self.marks.push(self.stack.len()),
+                b'u' => {
+                    let m = self.pop_mark()?;
+                    if m == 0 || !(self.stack.len() - m).is_multiple_of(2) {
+                        return self.fail("SETITEMS with an odd number of items or no dict");
+                    }
+                    let d = self.stack[m - 1];
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(m..));
+                    for i in (0..self.scratch.len()).step_by(2) {
+                        let (k, v) = (self.scratch[i], self.scratch[i + 1]);
+                        let r = self.b.dict_set(d, k, v);
+                        self.build(r)?;
+                    }
+                }
+                b's' => {
+                    let v = self.pop()?;
+                    let k = self.pop()?;
+                    let d = self.top()?;
+                    let r = self.b.dict_set(d, k, v);
+                    self.build(r)?;
+                }
+                b'e' | 0x90 => {
+                    // APPENDS, ADDITEMS
+                    let m = self.pop_mark()?;
+                    if m == 0 {
+                        return self.fail("APPENDS with no list below the MARK");
+                    }
+                    let l = self.stack[m - 1];
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(m..));
+                    for i in 0..self.scratch.len() {
+                        let v = self.scratch[i];
+                        let r = self.b.list_append(l, v);
+                        self.build(r)?;
+                    }
+                }
+                b'a' => {
+                    let v = self.pop()?;
+                    let l = self.top()?;
+                    let r = self.b.list_append(l, v);
+                    self.build(r)?;
+                }
+                b'l' | 0x91 => {
+                    // LIST, FROZENSET
+                    let m = self.pop_mark()?;
+                    let l = self.b.new_list();
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(m..));
+                    for i in 0..self.scratch.len() {
+                        let v = self.scratch[i];
+                        let r = self.b.list_append(l, v);
+                        self.build(r)?;
+                    }
+                    self.stack.push(l);
+                }
+                b'd' => {
+                    let m = self.pop_mark()?;
+                    if !(self.stack.len() - m).is_multiple_of(2) {
+                        return self.fail("DICT with an odd number of items");
+                    }
+                    let d = self.b.new_dict();
+                    self.scratch.clear();
+                    self.scratch.extend(self.stack.drain(m..));
+                    for i in (0..self.scratch.len()).step_by(2) {
+                        let (k, v) = (self.scratch[i], self.scratch[i + 1]);
+                        let r = self.b.dict_set(d, k, v);
+                        self.build(r)?;
+                    }
+                    self.stack.push(d);
+                }
+                b't' => {
+                    let m = self.pop_mark()?;
+                    let items: Vec<Value> = self.stack.drain(m..).collect();
+                    let t = self.b.new_tuple(items);
+                    self.stack.push(t);
+                }
+                0x85..=0x87 => {
+                    let n = (op - 0x84) as usize;
+                    let floor = self.marks.last().copied().unwrap_or(0);
+                    if self.stack.len() < floor + n {
+                        return self.fail("stack underflow (malformed pickle)");
+                    }
+                    let at = self.stack.len() - n;
+                    let items: Vec<Value> = self.stack.drain(at..).collect();
+                    let t = self.b.new_tuple(items);
+                    self.stack.push(t);
+                }
+                // --- scalars ---
+                b'N' => self.stack.push(Value::None),
+                0x88 => self.stack.push(Value::Bool(true)),
+                0x89 => self.stack.push(Value::Bool(false)),
+                b'K' => {
+                    let v = self.inp.byte()?;
+                    self.stack.push(Value::Int(v as i64));
+                }
+                b'M' => {
+                    let v = u16::from_le_bytes(self.inp.array()?);
+                    self.stack.push(Value::Int(v as i64));
+                }
+                b'J' => {
+                    let v = i32::from_le_bytes(self.inp.array()?);
+                    self.stack.push(Value::Int(v as i64));
+                }
+                0x8a => {
+                    let n = self.inp.byte()? as u64;
+                    let v = int_from_le(self.inp.bytes(n)?);
+                    self.stack.push(v);
+                }
+                0x8b => {
+                    let n = i32::from_le_bytes(self.inp.array()?);
+                    if n < 0 {
+                        return self.fail("LONG4 with a negative length");
+                    }
+                    let v = int_from_le(self.inp.bytes(n as u64)?);
+                    self.stack.push(v);
+                }
+                b'I' => {
+                    let line = self.inp.line()?;
+                    let v = match line {
+                        b"00" => Some(Value::Bool(false)),
+                        b"01" => Some(Value::Bool(true)),
+                        l => text_int(l),
+                    };
+                    match v {
+                        Some(v) => self.stack.push(v),
+                        None => return self.fail("INT with a malformed argument"),
+                    }
+                }
+                b'L' => {
+                    let v = text_int(self.inp.line()?);
+                    match v {
+                        Some(v) => self.stack.push(v),
+                        None => return self.fail("LONG with a malformed argument"),
+                    }
+                }
+                b'G' => {
+                    let v = f64::from_be_bytes(self.inp.array()?);
+                    self.stack.push(Value::Float(v));
+                }
+                b'F' => {
+                    let line = self.inp.line()?;
+                    let v = std::str::from_utf8(line)
+                        .ok()
+                        .and_then(|s| s.trim().parse::<f64>().ok());
+                    match v {
+                        Some(v) => self.stack.push(Value::Float(v)),
+                        None => return self.fail("FLOAT with a malformed argument"),
+                    }
+                }
+                // --- strings and bytes ---
+                0x8c => {
+                    let n = self.inp.byte()? as u64;
+                    let s = self.inp.bytes(n)?;
+                    let s = String::from_utf8_lossy(s).into_owned();
+                    self.push_str(&s);
+                }
+                b'X' => {
+                    let n = u32::from_le_bytes(self.inp.array()?) as u64;
+                    let s = self.inp.bytes(n)?;
+                    let s = String::from_utf8_lossy(s).into_owned();
+                    self.push_str(&s);
+                }
+                0x8d => {
+                    let n = u64::from_le_bytes(self.inp.array()?);
+                    let s = self.inp.bytes(n)?;
+                    let s = String::from_utf8_lossy(s).into_owned();
+                    self.push_str(&s);
+                }
+                b'V' => {
+                    let line = self.inp.line()?;
+                    match raw_unicode_escape(line) {
+                        Some(s) => self.push_str(&s),
+                        None => return self.fail("UNICODE with a malformed argument"),
+                    }
+                }
+                b'S' => {
+                    let line = self.inp.line()?;
+                    match unquote(line) {
+                        Some(s) => self.push_str(&s),
+                        None => return self.fail("STRING with a malformed argument"),
+                    }
+                }
+                b'T' | b'U' => {
+                    // BINSTRING, SHORT_BINSTRING (Python 2 str): decoded as latin-1.
+                    let n = if op == b'U' {
+                        self.inp.byte()? as u64
+                    } else {
+                        let n = i32::from_le_bytes(self.inp.array()?);
+                        if n < 0 {
+                            return self.fail("BINSTRING with a negative length");
+                        }
+                        n as u64
+                    };
+                    let s: String = self.inp.bytes(n)?.iter().map(|&b| b as char).collect();
+                    self.push_str(&s);
+                }
+                b'B' => {
+                    let n = u32::from_le_bytes(self.inp.array()?) as u64;
+                    self.inp.bytes(n)?;
+                    self.stack.push(Value::Bytes);
+                }
+                b'C' => {
+                    let n = self.inp.byte()? as u64;
+                    self.inp.bytes(n)?;
+                    self.stack.push(Value::Bytes);
+                }
+                0x8e | 0x96 => {
+                    let n = u64::from_le_bytes(self.inp.array()?);
+                    self.inp.bytes(n)?;
+                    self.stack.push(Value::Bytes);
+                }
+                // --- memo ---
+                0x94 => {
+                    let v = self.top()?;
+                    let idx = self.b.memo_len();
+                    let r = self.b.memo_put(idx, v);
+                    self.build(r)?;
+                }
+                b'q' => {
+                    let idx = self.inp.byte()? as u64;
+                    let v = self.top()?;
+                    let r = self.b.memo_put(idx, v);
+                    self.build(r)?;
+                }
+                b'r' => {
+                    let idx = u32::from_le_bytes(self.inp.array()?) as u64;
+                    let v = self.top()?;
+                    let r = self.b.memo_put(idx, v);
+                    self.build(r)?;
+                }
+                b'p' => {
+                    let idx = match text_int(self.inp.line()?) {
+                        Some(Value::Int(i)) if i >= 0 => i as u64,
+                        _ => return self.fail("PUT with a malformed index"),
+                    };
+                    let v = self.top()?;
+                    let r = self.b.memo_put(idx, v);
+                    self.build(r)?;
+                }
+                b'h' => {
+                    let idx = self.inp.byte()? as u64;
+                    let r = self.b.memo_get(idx);
+                    let v = self.build(r)?;
+                    self.stack.push(v);
+                }
+                b'j' => {
+                    let idx = u32::from_le_bytes(self.inp.array()?) as u64;
+                    let r = self.b.memo_get(idx);
+                    let v = self.build(r)?;
+                    self.stack.push(v);
+                }
+                b'g' => {
+                    let idx = match text_int(self.inp.line()?) {
+                        Some(Value::Int(i)) if i >= 0 => i as u64,
+                        _ => return self.fail("GET with a malformed index"),
+                    };
+                    let r = self.b.memo_get(idx);
+                    let v = self.build(r)?;
+                    self.stack.push(v);
+                }
+                // --- stack and framing ---
+                b'0' => {
+                    self.pop()?;
+                }
+                b'1' => {
+                    let m = self.pop_mark()?;
+                    self.stack.truncate(m);
+                }
+                b'2' => {
+                    let v = self.top()?;
+                    self.stack.push(v);
+                }
+                0x80 => {
+                    let p = self.inp.byte()?;
+                    if p > 5 {
+                        return self
+                            .fail(format!("unsupported pickle protocol {p} (0 to 5 are read)"));
+                    }
+                    if self.protocol.is_none() {
+                        self.protocol = Some(p);
+                    }
+                }
+                0x95 => {
+                    // FRAME: a length hint only.
+                    self.inp.array::<8>()?;
+                }
+                b'.' => {
+                    if !self.marks.is_empty() {
+                        return self.fail("STOP with an open MARK (malformed pickle)");
+                    }
+                    return match self.stack.pop() {
+                        Some(v) => Ok(v),
+                        None => self.fail("STOP with an empty stack (malformed pickle)"),
+                    };
+                }
+                other => {
+                    if let Some(what) = refused(other) {
+                        return self.fail(format!(
+                            "refused opcode {what}: this file asks to run code, and instrument never executes anything from a pickle"
+                        ));
+                    }
+                    return self.fail(format!(
+                        "unknown opcode 0x{other:02x} (not a pickle, or corrupted)"
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// Read a snapshot pickle from `r` (`total` bytes long, 0 if unknown).
+pub fn read_pickle<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snapshot, PickleError> {
+    let mut b = Builder::new(max_events);
+    let mut vm = Vm {
+        inp: Input::new(r, total),
+        b: &mut b,
+        stack: Vec::new(),
+        marks: Vec::new(),
+        scratch: Vec::new(),
+        op_offset: 0,
+        protocol: None,
+    };
+    let top = vm.run()?;
+    let end = vm.inp.offset();
+    let protocol = vm.protocol;
+    let layout = Layout {
+        format: "pickle".into(),
+        pickle_protocol: Some(protocol.unwrap_or(0)),
+        ..Layout::default()
+    };
+    b.finish(top, layout, total).map_err(|e| PickleError {
+        offset: end,
+        msg: e.0,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ints_decode_like_python() {
+        assert_eq!(int_from_le(&[]), Value::Int(0));
+        assert_eq!(int_from_le(&[0xff]), Value::Int(-1));
+        assert_eq!(int_from_le(&[0x80, 0x00]), Value::Int(128));
+        assert_eq!(int_from_le(&[0x00, 0x80]), Value::Int(-32768));
+        assert_eq!(
+            int_from_le(&[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00]),
+            Value::UInt(u64::MAX)
+        );
+        assert_eq!(int_from_le(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10]), Value::BigInt);
+    }
+
+    #[test]
+    fn protocol0_strings() {
+        assert_eq!(unquote(b"'a\\nb'").as_deref(), Some("a\nb"));
+        assert_eq!(unquote(b"\"x\\x41\"").as_deref(), Some("xA"));
+        assert_eq!(
+            raw_unicode_escape(b"caf\\u00e9").as_deref(),
+            Some("caf\u{e9}")
+        );
+    }
+}
