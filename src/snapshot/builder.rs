@@ -59,6 +59,62 @@ pub struct ObjRef {
     generation: u32,
 }
 
+/// A packed value: 4 bits of tag and 60 bits of payload in one `u64`, so that the VM
+/// stack, the memo and dicts under construction move values in registers. Integers
+/// outside 60 bits and floats (rare in snapshots) live in side tables.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PV(u64);
+
+const T_NONE: u64 = 0;
+const T_BOOL: u64 = 1;
+const T_INT: u64 = 2;
+const T_WIDE: u64 = 3;
+const T_FLOAT: u64 = 4;
+const T_STR: u64 = 5;
+const T_BYTES: u64 = 6;
+const T_OBJ: u64 = 7;
+const T_FRAME: u64 = 8;
+const T_STACK: u64 = 9;
+const T_UNSET: u64 = 10;
+const T_RELEASED: u64 = 11;
+const T_BIGINT: u64 = 12;
+const PAYLOAD: u64 = (1 << 60) - 1;
+const GEN_MASK: u32 = (1 << 28) - 1;
+
+impl PV {
+    pub const NONE: PV = PV(T_NONE << 60);
+    pub const UNSET: PV = PV(T_UNSET << 60);
+    pub const RELEASED: PV = PV(T_RELEASED << 60);
+    #[inline(always)]
+    const fn new(tag: u64, payload: u64) -> PV {
+        PV((tag << 60) | (payload & PAYLOAD))
+    }
+    #[inline(always)]
+    pub const fn str(id: StrId) -> PV {
+        PV::new(T_STR, id as u64)
+    }
+    #[inline(always)]
+    fn tag(self) -> u64 {
+        self.0 >> 60
+    }
+    #[inline(always)]
+    fn payload(self) -> u64 {
+        self.0 & PAYLOAD
+    }
+    /// The string id, if this is a string.
+    #[inline(always)]
+    fn str_id(self) -> Option<StrId> {
+        (self.tag() == T_STR).then_some(self.payload() as StrId)
+    }
+    #[inline(always)]
+    fn obj(self) -> Option<ObjRef> {
+        (self.tag() == T_OBJ).then(|| ObjRef {
+            id: self.payload() as u32,
+            generation: (self.payload() >> 32) as u32,
+        })
+    }
+}
+
 /// A problem found while building; the caller adds the file name and offset.
 #[derive(Debug)]
 pub struct BuildError(pub String);
@@ -142,7 +198,7 @@ struct EventRing {
 }
 
 enum ListRepr {
-    Generic(Vec<Value>),
+    Generic(Vec<PV>),
     Frames(Vec<FrameId>),
     Blocks(Vec<Block>),
     Segments(Vec<Segment>),
@@ -168,9 +224,11 @@ impl ListRepr {
 
 enum Body {
     Free,
-    Dict(Vec<(Value, Value)>),
+    Dict(Vec<(PV, PV)>),
+    /// A dict recognised as a trace entry from its first key (`action`), filled in place.
+    Event(Event),
     List(ListRepr),
-    Tuple(Vec<Value>),
+    Tuple(Vec<PV>),
 }
 
 struct Slot {
@@ -183,7 +241,7 @@ const NO_MEMO: u32 = u32::MAX;
 const MEMO_CHUNK: usize = 4096;
 
 struct MemoChunk {
-    vals: Vec<Value>,
+    vals: [PV; MEMO_CHUNK],
     live: u32,
 }
 
@@ -195,7 +253,7 @@ struct Memo {
 }
 
 impl Memo {
-    fn set(&mut self, idx: u32, v: Value) {
+    fn set(&mut self, idx: u32, v: PV) {
         let c = idx as usize / MEMO_CHUNK;
         let o = idx as usize % MEMO_CHUNK;
         if c >= self.chunks.len() {
@@ -203,16 +261,16 @@ impl Memo {
         }
         let chunk = self.chunks[c].get_or_insert_with(|| {
             Box::new(MemoChunk {
-                vals: vec![Value::Unset; MEMO_CHUNK],
+                vals: [PV::UNSET; MEMO_CHUNK],
                 live: 0,
             })
         });
         let old = chunk.vals[o];
-        if old == Value::Unset {
+        if old == PV::UNSET {
             self.filled += 1;
         }
-        let was_live = !matches!(old, Value::Unset | Value::Released);
-        let is_live = !matches!(v, Value::Unset | Value::Released);
+        let was_live = old != PV::UNSET && old != PV::RELEASED;
+        let is_live = v != PV::UNSET && v != PV::RELEASED;
         chunk.vals[o] = v;
         match (was_live, is_live) {
             (false, true) => chunk.live += 1,
@@ -223,12 +281,13 @@ impl Memo {
             self.chunks[c] = None;
         }
     }
-    fn get(&self, idx: u32) -> Value {
+    #[inline(always)]
+    fn get(&self, idx: u32) -> PV {
         let c = idx as usize / MEMO_CHUNK;
         match self.chunks.get(c) {
             Some(Some(chunk)) => chunk.vals[idx as usize % MEMO_CHUNK],
-            Some(None) => Value::Released,
-            None => Value::Unset,
+            Some(None) => PV::RELEASED,
+            None => PV::UNSET,
         }
     }
 }
@@ -250,7 +309,9 @@ pub struct Builder {
     stacks: Stacks,
     slots: Vec<Slot>,
     free_slots: Vec<u32>,
-    dict_pool: Vec<Vec<(Value, Value)>>,
+    dict_pool: Vec<Vec<(PV, PV)>>,
+    wide: Vec<i128>,
+    floats: Vec<f64>,
     memo: Memo,
     max_events: usize,
     seen: Seen,
@@ -293,6 +354,8 @@ impl Builder {
             slots: Vec::new(),
             free_slots: Vec::new(),
             dict_pool: Vec::new(),
+            wide: Vec::new(),
+            floats: Vec::new(),
             memo: Memo::default(),
             max_events: max_events.max(1),
             seen: Seen::default(),
@@ -311,16 +374,82 @@ impl Builder {
         }
     }
 
-    pub fn str(&mut self, s: &str) -> Value {
-        Value::Str(self.strings.intern(s))
+    pub fn str(&mut self, s: &str) -> PV {
+        PV::str(self.strings.intern(s))
     }
 
-    fn alloc_slot(&mut self, body: Body) -> Value {
+    /// Pack a scalar decoded by a front end.
+    #[inline]
+    pub fn pack(&mut self, v: Value) -> PV {
+        match v {
+            Value::None => PV::NONE,
+            Value::Bool(b) => PV::new(T_BOOL, b as u64),
+            Value::Int(i) if (-(1i64 << 59)..(1i64 << 59)).contains(&i) => PV::new(T_INT, i as u64),
+            Value::Int(i) => self.wide_pv(i as i128),
+            Value::UInt(u) => self.wide_pv(u as i128),
+            Value::BigInt => PV::new(T_BIGINT, 0),
+            Value::Float(f) => {
+                self.floats.push(f);
+                PV::new(T_FLOAT, self.floats.len() as u64 - 1)
+            }
+            Value::Str(id) => PV::str(id),
+            Value::Bytes => PV::new(T_BYTES, 0),
+            Value::Obj(r) => PV::new(T_OBJ, ((r.generation as u64) << 32) | r.id as u64),
+            Value::Frame(f) => PV::new(T_FRAME, f as u64),
+            Value::Stack(s) => PV::new(T_STACK, s as u64),
+            Value::Unset => PV::UNSET,
+            Value::Released => PV::RELEASED,
+        }
+    }
+
+    fn wide_pv(&mut self, v: i128) -> PV {
+        self.wide.push(v);
+        PV::new(T_WIDE, self.wide.len() as u64 - 1)
+    }
+
+    /// Unpack a stored value.
+    #[inline]
+    pub fn val(&self, p: PV) -> Value {
+        let x = p.payload();
+        match p.tag() {
+            T_NONE => Value::None,
+            T_BOOL => Value::Bool(x != 0),
+            T_INT => Value::Int(((x << 4) as i64) >> 4),
+            T_WIDE => {
+                let w = self.wide[x as usize];
+                if let Ok(i) = i64::try_from(w) {
+                    Value::Int(i)
+                } else if let Ok(u) = u64::try_from(w) {
+                    Value::UInt(u)
+                } else {
+                    Value::BigInt
+                }
+            }
+            T_FLOAT => Value::Float(self.floats[x as usize]),
+            T_STR => Value::Str(x as StrId),
+            T_BYTES => Value::Bytes,
+            T_OBJ => Value::Obj(ObjRef {
+                id: x as u32,
+                generation: (x >> 32) as u32,
+            }),
+            T_FRAME => Value::Frame(x as FrameId),
+            T_STACK => Value::Stack(x as StackId),
+            T_UNSET => Value::Unset,
+            T_RELEASED => Value::Released,
+            _ => Value::BigInt,
+        }
+    }
+
+    fn obj_pv(r: ObjRef) -> PV {
+        PV::new(T_OBJ, ((r.generation as u64) << 32) | r.id as u64)
+    }
+
+    fn alloc_slot(&mut self, body: Body) -> PV {
         if let Some(id) = self.free_slots.pop() {
             let slot = &mut self.slots[id as usize];
             slot.body = body;
             slot.memo = NO_MEMO;
-            Value::Obj(ObjRef {
+            Self::obj_pv(ObjRef {
                 id,
                 generation: slot.generation,
             })
@@ -331,20 +460,23 @@ impl Builder {
                 memo: NO_MEMO,
                 body,
             });
-            Value::Obj(ObjRef { id, generation: 0 })
+            Self::obj_pv(ObjRef { id, generation: 0 })
         }
     }
 
-    pub fn new_dict(&mut self) -> Value {
-        let v = self.dict_pool.pop().unwrap_or_default();
+    pub fn new_dict(&mut self) -> PV {
+        let v = self
+            .dict_pool
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(12));
         self.alloc_slot(Body::Dict(v))
     }
 
-    pub fn new_list(&mut self) -> Value {
+    pub fn new_list(&mut self) -> PV {
         self.alloc_slot(Body::List(ListRepr::Generic(Vec::new())))
     }
 
-    pub fn new_tuple(&mut self, items: Vec<Value>) -> Value {
+    pub fn new_tuple(&mut self, items: Vec<PV>) -> PV {
         self.alloc_slot(Body::Tuple(items))
     }
 
@@ -367,10 +499,10 @@ impl Builder {
     }
 
     /// Release a slot; its memo entry (if any) becomes `replacement`.
-    fn release(&mut self, r: ObjRef, replacement: Value) -> Body {
+    fn release(&mut self, r: ObjRef, replacement: PV) -> Body {
         let slot = &mut self.slots[r.id as usize];
         let body = std::mem::replace(&mut slot.body, Body::Free);
-        slot.generation = slot.generation.wrapping_add(1);
+        slot.generation = slot.generation.wrapping_add(1) & GEN_MASK;
         let memo = std::mem::replace(&mut slot.memo, NO_MEMO);
         if memo != NO_MEMO {
             self.memo.set(memo, replacement);
@@ -379,19 +511,19 @@ impl Builder {
         body
     }
 
-    fn recycle_dict(&mut self, mut items: Vec<(Value, Value)>) {
-        if items.capacity() <= 64 && self.dict_pool.len() < 64 {
+    fn recycle_dict(&mut self, mut items: Vec<(PV, PV)>) {
+        if items.capacity() <= 64 && self.dict_pool.len() < 4096 {
             items.clear();
             self.dict_pool.push(items);
         }
     }
 
-    pub fn memo_put(&mut self, idx: u64, v: Value) -> BResult<()> {
+    pub fn memo_put(&mut self, idx: u64, v: PV) -> BResult<()> {
         if idx >= NO_MEMO as u64 {
             return err(format!("memo index {idx} is too large"));
         }
         let idx = idx as u32;
-        if let Value::Obj(r) = v {
+        if let Some(r) = v.obj() {
             let slot = self.slot_mut(r)?;
             slot.memo = idx;
         }
@@ -404,13 +536,14 @@ impl Builder {
         self.memo.filled
     }
 
-    pub fn memo_get(&self, idx: u64) -> BResult<Value> {
+    #[inline]
+    pub fn memo_get(&self, idx: u64) -> BResult<PV> {
         if idx >= NO_MEMO as u64 {
             return err(format!("memo index {idx} was never stored"));
         }
         match self.memo.get(idx as u32) {
-            Value::Unset => err(format!("memo index {idx} was never stored")),
-            Value::Released => err(format!(
+            PV::UNSET => err(format!("memo index {idx} was never stored")),
+            PV::RELEASED => err(format!(
                 "memo index {idx} refers to a record that was already folded (unsupported sharing)"
             )),
             v => Ok(v),
@@ -418,12 +551,15 @@ impl Builder {
     }
 
     /// `d[k] = v`.
-    pub fn dict_set(&mut self, d: Value, k: Value, v: Value) -> BResult<()> {
-        let Value::Obj(dr) = d else {
-            return err(format!("SETITEM on {}, expected dict", d.type_name()));
+    pub fn dict_set(&mut self, d: PV, k: PV, v: PV) -> BResult<()> {
+        let Some(dr) = d.obj() else {
+            return err(format!(
+                "SETITEM on {}, expected dict",
+                self.val(d).type_name()
+            ));
         };
-        let v = match (k, v) {
-            (Value::Str(K_FRAMES), Value::Obj(r)) => self.fold_stack(r)?,
+        let v = match (k.str_id(), v.obj()) {
+            (Some(K_FRAMES), Some(r)) if r != dr => self.fold_stack(r)?,
             _ => v,
         };
         match &mut self.slot_mut(dr)?.body {
@@ -431,12 +567,114 @@ impl Builder {
                 items.push((k, v));
                 Ok(())
             }
+            Body::Event(ev) => {
+                let mut e = *ev;
+                self.apply_event(&mut e, k, v)?;
+                if let Body::Event(ev) = &mut self.slots[dr.id as usize].body {
+                    *ev = e;
+                }
+                Ok(())
+            }
             _ => err("SETITEM on a list or tuple, expected dict"),
         }
     }
 
+    /// `d.update(pairs)`: SETITEMS, with one check of the dict for the whole batch.
+    pub fn dict_set_many(&mut self, d: PV, kv: &[PV]) -> BResult<()> {
+        let Some(dr) = d.obj() else {
+            return err(format!(
+                "SETITEMS on {}, expected dict",
+                self.val(d).type_name()
+            ));
+        };
+        let slot = self.slot_mut(dr)?;
+        match &mut slot.body {
+            // Fast path: a fresh dict whose first key is `action` is a trace entry
+            // (torch writes `action` first); build the event straight from the batch.
+            Body::Dict(items) if items.is_empty() && kv.first() == Some(&PV::str(K_ACTION)) => {
+                let items = std::mem::take(items);
+                self.recycle_dict(items);
+                let mut ev = Self::new_event();
+                for pair in kv.chunks_exact(2) {
+                    let (k, v) = (pair[0], pair[1]);
+                    let v = match (k.str_id(), v.obj()) {
+                        (Some(K_FRAMES), Some(r)) if r != dr => self.fold_stack(r)?,
+                        _ => v,
+                    };
+                    self.apply_event(&mut ev, k, v)?;
+                }
+                self.slots[dr.id as usize].body = Body::Event(ev);
+                return Ok(());
+            }
+            Body::Dict(_) | Body::Event(_) => {}
+            _ => return err("SETITEMS on a list or tuple, expected dict"),
+        }
+        for pair in kv.chunks_exact(2) {
+            let (k, v) = (pair[0], pair[1]);
+            let v = match (k.str_id(), v.obj()) {
+                (Some(K_FRAMES), Some(r)) if r != dr => self.fold_stack(r)?,
+                _ => v,
+            };
+            let idx = dr.id as usize;
+            if let Body::Event(ev) = &mut self.slots[idx].body {
+                let mut e = *ev;
+                self.apply_event(&mut e, k, v)?;
+                if let Body::Event(ev) = &mut self.slots[idx].body {
+                    *ev = e;
+                }
+                continue;
+            }
+            match &mut self.slots[idx].body {
+                Body::Dict(items) => items.push((k, v)),
+                _ => return err("SETITEMS on a list or tuple, expected dict"),
+            }
+        }
+        Ok(())
+    }
+
+    /// `l.extend(values)`: APPENDS. Trace entries (already built in place by
+    /// `dict_set_many`) go straight into the list's ring.
+    pub fn list_extend(&mut self, l: PV, vs: &[PV]) -> BResult<()> {
+        let max_events = self.max_events;
+        for &v in vs {
+            if let (Some(lr), Some(r)) = (l.obj(), v.obj())
+                && let Some(Slot {
+                    generation,
+                    body: Body::Event(ev),
+                    ..
+                }) = self.slots.get(r.id as usize)
+                && *generation == r.generation
+            {
+                let ev = *ev;
+                let lslot = self.slot_mut(lr)?;
+                match &mut lslot.body {
+                    Body::List(ListRepr::Events(ring)) => {
+                        if ring.ring.len() >= max_events {
+                            ring.ring.pop_front();
+                            ring.dropped += 1;
+                        }
+                        ring.ring.push_back(ev);
+                        self.release(r, PV::RELEASED);
+                        continue;
+                    }
+                    Body::List(list) if list.is_empty_generic() => {
+                        *list = ListRepr::Events(EventRing {
+                            ring: VecDeque::from([ev]),
+                            dropped: 0,
+                        });
+                        self.release(r, PV::RELEASED);
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            self.list_append(l, v)?;
+        }
+        Ok(())
+    }
+
     /// Fold a list of frames into an interned stack.
-    fn fold_stack(&mut self, r: ObjRef) -> BResult<Value> {
+    fn fold_stack(&mut self, r: ObjRef) -> BResult<PV> {
         let slot = self.slot(r)?;
         let ok = match &slot.body {
             Body::List(ListRepr::Frames(_)) => true,
@@ -450,21 +688,24 @@ impl Builder {
             Body::List(ListRepr::Frames(f)) => self.stacks.intern(f),
             _ => 0,
         };
-        let v = Value::Stack(frames);
+        let v = PV::new(T_STACK, frames as u64);
         self.release(r, v);
         Ok(v)
     }
 
     /// `l.append(v)`.
-    pub fn list_append(&mut self, l: Value, v: Value) -> BResult<()> {
-        let Value::Obj(lr) = l else {
-            return err(format!("APPEND to {}, expected list", l.type_name()));
+    pub fn list_append(&mut self, l: PV, v: PV) -> BResult<()> {
+        let Some(lr) = l.obj() else {
+            return err(format!(
+                "APPEND to {}, expected list",
+                self.val(l).type_name()
+            ));
         };
         // Fold a completed dict into a record when its keys say what it is.
-        let v = match v {
+        let v = match self.val(v) {
             Value::Obj(r) => self.fold_item(r)?,
             Value::Frame(f) => Item::Frame(f),
-            other => Item::Value(other),
+            _ => Item::Value(v),
         };
         let max_events = self.max_events;
         let slot = self.slot_mut(lr)?;
@@ -490,7 +731,7 @@ impl Builder {
             (ListRepr::Generic(items), Item::Value(v)) => items.push(v),
             (ListRepr::Frames(f), Item::Frame(id)) => f.push(id),
             (ListRepr::Blocks(b), Item::Block(blk)) => b.push(blk),
-            (ListRepr::Segments(s), Item::Segment(seg)) => s.push(seg),
+            (ListRepr::Segments(s), Item::Segment(seg)) => s.push(*seg),
             (ListRepr::Events(ring), Item::Event(ev)) => {
                 if ring.ring.len() >= max_events {
                     ring.ring.pop_front();
@@ -510,7 +751,7 @@ impl Builder {
         Ok(())
     }
 
-    fn dict_items(&self, r: ObjRef) -> Option<&Vec<(Value, Value)>> {
+    fn dict_items(&self, r: ObjRef) -> Option<&Vec<(PV, PV)>> {
         match &self.slot(r).ok()?.body {
             Body::Dict(items) => Some(items),
             _ => None,
@@ -518,10 +759,28 @@ impl Builder {
     }
 
     fn fold_item(&mut self, r: ObjRef) -> BResult<Item> {
+        if let Ok(Slot {
+            body: Body::Event(ev),
+            ..
+        }) = self.slot(r)
+        {
+            let ev = *ev;
+            self.release(r, PV::RELEASED);
+            return Ok(Item::Event(ev));
+        }
         let Some(items) = self.dict_items(r) else {
-            return Ok(Item::Value(Value::Obj(r)));
+            return Ok(Item::Value(Self::obj_pv(r)));
         };
-        let has = |k: StrId| items.iter().any(|(key, _)| *key == Value::Str(k));
+        // One pass over the keys: a bit per well-known key.
+        let mut mask = 0u64;
+        for (k, _) in items.iter() {
+            if let Some(id) = k.str_id()
+                && (id as usize) < 64
+            {
+                mask |= 1 << id;
+            }
+        }
+        let has = |k: StrId| mask & (1 << k) != 0;
         let kind = if has(K_ACTION) {
             1
         } else if has(K_TOTAL_SIZE) {
@@ -536,7 +795,7 @@ impl Builder {
             0
         };
         if kind == 0 {
-            return Ok(Item::Value(Value::Obj(r)));
+            return Ok(Item::Value(Self::obj_pv(r)));
         }
         let items = match &mut self.slot_mut(r)?.body {
             Body::Dict(items) => std::mem::take(items),
@@ -544,7 +803,9 @@ impl Builder {
         };
         let out = match kind {
             1 => self.make_event(&items).map(Item::Event),
-            2 => self.make_segment(&items).map(Item::Segment),
+            2 => self
+                .make_segment(&items)
+                .map(|s| Item::Segment(Box::new(s))),
             3 => self.make_block(&items).map(Item::Block),
             4 => self.make_history(&items),
             _ => self.make_frame(&items),
@@ -553,18 +814,19 @@ impl Builder {
         // Frames are shared between stacks: later memo references resolve to the
         // interned frame. Every other record is used once, and released.
         let replacement = match out {
-            Ok(Item::Frame(f)) => Value::Frame(f),
-            _ => Value::Released,
+            Ok(Item::Frame(f)) => PV::new(T_FRAME, f as u64),
+            _ => PV::RELEASED,
         };
         self.release(r, replacement);
         out
     }
 
-    fn make_frame(&mut self, items: &[(Value, Value)]) -> BResult<Item> {
+    fn make_frame(&mut self, items: &[(PV, PV)]) -> BResult<Item> {
         let mut file = None;
         let mut line = 0i64;
         let mut name = None;
         for &(k, v) in items {
+            let (k, v) = (self.val(k), self.val(v));
             match k {
                 Value::Str(K_FILENAME) => match v {
                     Value::Str(s) => file = Some(s),
@@ -616,46 +878,88 @@ impl Builder {
         }
     }
 
-    fn make_event(&mut self, items: &[(Value, Value)]) -> BResult<Event> {
-        let mut ev = Event {
+    fn new_event() -> Event {
+        Event {
             action: Action::Other,
             addr: 0,
             size: 0,
             stream: 0,
             time_us: NO_TIME,
             stack: 0,
+        }
+    }
+
+    /// A small non-negative integer's value, without unpacking (the common case).
+    #[inline(always)]
+    fn small_int(p: PV) -> Option<i64> {
+        (p.tag() == T_INT).then(|| ((p.payload() << 4) as i64) >> 4)
+    }
+
+    /// Apply one `key: value` of a trace entry; true when it was the action.
+    #[inline]
+    fn apply_event(&mut self, ev: &mut Event, k: PV, v: PV) -> BResult<bool> {
+        let Some(k) = k.str_id() else {
+            return Ok(false);
         };
-        let mut have_action = false;
-        for &(k, v) in items {
-            let Value::Str(k) = k else { continue };
+        if let Some(i) = Self::small_int(v) {
             match k {
-                K_ACTION => match v {
-                    Value::Str(s) => {
-                        if s as usize >= self.action_of.len() {
-                            self.refresh_actions();
-                        }
-                        ev.action = self.action_of[s as usize];
-                        have_action = true;
+                K_ADDR | K_DEVICE_FREE | K_SIZE if i >= 0 => {
+                    if k == K_SIZE {
+                        ev.size = i as u64;
+                    } else {
+                        ev.addr = i as u64;
                     }
-                    other => {
-                        return err(format!(
-                            "trace entry `action` is {}, expected str",
-                            other.type_name()
-                        ));
-                    }
-                },
-                K_ADDR | K_DEVICE_FREE => ev.addr = as_u64(v, "trace entry address")?,
-                K_SIZE => ev.size = as_u64(v, "trace entry `size`")?,
-                K_STREAM => ev.stream = as_i64(v, "trace entry `stream`")?,
-                K_TIME_US => {
-                    ev.time_us = as_i64(v, "trace entry `time_us`")?;
-                    self.seen.time_us = true;
+                    return Ok(false);
                 }
-                K_FRAMES => ev.stack = Self::stack_of(v, "trace entry")?,
-                K_COMPILE_CONTEXT => self.seen.compile_context = true,
-                K_USER_METADATA => self.seen.user_metadata = true,
+                K_STREAM => {
+                    ev.stream = i;
+                    return Ok(false);
+                }
+                K_TIME_US => {
+                    ev.time_us = i;
+                    self.seen.time_us = true;
+                    return Ok(false);
+                }
                 _ => {}
             }
+        }
+        let v = self.val(v);
+        match k {
+            K_ACTION => match v {
+                Value::Str(s) => {
+                    if s as usize >= self.action_of.len() {
+                        self.refresh_actions();
+                    }
+                    ev.action = self.action_of[s as usize];
+                    return Ok(true);
+                }
+                other => {
+                    return err(format!(
+                        "trace entry `action` is {}, expected str",
+                        other.type_name()
+                    ));
+                }
+            },
+            K_ADDR | K_DEVICE_FREE => ev.addr = as_u64(v, "trace entry address")?,
+            K_SIZE => ev.size = as_u64(v, "trace entry `size`")?,
+            K_STREAM => ev.stream = as_i64(v, "trace entry `stream`")?,
+            K_TIME_US => {
+                ev.time_us = as_i64(v, "trace entry `time_us`")?;
+                self.seen.time_us = true;
+            }
+            K_FRAMES => ev.stack = Self::stack_of(v, "trace entry")?,
+            K_COMPILE_CONTEXT => self.seen.compile_context = true,
+            K_USER_METADATA => self.seen.user_metadata = true,
+            _ => {}
+        }
+        Ok(false)
+    }
+
+    fn make_event(&mut self, items: &[(PV, PV)]) -> BResult<Event> {
+        let mut ev = Self::new_event();
+        let mut have_action = false;
+        for &(k, v) in items {
+            have_action |= self.apply_event(&mut ev, k, v)?;
         }
         if !have_action {
             return err("trace entry has no `action`");
@@ -663,7 +967,7 @@ impl Builder {
         Ok(ev)
     }
 
-    fn make_block(&mut self, items: &[(Value, Value)]) -> BResult<Block> {
+    fn make_block(&mut self, items: &[(PV, PV)]) -> BResult<Block> {
         let mut b = Block {
             address: None,
             size: 0,
@@ -673,6 +977,7 @@ impl Builder {
         };
         let mut history: Option<ObjRef> = None;
         for &(k, v) in items {
+            let (k, v) = (self.val(k), self.val(v));
             let Value::Str(k) = k else { continue };
             match k {
                 K_SIZE => b.size = as_u64(v, "block `size`")?,
@@ -715,7 +1020,7 @@ impl Builder {
             self.seen.history = true;
             let body = {
                 self.slot(r)?;
-                self.release(r, Value::Released)
+                self.release(r, PV::RELEASED)
             };
             match body {
                 Body::List(ListRepr::History(h)) => {
@@ -739,10 +1044,11 @@ impl Builder {
         Ok(b)
     }
 
-    fn make_history(&mut self, items: &[(Value, Value)]) -> BResult<Item> {
+    fn make_history(&mut self, items: &[(PV, PV)]) -> BResult<Item> {
         let mut real = 0;
         let mut stack = 0;
         for &(k, v) in items {
+            let (k, v) = (self.val(k), self.val(v));
             match k {
                 Value::Str(K_REAL_SIZE) => real = as_u64(v, "history `real_size`")?,
                 Value::Str(K_FRAMES) => stack = Self::stack_of(v, "history entry")?,
@@ -752,7 +1058,7 @@ impl Builder {
         Ok(Item::History(real, stack))
     }
 
-    fn make_segment(&mut self, items: &[(Value, Value)]) -> BResult<Segment> {
+    fn make_segment(&mut self, items: &[(PV, PV)]) -> BResult<Segment> {
         let mut s = Segment {
             device: 0,
             address: 0,
@@ -765,6 +1071,7 @@ impl Builder {
         };
         let mut blocks: Option<ObjRef> = None;
         for &(k, v) in items {
+            let (k, v) = (self.val(k), self.val(v));
             let Value::Str(k) = k else { continue };
             match k {
                 K_DEVICE => s.device = as_i64(v, "segment `device`")?,
@@ -792,7 +1099,7 @@ impl Builder {
         }
         if let Some(r) = blocks {
             self.slot(r)?;
-            match self.release(r, Value::Released) {
+            match self.release(r, PV::RELEASED) {
                 Body::List(ListRepr::Blocks(b)) => s.blocks = b,
                 Body::List(l) if l.is_empty_generic() => {}
                 _ => return err("segment `blocks` is not a list of block dicts"),
@@ -809,14 +1116,14 @@ impl Builder {
     }
 
     /// Take a list's segments, or fail with a message naming what it holds.
-    fn take_list(&mut self, v: Value, what: &str) -> BResult<ListRepr> {
-        match v {
+    fn take_list(&mut self, v: PV, what: &str) -> BResult<ListRepr> {
+        match self.val(v) {
             Value::Obj(r) => {
                 let slot = self.slot(r)?;
                 if !matches!(slot.body, Body::List(_)) {
                     return err(format!("`{what}` is a dict or tuple, expected list"));
                 }
-                match self.release(r, Value::Released) {
+                match self.release(r, PV::RELEASED) {
                     Body::List(l) => Ok(l),
                     _ => unreachable!(),
                 }
@@ -825,8 +1132,8 @@ impl Builder {
         }
     }
 
-    fn display(&self, v: Value) -> String {
-        match v {
+    fn display(&self, v: PV) -> String {
+        match self.val(v) {
             Value::None => "None".into(),
             Value::Bool(b) => if b { "True" } else { "False" }.into(),
             Value::Int(i) => i.to_string(),
@@ -852,20 +1159,23 @@ impl Builder {
     }
 
     /// The top-level object is complete: assemble the snapshot.
-    pub fn finish(mut self, top: Value, mut layout: Layout, file_bytes: u64) -> BResult<Snapshot> {
+    pub fn finish(mut self, top: PV, mut layout: Layout, file_bytes: u64) -> BResult<Snapshot> {
         let mut segments = Vec::new();
         let mut traces = Vec::new();
         let mut settings = Vec::new();
-        let items = match top {
+        let items = match self.val(top) {
             Value::Obj(r) => match &self.slot(r)?.body {
                 Body::Dict(items) => items.clone(),
                 Body::List(_) => {
                     // `torch.cuda.memory_snapshot()`: a bare list of segments.
                     layout.segments_only = true;
-                    vec![(Value::Str(K_SEGMENTS), top)]
+                    vec![(PV::str(K_SEGMENTS), top)]
                 }
                 Body::Tuple(_) => {
                     return err("the top-level object is a tuple, expected a snapshot dict");
+                }
+                Body::Event(_) => {
+                    return err("the top-level object is a trace entry, expected a snapshot dict");
                 }
                 Body::Free => unreachable!(),
             },
@@ -878,7 +1188,7 @@ impl Builder {
         };
         let mut have_segments = false;
         for (k, v) in items {
-            let Value::Str(k) = k else { continue };
+            let Some(k) = k.str_id() else { continue };
             match k {
                 K_SEGMENTS => {
                     have_segments = true;
@@ -906,7 +1216,7 @@ impl Builder {
                 }
                 K_ALLOCATOR_SETTINGS => {
                     layout.allocator_settings = true;
-                    if let Value::Obj(r) = v
+                    if let Some(r) = v.obj()
                         && let Ok(Body::Dict(items)) = self.slot(r).map(|s| &s.body)
                     {
                         for &(k, v) in items {
@@ -943,10 +1253,10 @@ impl Builder {
 }
 
 enum Item {
-    Value(Value),
+    Value(PV),
     Frame(FrameId),
     Block(Block),
-    Segment(Segment),
+    Segment(Box<Segment>),
     Event(Event),
     History(u64, StackId),
 }

@@ -6,47 +6,47 @@ use std::io::Read;
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 
-use super::builder::{Builder, Value};
+use super::builder::{Builder, PV, Value};
 use super::model::{Layout, Snapshot};
 
 struct Seed<'a>(&'a mut Builder);
 
 impl<'de> DeserializeSeed<'de> for Seed<'_> {
-    type Value = Value;
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
+    type Value = PV;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<PV, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> Visitor<'de> for Seed<'_> {
-    type Value = Value;
+    type Value = PV;
 
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a JSON value")
     }
-    fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
-        Ok(Value::Bool(v))
+    fn visit_bool<E>(self, v: bool) -> Result<PV, E> {
+        Ok(self.0.pack(Value::Bool(v)))
     }
-    fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
-        Ok(Value::Int(v))
+    fn visit_i64<E>(self, v: i64) -> Result<PV, E> {
+        Ok(self.0.pack(Value::Int(v)))
     }
-    fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
-        Ok(if v <= i64::MAX as u64 {
+    fn visit_u64<E>(self, v: u64) -> Result<PV, E> {
+        Ok(self.0.pack(if v <= i64::MAX as u64 {
             Value::Int(v as i64)
         } else {
             Value::UInt(v)
-        })
+        }))
     }
-    fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
-        Ok(Value::Float(v))
+    fn visit_f64<E>(self, v: f64) -> Result<PV, E> {
+        Ok(self.0.pack(Value::Float(v)))
     }
-    fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+    fn visit_str<E>(self, v: &str) -> Result<PV, E> {
         Ok(self.0.str(v))
     }
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::None)
+    fn visit_unit<E>(self) -> Result<PV, E> {
+        Ok(PV::NONE)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<PV, A::Error> {
         let list = self.0.new_list();
         while let Some(v) = seq.next_element_seed(Seed(self.0))? {
             self.0
@@ -55,7 +55,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
         }
         Ok(list)
     }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<PV, A::Error> {
         let dict = self.0.new_dict();
         while let Some(k) = map.next_key_seed(Seed(self.0))? {
             let v = map.next_value_seed(Seed(self.0))?;

@@ -9,7 +9,7 @@
 
 use std::io::Read;
 
-use super::builder::{BuildError, Builder, Value};
+use super::builder::{BuildError, Builder, PV, Value};
 use super::model::{Layout, Snapshot};
 
 /// Why a pickle could not be read: a message and the byte offset of the opcode.
@@ -47,7 +47,7 @@ impl<R: Read> Input<R> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn offset(&self) -> u64 {
         self.base + self.pos as u64
     }
@@ -86,7 +86,7 @@ impl<R: Read> Input<R> {
         Ok(true)
     }
 
-    #[inline]
+    #[inline(always)]
     fn byte(&mut self) -> PResult<u8> {
         if self.pos < self.end {
             let b = self.buf[self.pos];
@@ -101,7 +101,7 @@ impl<R: Read> Input<R> {
         Ok(b)
     }
 
-    #[inline]
+    #[inline(always)]
     fn array<const N: usize>(&mut self) -> PResult<[u8; N]> {
         if self.end - self.pos < N && !self.fill(N)? {
             return Err(self.truncated((N - (self.end - self.pos)) as u64));
@@ -112,7 +112,28 @@ impl<R: Read> Input<R> {
         Ok(a)
     }
 
+    /// A little-endian two's-complement integer of `n` (<= 8) bytes (LONG1's body),
+    /// read as one unaligned word when the buffer holds 8 bytes.
+    #[inline(always)]
+    fn long_le(&mut self, n: usize) -> PResult<i64> {
+        if n == 0 {
+            return Ok(0);
+        }
+        if self.end - self.pos >= 8 {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&self.buf[self.pos..self.pos + 8]);
+            self.pos += n;
+            let shift = 64 - 8 * n as u32;
+            return Ok((i64::from_le_bytes(a) << shift) >> shift);
+        }
+        match int_from_le(self.bytes(n as u64)?) {
+            Value::Int(i) => Ok(i),
+            _ => unreachable!("n <= 8 bytes always fit in an i64"),
+        }
+    }
+
     /// `n` bytes; the slice lives until the next read.
+    #[inline]
     fn bytes(&mut self, n: u64) -> PResult<&[u8]> {
         let avail = (self.end - self.pos) as u64;
         if n <= avail {
@@ -207,13 +228,23 @@ fn refused(op: u8) -> Option<&'static str> {
     })
 }
 
+#[inline]
 fn int_from_le(bytes: &[u8]) -> Value {
-    if bytes.is_empty() {
+    let n = bytes.len();
+    if n == 0 {
         return Value::Int(0);
     }
-    let neg = bytes[bytes.len() - 1] & 0x80 != 0;
+    if n <= 8 {
+        // Two's complement, little-endian: sign-extend from the top byte.
+        let mut a = [0u8; 8];
+        a[..n].copy_from_slice(bytes);
+        let shift = 64 - 8 * n as u32;
+        let v = (i64::from_le_bytes(a) << shift) >> shift;
+        return Value::Int(v);
+    }
+    let neg = bytes[n - 1] & 0x80 != 0;
     // Strip redundant sign bytes.
-    let mut n = bytes.len();
+    let mut n = n;
     while n > 1 {
         let top = bytes[n - 1];
         let next_sign = bytes[n - 2] & 0x80 != 0;
@@ -314,9 +345,8 @@ fn raw_unicode_escape(s: &[u8]) -> Option<String> {
 struct Vm<'a, R: Read> {
     inp: Input<R>,
     b: &'a mut Builder,
-    stack: Vec<Value>,
+    stack: Vec<PV>,
     marks: Vec<usize>,
-    scratch: Vec<Value>,
     op_offset: u64,
     protocol: Option<u8>,
 }
@@ -337,7 +367,7 @@ impl<R: Read> Vm<'_, R> {
     }
 
     #[inline]
-    fn pop(&mut self) -> PResult<Value> {
+    fn pop(&mut self) -> PResult<PV> {
         let floor = self.marks.last().copied().unwrap_or(0);
         if self.stack.len() <= floor {
             return self.fail("stack underflow (malformed pickle)");
@@ -346,7 +376,7 @@ impl<R: Read> Vm<'_, R> {
     }
 
     #[inline]
-    fn top(&self) -> PResult<Value> {
+    fn top(&self) -> PResult<PV> {
         let floor = self.marks.last().copied().unwrap_or(0);
         if self.stack.len() <= floor {
             return self.fail("stack underflow (malformed pickle)");
@@ -361,15 +391,45 @@ impl<R: Read> Vm<'_, R> {
         }
     }
 
+    #[inline(always)]
+    fn push_memo(&mut self, idx: u64) -> PResult<()> {
+        match self.b.memo_get(idx) {
+            Ok(v) => {
+                self.stack.push(v);
+                Ok(())
+            }
+            Err(e) => self.fail(e.0),
+        }
+    }
+
+    #[inline(always)]
+    fn push_val(&mut self, v: Value) {
+        let p = self.b.pack(v);
+        self.stack.push(p);
+    }
+
     fn push_str(&mut self, s: &str) {
         let v = self.b.str(s);
         self.stack.push(v);
     }
 
-    fn run(&mut self) -> PResult<Value> {
+    fn run(&mut self) -> PResult<PV> {
         loop {
             self.op_offset = self.inp.offset();
             let op = self.inp.byte()?;
+            // The opcodes that make up most of a snapshot (memo references to keys,
+            // strings and stacks) are tested first: conditional branches predict
+            // better than the one indirect jump of the match.
+            if op == b'h' {
+                let idx = self.inp.byte()? as u64;
+                self.push_memo(idx)?;
+                continue;
+            }
+            if op == b'j' {
+                let idx = u32::from_le_bytes(self.inp.array()?) as u64;
+                self.push_memo(idx)?;
+                continue;
+            }
             match op {
                 // --- containers ---
                 b'}' => {
@@ -396,13 +456,9 @@ impl<R: Read> Vm<'_, R> {
                         return self.fail("SETITEMS with an odd number of items or no dict");
                     }
                     let d = self.stack[m - 1];
-                    self.scratch.clear();
-                    self.scratch.extend(self.stack.drain(m..));
-                    for i in (0..self.scratch.len()).step_by(2) {
-                        let (k, v) = (self.scratch[i], self.scratch[i + 1]);
-                        let r = self.b.dict_set(d, k, v);
-                        self.build(r)?;
-                    }
+                    let r = self.b.dict_set_many(d, &self.stack[m..]);
+                    self.build(r)?;
+                    self.stack.truncate(m);
                 }
                 b's' => {
                     let v = self.pop()?;
@@ -418,13 +474,9 @@ impl<R: Read> Vm<'_, R> {
                         return self.fail("APPENDS with no list below the MARK");
                     }
                     let l = self.stack[m - 1];
-                    self.scratch.clear();
-                    self.scratch.extend(self.stack.drain(m..));
-                    for i in 0..self.scratch.len() {
-                        let v = self.scratch[i];
-                        let r = self.b.list_append(l, v);
-                        self.build(r)?;
-                    }
+                    let r = self.b.list_extend(l, &self.stack[m..]);
+                    self.build(r)?;
+                    self.stack.truncate(m);
                 }
                 b'a' => {
                     let v = self.pop()?;
@@ -436,13 +488,9 @@ impl<R: Read> Vm<'_, R> {
                     // LIST, FROZENSET
                     let m = self.pop_mark()?;
                     let l = self.b.new_list();
-                    self.scratch.clear();
-                    self.scratch.extend(self.stack.drain(m..));
-                    for i in 0..self.scratch.len() {
-                        let v = self.scratch[i];
-                        let r = self.b.list_append(l, v);
-                        self.build(r)?;
-                    }
+                    let r = self.b.list_extend(l, &self.stack[m..]);
+                    self.build(r)?;
+                    self.stack.truncate(m);
                     self.stack.push(l);
                 }
                 b'd' => {
@@ -451,18 +499,14 @@ impl<R: Read> Vm<'_, R> {
                         return self.fail("DICT with an odd number of items");
                     }
                     let d = self.b.new_dict();
-                    self.scratch.clear();
-                    self.scratch.extend(self.stack.drain(m..));
-                    for i in (0..self.scratch.len()).step_by(2) {
-                        let (k, v) = (self.scratch[i], self.scratch[i + 1]);
-                        let r = self.b.dict_set(d, k, v);
-                        self.build(r)?;
-                    }
+                    let r = self.b.dict_set_many(d, &self.stack[m..]);
+                    self.build(r)?;
+                    self.stack.truncate(m);
                     self.stack.push(d);
                 }
                 b't' => {
                     let m = self.pop_mark()?;
-                    let items: Vec<Value> = self.stack.drain(m..).collect();
+                    let items: Vec<PV> = self.stack.drain(m..).collect();
                     let t = self.b.new_tuple(items);
                     self.stack.push(t);
                 }
@@ -473,30 +517,35 @@ impl<R: Read> Vm<'_, R> {
                         return self.fail("stack underflow (malformed pickle)");
                     }
                     let at = self.stack.len() - n;
-                    let items: Vec<Value> = self.stack.drain(at..).collect();
+                    let items: Vec<PV> = self.stack.drain(at..).collect();
                     let t = self.b.new_tuple(items);
                     self.stack.push(t);
                 }
                 // --- scalars ---
-                b'N' => self.stack.push(Value::None),
-                0x88 => self.stack.push(Value::Bool(true)),
-                0x89 => self.stack.push(Value::Bool(false)),
+                b'N' => self.push_val(Value::None),
+                0x88 => self.push_val(Value::Bool(true)),
+                0x89 => self.push_val(Value::Bool(false)),
                 b'K' => {
                     let v = self.inp.byte()?;
-                    self.stack.push(Value::Int(v as i64));
+                    self.push_val(Value::Int(v as i64));
                 }
                 b'M' => {
                     let v = u16::from_le_bytes(self.inp.array()?);
-                    self.stack.push(Value::Int(v as i64));
+                    self.push_val(Value::Int(v as i64));
                 }
                 b'J' => {
                     let v = i32::from_le_bytes(self.inp.array()?);
-                    self.stack.push(Value::Int(v as i64));
+                    self.push_val(Value::Int(v as i64));
                 }
                 0x8a => {
                     let n = self.inp.byte()? as u64;
-                    let v = int_from_le(self.inp.bytes(n)?);
-                    self.stack.push(v);
+                    if n <= 8 {
+                        let v = self.inp.long_le(n as usize)?;
+                        self.push_val(Value::Int(v));
+                    } else {
+                        let v = int_from_le(self.inp.bytes(n)?);
+                        self.push_val(v);
+                    }
                 }
                 0x8b => {
                     let n = i32::from_le_bytes(self.inp.array()?);
@@ -504,7 +553,7 @@ impl<R: Read> Vm<'_, R> {
                         return self.fail("LONG4 with a negative length");
                     }
                     let v = int_from_le(self.inp.bytes(n as u64)?);
-                    self.stack.push(v);
+                    self.push_val(v);
                 }
                 b'I' => {
                     let line = self.inp.line()?;
@@ -514,20 +563,20 @@ impl<R: Read> Vm<'_, R> {
                         l => text_int(l),
                     };
                     match v {
-                        Some(v) => self.stack.push(v),
+                        Some(v) => self.push_val(v),
                         None => return self.fail("INT with a malformed argument"),
                     }
                 }
                 b'L' => {
                     let v = text_int(self.inp.line()?);
                     match v {
-                        Some(v) => self.stack.push(v),
+                        Some(v) => self.push_val(v),
                         None => return self.fail("LONG with a malformed argument"),
                     }
                 }
                 b'G' => {
                     let v = f64::from_be_bytes(self.inp.array()?);
-                    self.stack.push(Value::Float(v));
+                    self.push_val(Value::Float(v));
                 }
                 b'F' => {
                     let line = self.inp.line()?;
@@ -535,7 +584,7 @@ impl<R: Read> Vm<'_, R> {
                         .ok()
                         .and_then(|s| s.trim().parse::<f64>().ok());
                     match v {
-                        Some(v) => self.stack.push(Value::Float(v)),
+                        Some(v) => self.push_val(Value::Float(v)),
                         None => return self.fail("FLOAT with a malformed argument"),
                     }
                 }
@@ -589,17 +638,17 @@ impl<R: Read> Vm<'_, R> {
                 b'B' => {
                     let n = u32::from_le_bytes(self.inp.array()?) as u64;
                     self.inp.bytes(n)?;
-                    self.stack.push(Value::Bytes);
+                    self.push_val(Value::Bytes);
                 }
                 b'C' => {
                     let n = self.inp.byte()? as u64;
                     self.inp.bytes(n)?;
-                    self.stack.push(Value::Bytes);
+                    self.push_val(Value::Bytes);
                 }
                 0x8e | 0x96 => {
                     let n = u64::from_le_bytes(self.inp.array()?);
                     self.inp.bytes(n)?;
-                    self.stack.push(Value::Bytes);
+                    self.push_val(Value::Bytes);
                 }
                 // --- memo ---
                 0x94 => {
@@ -708,7 +757,6 @@ pub fn read_pickle<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snaps
         b: &mut b,
         stack: Vec::new(),
         marks: Vec::new(),
-        scratch: Vec::new(),
         op_offset: 0,
         protocol: None,
     };
