@@ -171,6 +171,7 @@ impl Attributor {
         }
         let frames = snap.stack(s);
         let mut first_torch = None;
+        let mut first_native = None;
         let mut user = None;
         for &f in frames {
             match self.class(snap, f) {
@@ -179,13 +180,16 @@ impl Attributor {
                     break;
                 }
                 TORCH if first_torch.is_none() => first_torch = Some(f),
+                NATIVE if first_native.is_none() && !is_allocator_frame(snap, f) => {
+                    first_native = Some(f)
+                }
                 _ => {}
             }
         }
-        let (site, origin) = match (user, first_torch, frames.first()) {
+        let (site, origin) = match (user, first_torch, first_native.or(frames.first().copied())) {
             (Some(u), _, _) => (Some(u), Origin::User),
             (None, Some(t), _) => (Some(t), Origin::Torch),
-            (None, None, Some(&f)) => (Some(f), Origin::Native),
+            (None, None, Some(f)) => (Some(f), Origin::Native),
             (None, None, None) => (None, Origin::None),
         };
         let a = Attribution {
@@ -196,6 +200,19 @@ impl Attributor {
         self.cache[i] = Some(a);
         a
     }
+}
+
+/// The caching allocator's own frames (and ATen's empty-tensor helpers): never the
+/// owner of an allocation, so skipped when a native frame must stand for the site.
+fn is_allocator_frame(snap: &Snapshot, f: FrameId) -> bool {
+    let file = snap.frame_file(f);
+    let name = snap.frame_name(f);
+    file.contains("CUDACachingAllocator")
+        || file.contains("/c10/")
+        || file.contains("EmptyTensor")
+        || name.contains("CachingAllocator")
+        || name.starts_with("c10::")
+        || name.starts_with("at::detail::empty")
 }
 
 fn any_frame(snap: &Snapshot, frames: &[FrameId], pred: impl Fn(&str, &str) -> bool) -> bool {

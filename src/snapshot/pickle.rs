@@ -765,7 +765,7 @@ pub fn read_pickle<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snaps
     let protocol = vm.protocol;
     let layout = Layout {
         format: "pickle".into(),
-        pickle_protocol: Some(protocol.unwrap_or(0)),
+        pickle_protocol: protocol,
         ..Layout::default()
     };
     b.finish(top, layout, total).map_err(|e| PickleError {

@@ -52,9 +52,10 @@ fn stream_name(s: i64) -> String {
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
     let layout = &r.source.layout;
-    let fmt = match layout.pickle_protocol {
-        Some(p) => format!("pickle protocol {p}"),
-        None => layout.format.clone(),
+    let fmt = match (layout.format.as_str(), layout.pickle_protocol) {
+        ("pickle", Some(p)) => format!("pickle protocol {p}"),
+        ("pickle", None) => "pickle protocol 0 or 1".to_string(),
+        (f, _) => f.to_string(),
     };
     let _ = writeln!(
         out,
