@@ -258,3 +258,100 @@ fn mutated_snapshots_never_panic() {
     }
     assert!(errors > 0 && ok + errors == 1500, "ok {ok} errors {errors}");
 }
+
+/// Events, segments and blocks with stacks spelled out, to compare two readings.
+fn canonical(s: &instrument::snapshot::model::Snapshot) -> Vec<String> {
+    let stack = |id| {
+        s.stack(id)
+            .iter()
+            .map(|&f| {
+                format!(
+                    "{}:{}:{}",
+                    s.frame_file(f),
+                    s.frame_line(f),
+                    s.frame_name(f)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    let mut out = Vec::new();
+    for t in &s.traces {
+        out.push(format!("trace dropped={}", t.dropped));
+        for e in &t.events {
+            out.push(format!(
+                "{:?} {} {} {} {} {}",
+                e.action,
+                e.addr,
+                e.size,
+                e.stream,
+                e.time_us,
+                stack(e.stack)
+            ));
+        }
+    }
+    for seg in &s.segments {
+        out.push(format!(
+            "seg {} {} {} {}",
+            seg.device,
+            seg.address,
+            seg.total_size,
+            stack(seg.stack)
+        ));
+        for b in &seg.blocks {
+            out.push(format!(
+                "{:?} {} {} {:?} {}",
+                b.address,
+                b.size,
+                b.requested_size,
+                b.state,
+                stack(b.stack)
+            ));
+        }
+    }
+    out
+}
+
+/// The trace-entry fast path reads every snapshot exactly as the generic machine does.
+#[test]
+fn fast_path_reads_like_the_generic_machine() {
+    use instrument::snapshot::pickle::read_pickle_with;
+    let mut files = Vec::new();
+    for e in walkdir::WalkDir::new(fixtures()) {
+        let e = e.unwrap();
+        let p = e.path().to_path_buf();
+        if p.extension().is_some_and(|x| x == "pickle") && !p.to_string_lossy().contains("refused")
+        {
+            files.push(p);
+        }
+    }
+    assert!(files.len() >= 15);
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    for f in files {
+        let data = std::fs::read(&f).unwrap();
+        for max in [1_000_000, 7] {
+            let fast = read_pickle_with(&data[..], data.len() as u64, max, true).unwrap();
+            let slow = read_pickle_with(&data[..], data.len() as u64, max, false).unwrap();
+            assert_eq!(canonical(&fast), canonical(&slow), "{}", f.display());
+        }
+        // Damaged copies: whenever both read one, they read the same.
+        for _ in 0..40 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let mut d = data.clone();
+            let i = (seed as usize) % d.len();
+            d[i] = (seed >> 32) as u8;
+            let a = read_pickle_with(&d[..], d.len() as u64, 1000, true);
+            let b = read_pickle_with(&d[..], d.len() as u64, 1000, false);
+            if let (Ok(a), Ok(b)) = (a, b) {
+                assert_eq!(
+                    canonical(&a),
+                    canonical(&b),
+                    "{} mutated at {i}",
+                    f.display()
+                );
+            }
+        }
+    }
+}

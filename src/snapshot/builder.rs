@@ -78,10 +78,14 @@ const T_STACK: u64 = 9;
 const T_UNSET: u64 = 10;
 const T_RELEASED: u64 = 11;
 const T_BIGINT: u64 = 12;
+/// A trace entry decoded by the reader's fast path, waiting in `pending` for its list.
+const T_EVENT: u64 = 13;
 const PAYLOAD: u64 = (1 << 60) - 1;
 const GEN_MASK: u32 = (1 << 28) - 1;
 
 impl PV {
+    /// The interned `"action"` key (the first key torch writes in a trace entry).
+    pub const ACTION_KEY: PV = PV::str(K_ACTION);
     pub const NONE: PV = PV(T_NONE << 60);
     pub const UNSET: PV = PV(T_UNSET << 60);
     pub const RELEASED: PV = PV(T_RELEASED << 60);
@@ -96,6 +100,15 @@ impl PV {
     #[inline(always)]
     fn tag(self) -> u64 {
         self.0 >> 60
+    }
+    /// UNSET or RELEASED: not a value.
+    #[inline(always)]
+    pub fn is_missing(self) -> bool {
+        self == PV::UNSET || self == PV::RELEASED
+    }
+    #[inline(always)]
+    pub fn bool(b: bool) -> PV {
+        PV::new(T_BOOL, b as u64)
     }
     #[inline(always)]
     fn payload(self) -> u64 {
@@ -256,21 +269,37 @@ impl Memo {
     fn set(&mut self, idx: u32, v: PV) {
         let c = idx as usize / MEMO_CHUNK;
         let o = idx as usize % MEMO_CHUNK;
+        let is_live = v != PV::UNSET && v != PV::RELEASED;
         if c >= self.chunks.len() {
+            // A new chunk: the one before it may hold nothing live any more.
+            if let Some(Some(last)) = self.chunks.last()
+                && last.live == 0
+            {
+                let n = self.chunks.len();
+                self.chunks[n - 1] = None;
+            }
             self.chunks.resize_with(c + 1, || None);
         }
-        let chunk = self.chunks[c].get_or_insert_with(|| {
-            Box::new(MemoChunk {
+        if self.chunks[c].is_none() {
+            if !is_live {
+                // A released record needs no storage; the index counts as used (memo
+                // indices are stored once: MEMOIZE always takes the next one).
+                if v == PV::RELEASED {
+                    self.filled += 1;
+                }
+                return;
+            }
+            self.chunks[c] = Some(Box::new(MemoChunk {
                 vals: [PV::UNSET; MEMO_CHUNK],
                 live: 0,
-            })
-        });
+            }));
+        }
+        let chunk = self.chunks[c].as_mut().expect("just made");
         let old = chunk.vals[o];
         if old == PV::UNSET {
             self.filled += 1;
         }
         let was_live = old != PV::UNSET && old != PV::RELEASED;
-        let is_live = v != PV::UNSET && v != PV::RELEASED;
         chunk.vals[o] = v;
         match (was_live, is_live) {
             (false, true) => chunk.live += 1,
@@ -281,6 +310,22 @@ impl Memo {
             self.chunks[c] = None;
         }
     }
+
+    /// Undo a `set` of an index that was unset before (the reader's fast path bailing
+    /// out). A released record may have been counted without being stored.
+    fn unset(&mut self, idx: u32) {
+        let c = idx as usize / MEMO_CHUNK;
+        let o = idx as usize % MEMO_CHUNK;
+        self.filled -= 1;
+        if let Some(Some(chunk)) = self.chunks.get_mut(c) {
+            let old = chunk.vals[o];
+            if old != PV::UNSET && old != PV::RELEASED {
+                chunk.live -= 1;
+            }
+            chunk.vals[o] = PV::UNSET;
+        }
+    }
+
     #[inline(always)]
     fn get(&self, idx: u32) -> PV {
         let c = idx as usize / MEMO_CHUNK;
@@ -316,6 +361,10 @@ pub struct Builder {
     max_events: usize,
     seen: Seen,
     action_of: Vec<Action>,
+    /// Trace entries from the reader's fast path, until APPENDS moves them to a list.
+    pending: Vec<Option<Event>>,
+    pending_base: u64,
+    pending_left: usize,
 }
 
 fn as_u64(v: Value, what: &str) -> BResult<u64> {
@@ -360,6 +409,9 @@ impl Builder {
             max_events: max_events.max(1),
             seen: Seen::default(),
             action_of: Vec::new(),
+            pending: Vec::new(),
+            pending_base: 0,
+            pending_left: 0,
         };
         b.refresh_actions();
         b
@@ -435,7 +487,7 @@ impl Builder {
             T_FRAME => Value::Frame(x as FrameId),
             T_STACK => Value::Stack(x as StackId),
             T_UNSET => Value::Unset,
-            T_RELEASED => Value::Released,
+            T_RELEASED | T_EVENT => Value::Released,
             _ => Value::BigInt,
         }
     }
@@ -550,6 +602,73 @@ impl Builder {
         }
     }
 
+    // --- the reader's fast path for trace entries ---
+
+    /// The raw memo entry (UNSET / RELEASED included).
+    #[inline(always)]
+    pub fn memo_raw(&self, idx: u64) -> PV {
+        if idx >= NO_MEMO as u64 {
+            return PV::UNSET;
+        }
+        self.memo.get(idx as u32)
+    }
+
+    /// Mark a memo index as holding a folded record (the fast path's trace-entry dict).
+    pub fn memo_release(&mut self, idx: u64) {
+        if idx < NO_MEMO as u64 {
+            self.memo.set(idx as u32, PV::RELEASED);
+        }
+    }
+
+    /// Undo a memo store made since the fast path began.
+    pub fn memo_unset(&mut self, idx: u64) {
+        if idx < NO_MEMO as u64 {
+            self.memo.unset(idx as u32);
+        }
+    }
+
+    #[inline(always)]
+    pub fn int_pv(&mut self, i: i64) -> PV {
+        if (-(1i64 << 59)..(1i64 << 59)).contains(&i) {
+            PV::new(T_INT, i as u64)
+        } else {
+            self.pack(Value::Int(i))
+        }
+    }
+
+    pub fn fresh_event() -> Event {
+        Self::new_event()
+    }
+
+    /// Apply `key: value` to a trace entry being decoded; true when it set the action.
+    #[inline]
+    pub fn event_field(&mut self, ev: &mut Event, k: PV, v: PV) -> BResult<bool> {
+        self.apply_event(ev, k, v)
+    }
+
+    /// Park a decoded trace entry; the returned value stands for it on the VM stack.
+    pub fn park_event(&mut self, ev: Event) -> PV {
+        if self.pending_left == 0 {
+            self.pending_base += self.pending.len() as u64;
+            self.pending.clear();
+        }
+        let idx = self.pending_base + self.pending.len() as u64;
+        self.pending.push(Some(ev));
+        self.pending_left += 1;
+        PV::new(T_EVENT, idx)
+    }
+
+    fn take_parked(&mut self, p: PV) -> BResult<Event> {
+        let i = p.payload().wrapping_sub(self.pending_base) as usize;
+        match self.pending.get_mut(i).and_then(Option::take) {
+            Some(ev) => {
+                self.pending_left -= 1;
+                Ok(ev)
+            }
+            None => err("a trace entry is used twice (unsupported sharing)"),
+        }
+    }
+
     /// `d[k] = v`.
     pub fn dict_set(&mut self, d: PV, k: PV, v: PV) -> BResult<()> {
         let Some(dr) = d.obj() else {
@@ -637,6 +756,13 @@ impl Builder {
     pub fn list_extend(&mut self, l: PV, vs: &[PV]) -> BResult<()> {
         let max_events = self.max_events;
         for &v in vs {
+            if v.tag() == T_EVENT
+                && let Some(lr) = l.obj()
+            {
+                let ev = self.take_parked(v)?;
+                self.push_event(lr, ev)?;
+                continue;
+            }
             if let (Some(lr), Some(r)) = (l.obj(), v.obj())
                 && let Some(Slot {
                     generation,
@@ -671,6 +797,33 @@ impl Builder {
             self.list_append(l, v)?;
         }
         Ok(())
+    }
+
+    fn push_event(&mut self, lr: ObjRef, ev: Event) -> BResult<()> {
+        let max_events = self.max_events;
+        let lslot = self.slot_mut(lr)?;
+        match &mut lslot.body {
+            Body::List(ListRepr::Events(ring)) => {
+                if ring.ring.len() >= max_events {
+                    ring.ring.pop_front();
+                    ring.dropped += 1;
+                }
+                ring.ring.push_back(ev);
+                Ok(())
+            }
+            Body::List(list) if list.is_empty_generic() => {
+                *list = ListRepr::Events(EventRing {
+                    ring: VecDeque::from([ev]),
+                    dropped: 0,
+                });
+                Ok(())
+            }
+            Body::List(list) => err(format!(
+                "a list of {} also holds trace entries",
+                list.kind()
+            )),
+            _ => err("APPEND to a dict or tuple, expected list"),
+        }
     }
 
     /// Fold a list of frames into an interned stack.

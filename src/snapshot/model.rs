@@ -242,7 +242,7 @@ impl Action {
 pub const NO_TIME: i64 = i64::MIN;
 
 /// One `device_traces` entry. For `oom`, `addr` holds `device_free`.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
     pub action: Action,
     pub addr: u64,

@@ -349,6 +349,7 @@ struct Vm<'a, R: Read> {
     marks: Vec<usize>,
     op_offset: u64,
     protocol: Option<u8>,
+    fast: bool,
 }
 
 impl<R: Read> Vm<'_, R> {
@@ -413,6 +414,37 @@ impl<R: Read> Vm<'_, R> {
         self.stack.push(v);
     }
 
+    /// The fast path for trace entries, tried at each EMPTY_DICT: when the dict's
+    /// bytes are all buffered and follow the shape Python writes for a trace entry
+    /// (memoize, MARK, `action` first, keys and values that are memo references,
+    /// ints, bools, None or short strings, SETITEMS), decode it straight into an
+    /// [`Event`] without the generic stack. On anything else it undoes its memo
+    /// stores, rewinds, and the generic machine reads the dict instead.
+    fn try_trace_entry(&mut self) -> Option<PV> {
+        const WINDOW: usize = 1024;
+        let start = self.inp.pos;
+        if self.inp.end - start < WINDOW {
+            return None;
+        }
+        let buf = &self.inp.buf[start..start + WINDOW];
+        let b: &mut Builder = self.b;
+        let mut undo = [0u64; 8];
+        let mut n_undo = 0usize;
+        let r = fast_entry(buf, b, &mut undo, &mut n_undo);
+        match r {
+            Some((ev, used)) => {
+                self.inp.pos = start + used;
+                Some(self.b.park_event(ev))
+            }
+            None => {
+                for &i in undo[..n_undo].iter().rev() {
+                    self.b.memo_unset(i);
+                }
+                None
+            }
+        }
+    }
+
     fn run(&mut self) -> PResult<PV> {
         loop {
             self.op_offset = self.inp.offset();
@@ -433,6 +465,12 @@ impl<R: Read> Vm<'_, R> {
             match op {
                 // --- containers ---
                 b'}' => {
+                    if self.fast
+                        && let Some(ev) = self.try_trace_entry()
+                    {
+                        self.stack.push(ev);
+                        continue;
+                    }
                     let d = self.b.new_dict();
                     self.stack.push(d);
                 }
@@ -749,8 +787,146 @@ impl<R: Read> Vm<'_, R> {
     }
 }
 
+/// A memo store right after a value (MEMOIZE, or PUT at the next index): returns the
+/// bytes it took, or None for anything else the fast path does not handle.
+#[inline(always)]
+fn fast_memo(buf: &[u8], p: usize, b: &mut Builder) -> Option<(usize, Option<u64>)> {
+    let next = b.memo_len();
+    match *buf.get(p)? {
+        0x94 => Some((1, Some(next))),
+        b'q' => (*buf.get(p + 1)? as u64 == next).then_some((2, Some(next))),
+        b'r' => {
+            let i = u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64;
+            (i == next).then_some((5, Some(next)))
+        }
+        _ => Some((0, None)),
+    }
+}
+
+/// One value of a trace entry at `buf[p]`: (value, bytes used).
+#[inline(always)]
+fn fast_value(
+    buf: &[u8],
+    p: usize,
+    b: &mut Builder,
+    undo: &mut [u64; 8],
+    n_undo: &mut usize,
+) -> Option<(PV, usize)> {
+    let op = *buf.get(p)?;
+    let (v, used) = match op {
+        b'h' => (b.memo_raw(*buf.get(p + 1)? as u64), 2),
+        b'j' => (
+            b.memo_raw(u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64),
+            5,
+        ),
+        b'K' => (b.int_pv(*buf.get(p + 1)? as i64), 2),
+        b'M' => (
+            b.int_pv(u16::from_le_bytes(buf.get(p + 1..p + 3)?.try_into().ok()?) as i64),
+            3,
+        ),
+        b'J' => (
+            b.int_pv(i32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as i64),
+            5,
+        ),
+        0x8a => {
+            let n = *buf.get(p + 1)? as usize;
+            if n > 8 {
+                return None;
+            }
+            let v = if n == 0 {
+                0
+            } else {
+                let mut a = [0u8; 8];
+                a.copy_from_slice(buf.get(p + 2..p + 10)?);
+                let shift = 64 - 8 * n as u32;
+                (i64::from_le_bytes(a) << shift) >> shift
+            };
+            (b.int_pv(v), 2 + n)
+        }
+        0x88 => (PV::bool(true), 1),
+        0x89 => (PV::bool(false), 1),
+        b'N' => (PV::NONE, 1),
+        0x8c => {
+            let n = *buf.get(p + 1)? as usize;
+            let bytes = buf.get(p + 2..p + 2 + n)?;
+            let v = match std::str::from_utf8(bytes) {
+                Ok(s) => b.str(s),
+                Err(_) => b.str(&String::from_utf8_lossy(bytes)),
+            };
+            let (m, idx) = fast_memo(buf, p + 2 + n, b)?;
+            if let Some(idx) = idx {
+                if *n_undo == undo.len() {
+                    return None;
+                }
+                b.memo_put(idx, v).ok()?;
+                undo[*n_undo] = idx;
+                *n_undo += 1;
+            }
+            (v, 2 + n + m)
+        }
+        _ => return None,
+    };
+    if v.is_missing() {
+        return None;
+    }
+    Some((v, used))
+}
+
+/// A whole trace-entry dict after its EMPTY_DICT: (event, bytes used) or None.
+fn fast_entry(
+    buf: &[u8],
+    b: &mut Builder,
+    undo: &mut [u64; 8],
+    n_undo: &mut usize,
+) -> Option<(super::model::Event, usize)> {
+    let (m, idx) = fast_memo(buf, 0, b)?;
+    let mut p = m;
+    if *buf.get(p)? != b'(' {
+        return None;
+    }
+    p += 1;
+    if let Some(idx) = idx {
+        // The dict itself is folded: its memo entry is released (before any string
+        // inside it takes the next index).
+        b.memo_release(idx);
+        undo[*n_undo] = idx;
+        *n_undo += 1;
+    }
+    let mut ev = Builder::fresh_event();
+    let mut have_action = false;
+    let mut first = true;
+    loop {
+        if *buf.get(p)? == b'u' {
+            p += 1;
+            break;
+        }
+        let (k, used) = fast_value(buf, p, b, undo, n_undo)?;
+        // The first key must be `action`, as torch writes it.
+        if first && k != PV::ACTION_KEY {
+            return None;
+        }
+        first = false;
+        p += used;
+        let (v, used) = fast_value(buf, p, b, undo, n_undo)?;
+        p += used;
+        have_action |= b.event_field(&mut ev, k, v).ok()?;
+    }
+    have_action.then_some((ev, p))
+}
+
 /// Read a snapshot pickle from `r` (`total` bytes long, 0 if unknown).
 pub fn read_pickle<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snapshot, PickleError> {
+    read_pickle_with(r, total, max_events, true)
+}
+
+/// [`read_pickle`], with the trace-entry fast path on or off (the tests check that
+/// both read every snapshot the same).
+pub fn read_pickle_with<R: Read>(
+    r: R,
+    total: u64,
+    max_events: usize,
+    fast: bool,
+) -> Result<Snapshot, PickleError> {
     let mut b = Builder::new(max_events);
     let mut vm = Vm {
         inp: Input::new(r, total),
@@ -759,6 +935,7 @@ pub fn read_pickle<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snaps
         marks: Vec::new(),
         op_offset: 0,
         protocol: None,
+        fast,
     };
     let top = vm.run()?;
     let end = vm.inp.offset();
