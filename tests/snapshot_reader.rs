@@ -18,6 +18,8 @@ const TOTAL_KEYS: &[&str] = &[
     "pending_free_blocks",
     "inactive_blocks",
     "largest_inactive_block_bytes",
+    "free_segments",
+    "free_segment_bytes",
 ];
 
 fn assert_totals(got: &Value, want: &Value) {

@@ -206,9 +206,13 @@ class Sim:
     def totals(self):
         t = dict(reserved_bytes=0, allocated_bytes=0, pending_free_bytes=0, inactive_bytes=0,
                  requested_bytes=0, segments=len(self.segments), allocated_blocks=0,
-                 pending_free_blocks=0, inactive_blocks=0, largest_inactive_block_bytes=0)
+                 pending_free_blocks=0, inactive_blocks=0, largest_inactive_block_bytes=0,
+                 free_segments=0, free_segment_bytes=0)
         for seg in self.segments:
             t["reserved_bytes"] += seg.total
+            if all(b.state == "inactive" for b in seg.blocks):
+                t["free_segments"] += 1
+                t["free_segment_bytes"] += seg.total
             for b in seg.blocks:
                 if b.state == "active_allocated":
                     t["allocated_bytes"] += b.size

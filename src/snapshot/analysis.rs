@@ -48,12 +48,19 @@ pub struct Totals {
     pub largest_inactive_block_bytes: u64,
     /// inactive_bytes / reserved_bytes (0 when nothing is reserved).
     pub inactive_fraction: f64,
+    /// Segments with no active block: what `torch.cuda.empty_cache()` would return.
+    pub free_segments: u64,
+    pub free_segment_bytes: u64,
 }
 
 impl Totals {
     fn add_segment(&mut self, seg: &super::model::Segment) {
         self.reserved_bytes += seg.total_size;
         self.segments += 1;
+        if seg.blocks.iter().all(|b| b.state == BlockState::Inactive) {
+            self.free_segments += 1;
+            self.free_segment_bytes += seg.total_size;
+        }
         for b in &seg.blocks {
             match b.state {
                 BlockState::Allocated => {
@@ -98,6 +105,8 @@ impl Totals {
         self.largest_inactive_block_bytes = self
             .largest_inactive_block_bytes
             .max(o.largest_inactive_block_bytes);
+        self.free_segments += o.free_segments;
+        self.free_segment_bytes += o.free_segment_bytes;
         self.finish();
     }
 }

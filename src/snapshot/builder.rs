@@ -253,16 +253,19 @@ struct Slot {
 const NO_MEMO: u32 = u32::MAX;
 const MEMO_CHUNK: usize = 4096;
 
-struct MemoChunk {
-    vals: [PV; MEMO_CHUNK],
-    live: u32,
-}
-
 /// The pickle memo, in chunks that are released once every entry in them was released.
 #[derive(Default)]
 struct Memo {
-    chunks: Vec<Option<Box<MemoChunk>>>,
+    chunks: Vec<Option<Box<[PV]>>>,
+    /// Live (not released) entries per chunk.
+    live: Vec<u32>,
     filled: u64,
+}
+
+#[cold]
+#[inline(never)]
+fn new_chunk() -> Box<[PV]> {
+    vec![PV::UNSET; MEMO_CHUNK].into_boxed_slice()
 }
 
 impl Memo {
@@ -272,13 +275,12 @@ impl Memo {
         let is_live = v != PV::UNSET && v != PV::RELEASED;
         if c >= self.chunks.len() {
             // A new chunk: the one before it may hold nothing live any more.
-            if let Some(Some(last)) = self.chunks.last()
-                && last.live == 0
-            {
-                let n = self.chunks.len();
+            let n = self.chunks.len();
+            if n > 0 && self.live[n - 1] == 0 {
                 self.chunks[n - 1] = None;
             }
             self.chunks.resize_with(c + 1, || None);
+            self.live.resize(c + 1, 0);
         }
         if self.chunks[c].is_none() {
             if !is_live {
@@ -289,24 +291,21 @@ impl Memo {
                 }
                 return;
             }
-            self.chunks[c] = Some(Box::new(MemoChunk {
-                vals: [PV::UNSET; MEMO_CHUNK],
-                live: 0,
-            }));
+            self.chunks[c] = Some(new_chunk());
         }
         let chunk = self.chunks[c].as_mut().expect("just made");
-        let old = chunk.vals[o];
+        let old = chunk[o];
         if old == PV::UNSET {
             self.filled += 1;
         }
         let was_live = old != PV::UNSET && old != PV::RELEASED;
-        chunk.vals[o] = v;
+        chunk[o] = v;
         match (was_live, is_live) {
-            (false, true) => chunk.live += 1,
-            (true, false) => chunk.live -= 1,
+            (false, true) => self.live[c] += 1,
+            (true, false) => self.live[c] -= 1,
             _ => {}
         }
-        if chunk.live == 0 && c + 1 < self.chunks.len() {
+        if self.live[c] == 0 && c + 1 < self.chunks.len() {
             self.chunks[c] = None;
         }
     }
@@ -318,11 +317,11 @@ impl Memo {
         let o = idx as usize % MEMO_CHUNK;
         self.filled -= 1;
         if let Some(Some(chunk)) = self.chunks.get_mut(c) {
-            let old = chunk.vals[o];
+            let old = chunk[o];
             if old != PV::UNSET && old != PV::RELEASED {
-                chunk.live -= 1;
+                self.live[c] -= 1;
             }
-            chunk.vals[o] = PV::UNSET;
+            chunk[o] = PV::UNSET;
         }
     }
 
@@ -330,7 +329,7 @@ impl Memo {
     fn get(&self, idx: u32) -> PV {
         let c = idx as usize / MEMO_CHUNK;
         match self.chunks.get(c) {
-            Some(Some(chunk)) => chunk.vals[idx as usize % MEMO_CHUNK],
+            Some(Some(chunk)) => chunk[idx as usize % MEMO_CHUNK],
             Some(None) => PV::RELEASED,
             None => PV::UNSET,
         }
@@ -614,10 +613,18 @@ impl Builder {
     }
 
     /// Mark a memo index as holding a folded record (the fast path's trace-entry dict).
+    #[inline]
     pub fn memo_release(&mut self, idx: u64) {
-        if idx < NO_MEMO as u64 {
-            self.memo.set(idx as u32, PV::RELEASED);
+        if idx >= NO_MEMO as u64 {
+            return;
         }
+        let c = idx as usize / MEMO_CHUNK;
+        if matches!(self.memo.chunks.get(c), Some(None)) {
+            // The common case: a run of folded records with no chunk to store into.
+            self.memo.filled += 1;
+            return;
+        }
+        self.memo.set(idx as u32, PV::RELEASED);
     }
 
     /// Undo a memo store made since the fast path began.
@@ -755,14 +762,19 @@ impl Builder {
     /// `dict_set_many`) go straight into the list's ring.
     pub fn list_extend(&mut self, l: PV, vs: &[PV]) -> BResult<()> {
         let max_events = self.max_events;
-        for &v in vs {
+        let mut i = 0;
+        while i < vs.len() {
+            let v = vs[i];
             if v.tag() == T_EVENT
                 && let Some(lr) = l.obj()
             {
-                let ev = self.take_parked(v)?;
-                self.push_event(lr, ev)?;
+                // A run of parked trace entries: into the ring with one lookup.
+                let run = vs[i..].iter().take_while(|p| p.tag() == T_EVENT).count();
+                self.push_parked(lr, &vs[i..i + run])?;
+                i += run;
                 continue;
             }
+            i += 1;
             if let (Some(lr), Some(r)) = (l.obj(), v.obj())
                 && let Some(Slot {
                     generation,
@@ -795,6 +807,30 @@ impl Builder {
                 }
             }
             self.list_append(l, v)?;
+        }
+        Ok(())
+    }
+
+    fn push_parked(&mut self, lr: ObjRef, parked: &[PV]) -> BResult<()> {
+        let first = self.take_parked(parked[0])?;
+        self.push_event(lr, first)?;
+        let max_events = self.max_events;
+        let base = self.pending_base;
+        let slot = &mut self.slots[lr.id as usize];
+        let Body::List(ListRepr::Events(ring)) = &mut slot.body else {
+            unreachable!("push_event made it a list of trace entries")
+        };
+        for p in &parked[1..] {
+            let i = p.payload().wrapping_sub(base) as usize;
+            let Some(ev) = self.pending.get_mut(i).and_then(Option::take) else {
+                return err("a trace entry is used twice (unsupported sharing)");
+            };
+            self.pending_left -= 1;
+            if ring.ring.len() >= max_events {
+                ring.ring.pop_front();
+                ring.dropped += 1;
+            }
+            ring.ring.push_back(ev);
         }
         Ok(())
     }

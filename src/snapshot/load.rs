@@ -30,12 +30,13 @@ pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, String> {
         .map_err(|e| format!("cannot read {shown}: {e}"))?;
     let first = head.iter().copied().find(|b| !b.is_ascii_whitespace());
     let is_json = matches!(first, Some(b'{') | Some(b'['));
+    let pickle_err =
+        |e: super::pickle::PickleError| format!("{shown}: byte {}: {}", e.offset, e.msg);
     if is_json {
         read_json(r, total, max_events)
             .map_err(|e| format!("{shown}: not a readable JSON snapshot: {e}"))
     } else {
-        read_pickle(r, total, max_events)
-            .map_err(|e| format!("{shown}: byte {}: {}", e.offset, e.msg))
+        read_pickle(r, total, max_events).map_err(pickle_err)
     }
 }
 

@@ -813,12 +813,16 @@ fn fast_value(
     n_undo: &mut usize,
 ) -> Option<(PV, usize)> {
     let op = *buf.get(p)?;
+    // Memo references first: most keys and many values are.
+    if op == b'h' {
+        let v = b.memo_raw(*buf.get(p + 1)? as u64);
+        return (!v.is_missing()).then_some((v, 2));
+    }
+    if op == b'j' {
+        let v = b.memo_raw(u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64);
+        return (!v.is_missing()).then_some((v, 5));
+    }
     let (v, used) = match op {
-        b'h' => (b.memo_raw(*buf.get(p + 1)? as u64), 2),
-        b'j' => (
-            b.memo_raw(u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64),
-            5,
-        ),
         b'K' => (b.int_pv(*buf.get(p + 1)? as i64), 2),
         b'M' => (
             b.int_pv(u16::from_le_bytes(buf.get(p + 1..p + 3)?.try_into().ok()?) as i64),

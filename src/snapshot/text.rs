@@ -39,6 +39,14 @@ fn totals_lines(out: &mut String, t: &Totals) {
         human(t.rounding_waste_bytes),
         pct(t.rounding_waste_bytes, t.allocated_bytes)
     );
+    if t.free_segments > 0 {
+        let _ = writeln!(
+            out,
+            "  {} segment(s) hold no active block: torch.cuda.empty_cache() would return {}",
+            t.free_segments,
+            human(t.free_segment_bytes)
+        );
+    }
 }
 
 fn stream_name(s: i64) -> String {
