@@ -357,3 +357,38 @@ fn fast_path_reads_like_the_generic_machine() {
         }
     }
 }
+
+/// A split read (a helper thread reads the second half of the trace) gives exactly
+/// what a one-pass read gives, and the helper's part is used.
+#[test]
+fn split_read_matches_one_pass() {
+    use instrument::snapshot::pickle::{read_pickle_split, read_pickle_with};
+    let planted = planted("long_trace");
+    for name in ["snapshot_p4.pickle", "snapshot_p2.pickle"] {
+        let path = fixture(&format!("long_trace/{name}"));
+        let data = std::fs::read(&path).unwrap();
+        for (max, at) in [(1_000_000, 0.5), (700, 0.5), (100, 0.3), (1_000_000, 0.9)] {
+            let plain = read_pickle_with(&data[..], data.len() as u64, max, true).unwrap();
+            let (split, ahead) = read_pickle_split(&path, data.len() as u64, max, at).unwrap();
+            assert_eq!(
+                canonical(&plain),
+                canonical(&split),
+                "{name} max {max} at {at}"
+            );
+            if at < 0.9 {
+                assert!(
+                    ahead >= 1000,
+                    "{name} max {max} at {at}: the helper read {ahead} entries"
+                );
+            }
+            let kept = split.traces[0].events.len() as u64 + split.traces[0].dropped;
+            assert_eq!(kept, planted["events"].as_u64().unwrap());
+        }
+    }
+    // The file reads the same through the command too.
+    let r = report_of("long_trace/snapshot_p4.pickle");
+    assert_eq!(r["trace"]["kept_events"], planted["events"]);
+    for (action, n) in planted["counts"].as_object().unwrap() {
+        assert_eq!(&r["trace"]["counts"][action], n);
+    }
+}

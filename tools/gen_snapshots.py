@@ -569,6 +569,18 @@ def scenario_multi_device(out):
     plant(d, {"device": 1, "totals": sim.totals(), "events": len(sim.trace)})
 
 
+def scenario_long_trace(out):
+    """A longer trace (several APPENDS batches of 1000 entries, protocol-4 FRAMEs
+    inside entries) for the reader's split read; also written with protocol 2."""
+    sim = Sim()
+    training(sim, steps=250, layers=2, act=2 * MiB)
+    d = os.path.join(out, "long_trace")
+    snap = sim.snapshot()
+    write(os.path.join(d, "snapshot_p4.pickle"), snap, protocol=4)
+    write(os.path.join(d, "snapshot_p2.pickle"), snap, protocol=2)
+    plant(d, {"events": len(sim.trace), "counts": count_actions(sim.trace), "totals": sim.totals()})
+
+
 def scenario_refused(out):
     d = os.path.join(out, "refused")
     os.makedirs(d, exist_ok=True)
@@ -608,6 +620,7 @@ def generate_fixtures(out):
     scenario_multi_rank(out)
     scenario_legacy(out)
     scenario_multi_device(out)
+    scenario_long_trace(out)
     scenario_refused(out)
 
 

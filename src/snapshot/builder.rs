@@ -364,6 +364,9 @@ pub struct Builder {
     pending: Vec<Option<Event>>,
     pending_base: u64,
     pending_left: usize,
+    /// A helper whose memo indices are not known yet (see `set_memo_len`).
+    calibrate: bool,
+    calibrated: Option<u64>,
 }
 
 fn as_u64(v: Value, what: &str) -> BResult<u64> {
@@ -411,6 +414,8 @@ impl Builder {
             pending: Vec::new(),
             pending_base: 0,
             pending_left: 0,
+            calibrate: false,
+            calibrated: None,
         };
         b.refresh_actions();
         b
@@ -599,6 +604,195 @@ impl Builder {
             )),
             v => Ok(v),
         }
+    }
+
+    // --- the helper thread of a split read (see `split.rs`) ---
+
+    /// The stable memo entries (strings, frames, stacks) a helper may rely on:
+    /// `(index, the value here, the string when it is one)`.
+    pub fn publishable_memo(&self) -> Vec<(u32, PV, Option<String>)> {
+        let mut out = Vec::new();
+        for (c, chunk) in self.memo.chunks.iter().enumerate() {
+            let Some(chunk) = chunk else { continue };
+            for (o, &v) in chunk.iter().enumerate() {
+                let idx = (c * MEMO_CHUNK + o) as u32;
+                match v.tag() {
+                    T_STR => out.push((
+                        idx,
+                        v,
+                        Some(self.strings.get(v.payload() as StrId).to_string()),
+                    )),
+                    T_FRAME | T_STACK => out.push((idx, v, None)),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// Seed a helper's memo with a published entry (strings by text, into this
+    /// builder's own interner).
+    pub fn seed_memo(&mut self, idx: u32, v: PV, text: Option<&str>) {
+        let v = match text {
+            Some(t) => self.str(t),
+            None => v,
+        };
+        self.memo.set(idx, v);
+    }
+
+    /// Make MEMOIZE use indices from `base` on (a helper does not know the real ones).
+    /// Until `calibrated`, the first PUT with an explicit index (protocols 0-3) sets it.
+    pub fn set_memo_len(&mut self, base: u64) {
+        self.memo.filled = base;
+        self.calibrate = true;
+    }
+
+    /// A PUT to `idx` where the next index was expected: a helper takes it as the
+    /// real memo length (once, before it stored anything of its own).
+    pub fn calibrate_memo(&mut self, idx: u64) -> bool {
+        if self.calibrate && idx < NO_MEMO as u64 {
+            self.calibrate = false;
+            self.memo.filled = idx;
+            self.calibrated = Some(idx);
+            return true;
+        }
+        false
+    }
+
+    /// The memo index a helper found its first entry at (explicit PUT), if any.
+    pub fn memo_calibration(&self) -> Option<u64> {
+        self.calibrated
+    }
+
+    /// The helper's own memo entries `base..base + n`: the strings among them, by offset.
+    pub fn memo_strings_from(&self, base: u64, n: u64) -> Vec<(u64, String)> {
+        let mut out = Vec::new();
+        let (first, last) = (base as usize / MEMO_CHUNK, (base + n) as usize / MEMO_CHUNK);
+        for c in first..=last.min(self.memo.chunks.len().saturating_sub(1)) {
+            let Some(chunk) = &self.memo.chunks[c] else {
+                continue;
+            };
+            for (o, v) in chunk.iter().enumerate() {
+                let idx = (c * MEMO_CHUNK + o) as u64;
+                if idx >= base && idx < base + n && v.tag() == T_STR {
+                    out.push((
+                        idx - base,
+                        self.strings.get(v.payload() as StrId).to_string(),
+                    ));
+                }
+            }
+        }
+        out
+    }
+
+    /// Append `n` memo entries from the next index: released records, except the
+    /// given strings (offsets ascending).
+    pub fn append_memo(&mut self, n: u64, strings: &[(u64, String)]) {
+        let base = self.memo.filled;
+        let mut rel = 0;
+        for (r, text) in strings {
+            // The released records before this string: no storage, just counted.
+            while rel < *r {
+                self.memo_release(base + rel);
+                rel += 1;
+            }
+            let v = self.str(text);
+            self.memo.set((base + rel) as u32, v);
+            rel += 1;
+        }
+        while rel < n {
+            let c = (base + rel) as usize / MEMO_CHUNK;
+            let chunk_end = ((c + 1) * MEMO_CHUNK) as u64 - base;
+            if matches!(self.memo.chunks.get(c), Some(None)) {
+                // A whole stretch without a chunk: count it in one step.
+                let k = chunk_end.min(n) - rel;
+                self.memo.filled += k;
+                rel += k;
+            } else {
+                self.memo_release(base + rel);
+                rel += 1;
+            }
+        }
+    }
+
+    /// The list's trace entries and dropped count (a helper's result).
+    pub fn take_events(&mut self, l: PV) -> (VecDeque<Event>, u64) {
+        let Some(r) = l.obj() else {
+            return (VecDeque::new(), 0);
+        };
+        match self.slots.get_mut(r.id as usize).map(|s| &mut s.body) {
+            Some(Body::List(ListRepr::Events(ring))) => {
+                let ring = std::mem::replace(
+                    ring,
+                    EventRing {
+                        ring: VecDeque::new(),
+                        dropped: 0,
+                    },
+                );
+                (ring.ring, ring.dropped)
+            }
+            _ => (VecDeque::new(), 0),
+        }
+    }
+
+    /// Is `l` a list of trace entries (or an empty list)?
+    pub fn is_event_list(&self, l: PV) -> bool {
+        let Some(r) = l.obj() else { return false };
+        match self.slot(r).map(|s| &s.body) {
+            Ok(Body::List(ListRepr::Events(_))) => true,
+            Ok(Body::List(list)) => list.is_empty_generic(),
+            _ => false,
+        }
+    }
+
+    /// Append a helper's trace entries (newer than those already there).
+    pub fn extend_events(&mut self, l: PV, events: VecDeque<Event>, dropped: u64) -> BResult<()> {
+        let Some(lr) = l.obj() else {
+            return err("not a list");
+        };
+        let max_events = self.max_events;
+        let slot = self.slot_mut(lr)?;
+        let Body::List(list) = &mut slot.body else {
+            return err("not a list");
+        };
+        if list.is_empty_generic() {
+            *list = ListRepr::Events(EventRing {
+                ring: VecDeque::new(),
+                dropped: 0,
+            });
+        }
+        let ListRepr::Events(ring) = list else {
+            return err(format!(
+                "a list of {} also holds trace entries",
+                list.kind()
+            ));
+        };
+        ring.dropped += dropped;
+        if events.len() >= max_events || ring.ring.is_empty() {
+            ring.dropped += ring.ring.len() as u64;
+            ring.ring = events;
+        } else {
+            ring.ring.extend(events);
+        }
+        let excess = ring.ring.len().saturating_sub(max_events);
+        ring.ring.drain(..excess);
+        ring.dropped += excess as u64;
+        Ok(())
+    }
+
+    /// Which optional trace-entry keys were seen: (time_us, compile_context, user_metadata).
+    pub fn seen_event_keys(&self) -> (bool, bool, bool) {
+        (
+            self.seen.time_us,
+            self.seen.compile_context,
+            self.seen.user_metadata,
+        )
+    }
+
+    pub fn add_seen_event_keys(&mut self, k: (bool, bool, bool)) {
+        self.seen.time_us |= k.0;
+        self.seen.compile_context |= k.1;
+        self.seen.user_metadata |= k.2;
     }
 
     // --- the reader's fast path for trace entries ---
@@ -1437,6 +1631,7 @@ impl Builder {
             allocator_settings: settings,
             layout,
             file_bytes,
+            read_ahead_events: 0,
         })
     }
 }

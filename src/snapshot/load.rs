@@ -7,7 +7,7 @@ use std::path::Path;
 
 use super::json::read_json;
 use super::model::Snapshot;
-use super::pickle::read_pickle;
+use super::pickle::{read_pickle, read_pickle_split};
 
 /// Read a `.pickle`/`.pkl` (any protocol 0-5) or a `.json` snapshot. The format is
 /// taken from the content: JSON starts with `{` or `[`, anything else is a pickle.
@@ -35,10 +35,24 @@ pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, String> {
     if is_json {
         read_json(r, total, max_events)
             .map_err(|e| format!("{shown}: not a readable JSON snapshot: {e}"))
+    } else if total >= SPLIT_FROM
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    {
+        // A large pickle is mostly its trace: a helper thread reads the second half
+        // of it while this one reads the first (see `pickle::read_pickle_split`).
+        drop(r);
+        read_pickle_split(path, total, max_events, SPLIT_AT)
+            .map(|(snap, _)| snap)
+            .map_err(pickle_err)
     } else {
         read_pickle(r, total, max_events).map_err(pickle_err)
     }
 }
+
+/// Files from this size are read with a helper thread.
+pub const SPLIT_FROM: u64 = 64 << 20;
+/// Where in the file the helper starts looking for trace entries.
+pub const SPLIT_AT: f64 = 0.52;
 
 /// Read a snapshot from bytes (tests and the fuzz target).
 pub fn load_bytes(bytes: &[u8], max_events: usize) -> Result<Snapshot, String> {

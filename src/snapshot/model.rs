@@ -286,6 +286,8 @@ pub struct Snapshot {
     pub allocator_settings: Vec<(String, String)>,
     pub layout: Layout,
     pub file_bytes: u64,
+    /// Trace entries read by the helper thread of a split read (0: read in one pass).
+    pub read_ahead_events: u64,
 }
 
 impl Snapshot {

@@ -7,10 +7,14 @@
 //! straight to a [`Builder`], which folds them into the typed snapshot as they
 //! complete; the input is read in a bounded buffer, never whole.
 
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
 
 use super::builder::{BuildError, Builder, PV, Value};
-use super::model::{Layout, Snapshot};
+use super::model::{Event, Layout, Snapshot};
 
 /// Why a pickle could not be read: a message and the byte offset of the opcode.
 #[derive(Debug)]
@@ -23,8 +27,35 @@ type PResult<T> = Result<T, PickleError>;
 
 const BUF: usize = 1 << 20;
 
+/// What the reader reads from: any `Read`, plus a way to jump forward (over the part
+/// of a file a helper thread already read).
+pub trait Source: Read {
+    /// Move from offset `cur` to `target` (> `cur`).
+    fn skip_to(&mut self, cur: u64, target: u64) -> std::io::Result<()>;
+}
+
+impl Source for &[u8] {
+    fn skip_to(&mut self, cur: u64, target: u64) -> std::io::Result<()> {
+        let n = ((target - cur) as usize).min(self.len());
+        *self = &self[n..];
+        Ok(())
+    }
+}
+
+impl Source for std::fs::File {
+    fn skip_to(&mut self, _cur: u64, target: u64) -> std::io::Result<()> {
+        self.seek(SeekFrom::Start(target)).map(|_| ())
+    }
+}
+
+impl<R: Read + Seek> Source for std::io::BufReader<R> {
+    fn skip_to(&mut self, _cur: u64, target: u64) -> std::io::Result<()> {
+        self.seek(SeekFrom::Start(target)).map(|_| ())
+    }
+}
+
 /// A buffered reader that keeps the absolute offset and knows the input length.
-struct Input<R: Read> {
+struct Input<R: Source> {
     r: R,
     buf: Vec<u8>,
     pos: usize,
@@ -34,17 +65,39 @@ struct Input<R: Read> {
     scratch: Vec<u8>,
 }
 
-impl<R: Read> Input<R> {
+impl<R: Source> Input<R> {
     fn new(r: R, total: u64) -> Self {
+        Self::at(r, total, 0)
+    }
+
+    /// An input whose reader is positioned at byte `base` of the file.
+    fn at(r: R, total: u64, base: u64) -> Self {
         Input {
             r,
             buf: vec![0; BUF],
             pos: 0,
             end: 0,
-            base: 0,
+            base,
             total,
             scratch: Vec::new(),
         }
+    }
+
+    /// Continue reading at `target` (at or after the current offset).
+    fn skip_to(&mut self, target: u64) -> PResult<()> {
+        let end = self.base + self.end as u64;
+        if target <= end {
+            self.pos = (target - self.base) as usize;
+            return Ok(());
+        }
+        self.r.skip_to(end, target).map_err(|e| PickleError {
+            offset: target,
+            msg: format!("read failed: {e}"),
+        })?;
+        self.base = target;
+        self.pos = 0;
+        self.end = 0;
+        Ok(())
     }
 
     #[inline(always)]
@@ -342,7 +395,7 @@ fn raw_unicode_escape(s: &[u8]) -> Option<String> {
     Some(out)
 }
 
-struct Vm<'a, R: Read> {
+struct Vm<'a, R: Source> {
     inp: Input<R>,
     b: &'a mut Builder,
     stack: Vec<PV>,
@@ -350,9 +403,10 @@ struct Vm<'a, R: Read> {
     op_offset: u64,
     protocol: Option<u8>,
     fast: bool,
+    split: Option<&'a mut SplitMain>,
 }
 
-impl<R: Read> Vm<'_, R> {
+impl<R: Source> Vm<'_, R> {
     fn fail<T>(&self, msg: impl Into<String>) -> PResult<T> {
         Err(PickleError {
             offset: self.op_offset,
@@ -422,11 +476,13 @@ impl<R: Read> Vm<'_, R> {
     /// stores, rewinds, and the generic machine reads the dict instead.
     fn try_trace_entry(&mut self) -> Option<PV> {
         const WINDOW: usize = 1024;
-        let start = self.inp.pos;
-        if self.inp.end - start < WINDOW {
+        if self.inp.end - self.inp.pos < WINDOW && self.inp.fill(WINDOW).is_err() {
             return None;
         }
-        let buf = &self.inp.buf[start..start + WINDOW];
+        // Near the end of the file the window is shorter: an entry cut by it is
+        // simply left to the generic machine.
+        let start = self.inp.pos;
+        let buf = &self.inp.buf[start..self.inp.end.min(start + WINDOW)];
         let b: &mut Builder = self.b;
         let mut undo = [0u64; 8];
         let mut n_undo = 0usize;
@@ -443,6 +499,151 @@ impl<R: Read> Vm<'_, R> {
                 None
             }
         }
+    }
+
+    /// After an APPENDS: publish the stable memo to the helper once a trace is under
+    /// way, and give up on the helper's part if this reader went past its start.
+    fn split_after_appends(&mut self, l: PV) {
+        let offset = self.inp.offset();
+        let Some(sp) = self.split.as_deref_mut() else {
+            return;
+        };
+        if sp.tx.is_some() && offset >= sp.publish_after && self.b.is_event_list(l) {
+            let entries = self.b.publishable_memo();
+            sp.published = entries.iter().map(|(i, v, _)| (*i, *v)).collect();
+            let target = sp.target.max(offset);
+            sp.target = target;
+            if let Some(tx) = sp.tx.take() {
+                let _ = tx.send(Publication { entries, target });
+            }
+        }
+        let start = sp.start.load(Ordering::Acquire);
+        if !sp.done && (start == GAVE_UP || (start != NOT_YET && offset > start)) {
+            sp.done = true;
+            sp.cancel.store(true, Ordering::Release);
+        }
+    }
+
+    /// At a MARK: is this where the helper started? The first MARK past the helper's
+    /// target waits (briefly) for the helper to say where it starts, so that the
+    /// outcome does not depend on which thread is faster.
+    fn at_split_start(&mut self) -> bool {
+        let off = self.op_offset;
+        let Some(sp) = self.split.as_deref_mut() else {
+            return false;
+        };
+        if sp.done {
+            return false;
+        }
+        if !sp.waited && sp.tx.is_none() && off >= sp.target {
+            sp.waited = true;
+            let t0 = std::time::Instant::now();
+            while sp.start.load(Ordering::Acquire) == NOT_YET
+                && t0.elapsed() < std::time::Duration::from_secs(5)
+            {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        let start = sp.start.load(Ordering::Acquire);
+        if start == GAVE_UP || (start != NOT_YET && off > start) {
+            sp.done = true;
+            sp.cancel.store(true, Ordering::Release);
+            return false;
+        }
+        start == off
+    }
+
+    /// At the helper's start offset: if this reader is in the state the helper
+    /// assumed (just after an APPENDS to a trace list, the published memo entries
+    /// unchanged), take the helper's trace entries and memo entries as if read here,
+    /// and continue after them. Returns false (nothing changed) otherwise.
+    fn take_over(&mut self) -> PResult<bool> {
+        let Some(sp) = self.split.as_deref_mut() else {
+            return Ok(false);
+        };
+        sp.done = true;
+        let Ok(res) = sp.rx.recv() else {
+            return Ok(false);
+        };
+        if res.start != self.op_offset || res.stop <= res.start {
+            return Ok(false);
+        }
+        let floor = self.marks.last().copied().unwrap_or(0);
+        let Some(&l) = self.stack.last() else {
+            return Ok(false);
+        };
+        if self.stack.len() <= floor || !self.b.is_event_list(l) {
+            return Ok(false);
+        }
+        if sp
+            .published
+            .iter()
+            .any(|&(i, v)| self.b.memo_raw(i as u64) != v)
+        {
+            return Ok(false);
+        }
+        if res.memo_base != HELPER_MEMO_BASE && res.memo_base != self.b.memo_len() {
+            return Ok(false);
+        }
+        sp.taken_events = res.events.len() as u64 + res.dropped;
+        self.b.append_memo(res.memo_n, &res.memo_strings);
+        self.b.add_seen_event_keys(res.seen);
+        let r = self.b.extend_events(l, res.events, res.dropped);
+        self.build(r)?;
+        self.inp.skip_to(res.stop)?;
+        Ok(true)
+    }
+
+    /// The helper's loop: only batches of trace entries (`(` entries `e`) into `list`,
+    /// each entry through the fast path. Stops at anything else; returns the offset
+    /// after the last complete batch and the memo length there.
+    fn run_follower(
+        &mut self,
+        list: PV,
+        start: &AtomicU64,
+        cancel: &AtomicBool,
+    ) -> (u64, u64, u64) {
+        let first = self.inp.offset();
+        let mut commit = (first, self.b.memo_len());
+        let mut posted = false;
+        while let Ok(op) = self.inp.byte() {
+            match op {
+                b'(' => self.marks.push(self.stack.len()),
+                0x95 => {
+                    if self.inp.array::<8>().is_err() {
+                        break;
+                    }
+                }
+                b'}' => match self.try_trace_entry() {
+                    Some(ev) => {
+                        if !posted {
+                            // The candidate decodes: tell the main reader where we start.
+                            posted = true;
+                            start.store(first, Ordering::Release);
+                        }
+                        self.stack.push(ev)
+                    }
+                    None => break,
+                },
+                b'e' => {
+                    let Some(m) = self.marks.pop() else { break };
+                    if m != 1 || self.stack[0] != list {
+                        break;
+                    }
+                    if self.b.list_extend(list, &self.stack[1..]).is_err() {
+                        break;
+                    }
+                    self.stack.truncate(1);
+                    commit = (self.inp.offset(), self.b.memo_len());
+                    if cancel.load(Ordering::Acquire) {
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let base = self.b.memo_calibration().unwrap_or(HELPER_MEMO_BASE);
+        (commit.0, commit.1.max(base), base)
     }
 
     fn run(&mut self) -> PResult<PV> {
@@ -487,7 +688,12 @@ impl<R: Read> Vm<'_, R> {
                     let t = self.b.new_tuple(Vec::new());
                     self.stack.push(t);
                 }
-                b'(' => self.marks.push(self.stack.len()),
+                b'(' => {
+                    if self.split.is_some() && self.at_split_start() && self.take_over()? {
+                        continue;
+                    }
+                    self.marks.push(self.stack.len())
+                }
                 b'u' => {
                     let m = self.pop_mark()?;
                     if m == 0 || !(self.stack.len() - m).is_multiple_of(2) {
@@ -515,6 +721,9 @@ impl<R: Read> Vm<'_, R> {
                     let r = self.b.list_extend(l, &self.stack[m..]);
                     self.build(r)?;
                     self.stack.truncate(m);
+                    if self.split.is_some() {
+                        self.split_after_appends(l);
+                    }
                 }
                 b'a' => {
                     let v = self.pop()?;
@@ -792,15 +1001,16 @@ impl<R: Read> Vm<'_, R> {
 #[inline(always)]
 fn fast_memo(buf: &[u8], p: usize, b: &mut Builder) -> Option<(usize, Option<u64>)> {
     let next = b.memo_len();
-    match *buf.get(p)? {
-        0x94 => Some((1, Some(next))),
-        b'q' => (*buf.get(p + 1)? as u64 == next).then_some((2, Some(next))),
-        b'r' => {
-            let i = u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64;
-            (i == next).then_some((5, Some(next)))
-        }
-        _ => Some((0, None)),
-    }
+    let (i, used) = match *buf.get(p)? {
+        0x94 => return Some((1, Some(next))),
+        b'q' => (*buf.get(p + 1)? as u64, 2),
+        b'r' => (
+            u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64,
+            5,
+        ),
+        _ => return Some((0, None)),
+    };
+    (i == next || b.calibrate_memo(i)).then_some((used, Some(i)))
 }
 
 /// One value of a trace entry at `buf[p]`: (value, bytes used).
@@ -812,17 +1022,31 @@ fn fast_value(
     undo: &mut [u64; 8],
     n_undo: &mut usize,
 ) -> Option<(PV, usize)> {
-    let op = *buf.get(p)?;
+    let mut op = *buf.get(p)?;
     // Memo references first: most keys and many values are.
     if op == b'h' {
         let v = b.memo_raw(*buf.get(p + 1)? as u64);
         return (!v.is_missing()).then_some((v, 2));
     }
     if op == b'j' {
-        let v = b.memo_raw(u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64);
+        let idx = u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64;
+        let v = b.memo_raw(idx);
         return (!v.is_missing()).then_some((v, 5));
     }
+    // FRAME (protocol 4 framing) may sit between any two opcodes.
+    let start = p;
+    let mut p = p;
+    if op == 0x95 {
+        p = skip_frames(buf, p)?;
+        op = *buf.get(p)?;
+    }
+    let skipped = p - start;
     let (v, used) = match op {
+        b'h' => (b.memo_raw(*buf.get(p + 1)? as u64), 2),
+        b'j' => (
+            b.memo_raw(u32::from_le_bytes(buf.get(p + 1..p + 5)?.try_into().ok()?) as u64),
+            5,
+        ),
         b'K' => (b.int_pv(*buf.get(p + 1)? as i64), 2),
         b'M' => (
             b.int_pv(u16::from_le_bytes(buf.get(p + 1..p + 3)?.try_into().ok()?) as i64),
@@ -873,7 +1097,16 @@ fn fast_value(
     if v.is_missing() {
         return None;
     }
-    Some((v, used))
+    Some((v, skipped + used))
+}
+
+/// Past any FRAME opcodes at `p`.
+#[inline(always)]
+fn skip_frames(buf: &[u8], mut p: usize) -> Option<usize> {
+    while *buf.get(p)? == 0x95 {
+        p += 9;
+    }
+    Some(p)
 }
 
 /// A whole trace-entry dict after its EMPTY_DICT: (event, bytes used) or None.
@@ -884,7 +1117,7 @@ fn fast_entry(
     n_undo: &mut usize,
 ) -> Option<(super::model::Event, usize)> {
     let (m, idx) = fast_memo(buf, 0, b)?;
-    let mut p = m;
+    let mut p = skip_frames(buf, m)?;
     if *buf.get(p)? != b'(' {
         return None;
     }
@@ -900,6 +1133,7 @@ fn fast_entry(
     let mut have_action = false;
     let mut first = true;
     loop {
+        p = skip_frames(buf, p)?;
         if *buf.get(p)? == b'u' {
             p += 1;
             break;
@@ -919,17 +1153,31 @@ fn fast_entry(
 }
 
 /// Read a snapshot pickle from `r` (`total` bytes long, 0 if unknown).
-pub fn read_pickle<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snapshot, PickleError> {
+pub fn read_pickle<R: Source>(
+    r: R,
+    total: u64,
+    max_events: usize,
+) -> Result<Snapshot, PickleError> {
     read_pickle_with(r, total, max_events, true)
 }
 
 /// [`read_pickle`], with the trace-entry fast path on or off (the tests check that
 /// both read every snapshot the same).
-pub fn read_pickle_with<R: Read>(
+pub fn read_pickle_with<R: Source>(
     r: R,
     total: u64,
     max_events: usize,
     fast: bool,
+) -> Result<Snapshot, PickleError> {
+    read_with(r, total, max_events, fast, None)
+}
+
+fn read_with<R: Source>(
+    r: R,
+    total: u64,
+    max_events: usize,
+    fast: bool,
+    split: Option<&mut SplitMain>,
 ) -> Result<Snapshot, PickleError> {
     let mut b = Builder::new(max_events);
     let mut vm = Vm {
@@ -940,6 +1188,7 @@ pub fn read_pickle_with<R: Read>(
         op_offset: 0,
         protocol: None,
         fast,
+        split,
     };
     let top = vm.run()?;
     let end = vm.inp.offset();
@@ -952,6 +1201,190 @@ pub fn read_pickle_with<R: Read>(
     b.finish(top, layout, total).map_err(|e| PickleError {
         offset: end,
         msg: e.0,
+    })
+}
+
+// --- split reads: a helper thread reads the second half of a long trace ---
+
+/// The stable memo entries the main reader publishes to the helper, and where the
+/// helper should start looking for a batch of trace entries.
+pub struct Publication {
+    entries: Vec<(u32, PV, Option<String>)>,
+    target: u64,
+}
+
+/// What the helper read: the trace entries of whole batches from `start` (a MARK)
+/// to `stop` (after an APPENDS), and the memo entries those bytes made.
+pub struct HelperResult {
+    start: u64,
+    stop: u64,
+    events: std::collections::VecDeque<Event>,
+    dropped: u64,
+    /// The index of the helper's first memo entry: the real one when the file's PUTs
+    /// told it, else HELPER_MEMO_BASE (whatever the main reader's length is).
+    memo_base: u64,
+    memo_n: u64,
+    memo_strings: Vec<(u64, String)>,
+    seen: (bool, bool, bool),
+}
+
+/// The main reader's side of a split read.
+pub struct SplitMain {
+    publish_after: u64,
+    target: u64,
+    tx: Option<Sender<Publication>>,
+    rx: Receiver<HelperResult>,
+    start: Arc<AtomicU64>,
+    cancel: Arc<AtomicBool>,
+    published: Vec<(u32, PV)>,
+    done: bool,
+    waited: bool,
+    taken_events: u64,
+}
+
+/// `start` before the helper has decided, and after it gave up.
+const NOT_YET: u64 = u64::MAX;
+const GAVE_UP: u64 = u64::MAX - 1;
+
+/// Tells the main reader the helper gave up unless it posted a start.
+struct GiveUpOnDrop<'a>(&'a AtomicU64);
+
+impl Drop for GiveUpOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .compare_exchange(NOT_YET, GAVE_UP, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+/// Where a helper's own memo entries start: far above any index a file can use
+/// before the helper's part, so references to them are never resolved by mistake.
+const HELPER_MEMO_BASE: u64 = 1 << 31;
+
+/// The helper thread: wait for the publication, find a batch boundary after the
+/// target, read batches of trace entries with the fast path, send what it read.
+fn helper(
+    path: &Path,
+    total: u64,
+    max_events: usize,
+    rx: Receiver<Publication>,
+    tx: Sender<HelperResult>,
+    start: &AtomicU64,
+    cancel: &AtomicBool,
+) {
+    let _give_up = GiveUpOnDrop(start);
+    let Ok(publication) = rx.recv() else { return };
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return;
+    };
+    let target = publication.target;
+    if f.seek(SeekFrom::Start(target)).is_err() {
+        return;
+    }
+    let mut window = vec![0u8; 1 << 20];
+    let mut n = 0;
+    while n < window.len() {
+        match f.read(&mut window[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    // Candidates: APPENDS, MARK, EMPTY_DICT: a new batch of dicts after a batch.
+    let candidates = window[..n]
+        .windows(3)
+        .enumerate()
+        .filter(|(_, w)| w == b"e(}")
+        .map(|(i, _)| target + i as u64 + 1)
+        .take(32);
+    for c in candidates {
+        if cancel.load(Ordering::Acquire) {
+            return;
+        }
+        let mut b = Builder::new(max_events);
+        for (idx, v, text) in &publication.entries {
+            b.seed_memo(*idx, *v, text.as_deref());
+        }
+        b.set_memo_len(HELPER_MEMO_BASE);
+        let list = b.new_list();
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(c)).is_err() {
+            return;
+        }
+        let mut vm = Vm {
+            inp: Input::at(file, total, c),
+            b: &mut b,
+            stack: vec![list],
+            marks: Vec::new(),
+            op_offset: c,
+            protocol: None,
+            fast: true,
+            split: None,
+        };
+        let (stop, memo_len, memo_base) = vm.run_follower(list, start, cancel);
+        if stop > c {
+            let memo_n = memo_len - memo_base;
+            let memo_strings = b.memo_strings_from(memo_base, memo_n);
+            let (events, dropped) = b.take_events(list);
+            let _ = tx.send(HelperResult {
+                start: c,
+                stop,
+                events,
+                dropped,
+                memo_base,
+                memo_n,
+                memo_strings,
+                seen: b.seen_event_keys(),
+            });
+            return;
+        }
+    }
+}
+
+/// Read a large snapshot file with a helper thread that reads the second half of
+/// its trace (from about `at` of the file) at the same time. The main reader takes
+/// the helper's part only when it reaches the helper's start in the state the helper
+/// assumed; otherwise it reads everything itself, so the result is always what
+/// [`read_pickle`] gives. Returns the snapshot and how many trace entries came from
+/// the helper.
+pub fn read_pickle_split(
+    path: &Path,
+    total: u64,
+    max_events: usize,
+    at: f64,
+) -> Result<(Snapshot, u64), PickleError> {
+    let file = std::fs::File::open(path).map_err(|e| PickleError {
+        offset: 0,
+        msg: format!("cannot open: {e}"),
+    })?;
+    let (pub_tx, pub_rx) = channel();
+    let (res_tx, res_rx) = channel();
+    let start = Arc::new(AtomicU64::new(NOT_YET));
+    let cancel = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let (start2, cancel2) = (start.clone(), cancel.clone());
+        s.spawn(move || helper(path, total, max_events, pub_rx, res_tx, &start2, &cancel2));
+        let mut sp = SplitMain {
+            publish_after: total / 50,
+            target: (total as f64 * at) as u64,
+            tx: Some(pub_tx),
+            rx: res_rx,
+            start,
+            cancel: cancel.clone(),
+            published: Vec::new(),
+            done: false,
+            waited: false,
+            taken_events: 0,
+        };
+        let r = read_with(file, total, max_events, true, Some(&mut sp));
+        cancel.store(true, Ordering::Release);
+        let taken = sp.taken_events;
+        drop(sp);
+        r.map(|mut snap| {
+            snap.read_ahead_events = taken;
+            (snap, taken)
+        })
     })
 }
 
