@@ -40,7 +40,7 @@ fn cat_color(c: Category) -> &'static str {
     }
 }
 
-const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}\
+const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}svg{max-width:100%;height:auto}\
 h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}\
 table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\
 td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px}\
@@ -134,10 +134,15 @@ fn timeline_svg(out: &mut String, tl: &Timeline, title: &str, small: bool) {
         let xo = x(sample_of(o));
         let _ = write!(
             out,
-            "<line class=\"oom\" x1=\"{xo:.1}\" y1=\"{mt}\" x2=\"{xo:.1}\" y2=\"{}\" stroke=\"#d00\" stroke-width=\"2\"><title>OOM at event {o}</title></line><text x=\"{:.1}\" y=\"{}\" fill=\"#d00\">OOM</text>",
+            "<line class=\"oom\" x1=\"{xo:.1}\" y1=\"{mt}\" x2=\"{xo:.1}\" y2=\"{}\" stroke=\"#d00\" stroke-width=\"2\"><title>OOM at event {o}</title></line><text x=\"{:.1}\" y=\"{}\" fill=\"#d00\" text-anchor=\"{}\">OOM</text>",
             mt + ph,
-            xo + 3.0,
-            mt + 12.0
+            if xo > ml + pw / 2.0 {
+                xo - 3.0
+            } else {
+                xo + 3.0
+            },
+            mt + 12.0,
+            if xo > ml + pw / 2.0 { "end" } else { "start" }
         );
     }
     out.push_str("</svg>");
@@ -583,7 +588,7 @@ if(t){tip.textContent=t;tip.style.display='block';tip.style.left=(e.clientX+12)+
 window.addEventListener('load',function(){var s=document.createElement('div');s.id='render-status';\
 var n=document.querySelectorAll('svg').length;\
 s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);\
-s.className='muted';document.body.appendChild(s);});})();</script>",
+s.style.display='none';document.body.appendChild(s);});})();</script>",
     );
     o.push_str("</body></html>\n");
     o

@@ -71,6 +71,15 @@ impl SiteRef {
             },
         }
     }
+    /// `file:line in function` with the full path (just the file for no stack).
+    pub fn label_full(&self) -> String {
+        if self.function.is_empty() {
+            self.file.clone()
+        } else {
+            format!("{}:{} in {}", self.file, self.line, self.function)
+        }
+    }
+
     pub fn label(&self) -> String {
         if self.function.is_empty() {
             self.file.clone()

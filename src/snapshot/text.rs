@@ -168,14 +168,12 @@ pub fn render(r: &Report) -> String {
         };
         let _ = writeln!(
             out,
-            "  {:>12} {:>5.1}% {:>6} blk  {:<15} {}:{} in {}{}",
+            "  {:>12} {:>5.1}% {:>6} blk  {:<15} {}{}",
             human(s.bytes),
             s.percent,
             s.blocks,
             s.category.name(),
-            s.file,
-            s.line,
-            s.function,
+            s.site_ref().label_full(),
             origin
         );
         if s.stack.len() > 1 {
