@@ -161,7 +161,10 @@ fn truncated_malformed_and_wrong_files_are_one_line_errors() {
     let p = fixture("refused/truncated.pickle");
     let err = user_error(&[p.to_str().unwrap()]);
     assert!(err.contains("truncated"), "{err}");
-    assert!(err.contains(&format!("file ends at byte {at}")), "{err}");
+    assert!(
+        err.contains(&format!("at byte {at}")) || err.contains(&format!("ends at byte {at}")),
+        "{err}"
+    );
 
     let cases = [
         (
@@ -198,6 +201,27 @@ fn truncated_malformed_and_wrong_files_are_one_line_errors() {
         "/nonexistent/other.pickle",
     ]);
     assert!(err.contains("/nonexistent/other.pickle"), "{err}");
+}
+
+/// Inputs the fuzzer found: each is an error, not a panic.
+#[test]
+fn fuzzer_findings_are_errors() {
+    let mut huge_len = vec![0x8e];
+    huge_len.extend([0xff; 41]);
+    let cases: Vec<(Vec<u8>, &str)> = vec![
+        (huge_len, "runs past the end of the file"),
+        // A block size no GPU has.
+        (
+            b"\x80\x04}(\x8c\x08segments](}(\x8c\ntotal_size\x8a\x08\xff\xff\xff\xff\xff\xff\xff\x7f\x8c\x06blocks]ue\x8c\rdevice_traces]u.".to_vec(),
+            "larger than any GPU allocation",
+        ),
+    ];
+    for (bytes, want) in cases {
+        let Err(err) = instrument::snapshot::load::load_bytes(&bytes, 1000) else {
+            panic!("read as a snapshot: {want}");
+        };
+        assert!(err.contains(want), "{err}");
+    }
 }
 
 /// Deterministic mutations of real snapshots (flipped bytes, cuts, spliced opcodes):

@@ -55,28 +55,29 @@ pub struct Totals {
 
 impl Totals {
     fn add_segment(&mut self, seg: &super::model::Segment) {
-        self.reserved_bytes += seg.total_size;
-        self.segments += 1;
+        self.reserved_bytes = self.reserved_bytes.saturating_add(seg.total_size);
+        self.segments = self.segments.saturating_add(1);
         if seg.blocks.iter().all(|b| b.state == BlockState::Inactive) {
-            self.free_segments += 1;
-            self.free_segment_bytes += seg.total_size;
+            self.free_segments = self.free_segments.saturating_add(1);
+            self.free_segment_bytes = self.free_segment_bytes.saturating_add(seg.total_size);
         }
         for b in &seg.blocks {
             match b.state {
                 BlockState::Allocated => {
-                    self.allocated_bytes += b.size;
-                    self.allocated_blocks += 1;
+                    self.allocated_bytes = self.allocated_bytes.saturating_add(b.size);
+                    self.allocated_blocks = self.allocated_blocks.saturating_add(1);
                     let req = b.requested_size.min(b.size);
-                    self.requested_bytes += req;
-                    self.rounding_waste_bytes += b.size - req;
+                    self.requested_bytes = self.requested_bytes.saturating_add(req);
+                    self.rounding_waste_bytes =
+                        self.rounding_waste_bytes.saturating_add(b.size - req);
                 }
                 BlockState::PendingFree => {
-                    self.pending_free_bytes += b.size;
-                    self.pending_free_blocks += 1;
+                    self.pending_free_bytes = self.pending_free_bytes.saturating_add(b.size);
+                    self.pending_free_blocks = self.pending_free_blocks.saturating_add(1);
                 }
                 BlockState::Inactive => {
-                    self.inactive_bytes += b.size;
-                    self.inactive_blocks += 1;
+                    self.inactive_bytes = self.inactive_bytes.saturating_add(b.size);
+                    self.inactive_blocks = self.inactive_blocks.saturating_add(1);
                     self.largest_inactive_block_bytes =
                         self.largest_inactive_block_bytes.max(b.size);
                 }
@@ -92,21 +93,25 @@ impl Totals {
     }
     /// Sum of several totals (for directories of ranks).
     pub fn merge(&mut self, o: &Totals) {
-        self.reserved_bytes += o.reserved_bytes;
-        self.allocated_bytes += o.allocated_bytes;
-        self.pending_free_bytes += o.pending_free_bytes;
-        self.inactive_bytes += o.inactive_bytes;
-        self.requested_bytes += o.requested_bytes;
-        self.rounding_waste_bytes += o.rounding_waste_bytes;
-        self.segments += o.segments;
-        self.allocated_blocks += o.allocated_blocks;
-        self.pending_free_blocks += o.pending_free_blocks;
-        self.inactive_blocks += o.inactive_blocks;
+        self.reserved_bytes = self.reserved_bytes.saturating_add(o.reserved_bytes);
+        self.allocated_bytes = self.allocated_bytes.saturating_add(o.allocated_bytes);
+        self.pending_free_bytes = self.pending_free_bytes.saturating_add(o.pending_free_bytes);
+        self.inactive_bytes = self.inactive_bytes.saturating_add(o.inactive_bytes);
+        self.requested_bytes = self.requested_bytes.saturating_add(o.requested_bytes);
+        self.rounding_waste_bytes = self
+            .rounding_waste_bytes
+            .saturating_add(o.rounding_waste_bytes);
+        self.segments = self.segments.saturating_add(o.segments);
+        self.allocated_blocks = self.allocated_blocks.saturating_add(o.allocated_blocks);
+        self.pending_free_blocks = self
+            .pending_free_blocks
+            .saturating_add(o.pending_free_blocks);
+        self.inactive_blocks = self.inactive_blocks.saturating_add(o.inactive_blocks);
         self.largest_inactive_block_bytes = self
             .largest_inactive_block_bytes
             .max(o.largest_inactive_block_bytes);
-        self.free_segments += o.free_segments;
-        self.free_segment_bytes += o.free_segment_bytes;
+        self.free_segments = self.free_segments.saturating_add(o.free_segments);
+        self.free_segment_bytes = self.free_segment_bytes.saturating_add(o.free_segment_bytes);
         self.finish();
     }
 }
@@ -146,10 +151,12 @@ pub fn group_sites(
             cat: BTreeMap::new(),
             stacks: BTreeMap::new(),
         });
-        acc.bytes += bytes;
+        acc.bytes = acc.bytes.saturating_add(bytes);
         acc.blocks += 1;
-        *acc.cat.entry(a.category).or_default() += bytes;
-        *acc.stacks.entry(stack).or_default() += bytes;
+        let c = acc.cat.entry(a.category).or_default();
+        *c = c.saturating_add(bytes);
+        let st = acc.stacks.entry(stack).or_default();
+        *st = st.saturating_add(bytes);
     }
     let mut out: Vec<SiteAgg> = by
         .into_iter()
@@ -205,7 +212,8 @@ pub struct Analysis<'s> {
 fn choose_device(snap: &Snapshot, wanted: Option<i64>) -> Result<(i64, String), String> {
     let mut seg_devices: BTreeMap<i64, u64> = BTreeMap::new();
     for s in &snap.segments {
-        *seg_devices.entry(s.device).or_default() += s.total_size;
+        let r = seg_devices.entry(s.device).or_default();
+        *r = r.saturating_add(s.total_size);
     }
     let traced: Vec<i64> = snap
         .traces
@@ -287,7 +295,7 @@ impl<'s> Analysis<'s> {
             .filter(|b| b.state == BlockState::Allocated)
             .map(|b| (b.stack, b.size));
         let sites = group_sites(snap, &mut attr, live);
-        let mut category_bytes = BTreeMap::new();
+        let mut category_bytes: BTreeMap<Category, u64> = BTreeMap::new();
         for seg in snap.segments.iter().filter(|s| s.device == device) {
             for b in seg
                 .blocks
@@ -295,7 +303,8 @@ impl<'s> Analysis<'s> {
                 .filter(|b| b.state == BlockState::Allocated)
             {
                 let c = attr.attribute(snap, b.stack).category;
-                *category_bytes.entry(c).or_default() += b.size;
+                let e = category_bytes.entry(c).or_default();
+                *e = e.saturating_add(b.size);
             }
         }
 

@@ -380,6 +380,18 @@ fn as_u64(v: Value, what: &str) -> BResult<u64> {
     }
 }
 
+/// No single GPU allocation or segment is anywhere near this; larger values are
+/// refused, which also keeps every sum of sizes far from overflowing.
+const MAX_SIZE: u64 = 1 << 40;
+
+fn as_size(v: Value, what: &str) -> BResult<u64> {
+    let n = as_u64(v, what)?;
+    if n > MAX_SIZE {
+        return err(format!("{what} is {n}, larger than any GPU allocation"));
+    }
+    Ok(n)
+}
+
 fn as_i64(v: Value, what: &str) -> BResult<i64> {
     match v {
         Value::Int(i) => Ok(i),
@@ -1286,7 +1298,9 @@ impl Builder {
         };
         if let Some(i) = Self::small_int(v) {
             match k {
-                K_ADDR | K_DEVICE_FREE | K_SIZE if i >= 0 => {
+                K_ADDR | K_DEVICE_FREE | K_SIZE
+                    if i >= 0 && (k != K_SIZE || i as u64 <= MAX_SIZE) =>
+                {
                     if k == K_SIZE {
                         ev.size = i as u64;
                     } else {
@@ -1324,7 +1338,7 @@ impl Builder {
                 }
             },
             K_ADDR | K_DEVICE_FREE => ev.addr = as_u64(v, "trace entry address")?,
-            K_SIZE => ev.size = as_u64(v, "trace entry `size`")?,
+            K_SIZE => ev.size = as_size(v, "trace entry `size`")?,
             K_STREAM => ev.stream = as_i64(v, "trace entry `stream`")?,
             K_TIME_US => {
                 ev.time_us = as_i64(v, "trace entry `time_us`")?;
@@ -1363,8 +1377,8 @@ impl Builder {
             let (k, v) = (self.val(k), self.val(v));
             let Value::Str(k) = k else { continue };
             match k {
-                K_SIZE => b.size = as_u64(v, "block `size`")?,
-                K_REQUESTED_SIZE => b.requested_size = as_u64(v, "block `requested_size`")?,
+                K_SIZE => b.size = as_size(v, "block `size`")?,
+                K_REQUESTED_SIZE => b.requested_size = as_size(v, "block `requested_size`")?,
                 K_ADDRESS => b.address = Some(as_u64(v, "block `address`")?),
                 K_FRAMES => b.stack = Self::stack_of(v, "block")?,
                 K_STATE => {
@@ -1433,7 +1447,7 @@ impl Builder {
         for &(k, v) in items {
             let (k, v) = (self.val(k), self.val(v));
             match k {
-                Value::Str(K_REAL_SIZE) => real = as_u64(v, "history `real_size`")?,
+                Value::Str(K_REAL_SIZE) => real = as_size(v, "history `real_size`")?,
                 Value::Str(K_FRAMES) => stack = Self::stack_of(v, "history entry")?,
                 _ => {}
             }
@@ -1459,7 +1473,7 @@ impl Builder {
             match k {
                 K_DEVICE => s.device = as_i64(v, "segment `device`")?,
                 K_ADDRESS => s.address = as_u64(v, "segment `address`")?,
-                K_TOTAL_SIZE => s.total_size = as_u64(v, "segment `total_size`")?,
+                K_TOTAL_SIZE => s.total_size = as_size(v, "segment `total_size`")?,
                 K_STREAM => s.stream = as_i64(v, "segment `stream`")?,
                 K_SEGMENT_TYPE => {
                     if let Value::Str(t) = v {

@@ -21,7 +21,7 @@ pub fn diff(before: &Analysis, after: &Analysis, before_src: Source, after_src: 
         let e = by
             .entry(k)
             .or_insert((s.category, Side::default(), Side::default()));
-        e.1.bytes += s.bytes;
+        e.1.bytes = e.1.bytes.saturating_add(s.bytes);
         e.1.blocks += s.blocks;
     }
     for s in &after.sites {
@@ -30,7 +30,7 @@ pub fn diff(before: &Analysis, after: &Analysis, before_src: Source, after_src: 
             .entry(k)
             .or_insert((s.category, Side::default(), Side::default()));
         e.0 = s.category;
-        e.2.bytes += s.bytes;
+        e.2.bytes = e.2.bytes.saturating_add(s.bytes);
         e.2.blocks += s.blocks;
     }
     // Sites the later trace shows retaining allocations over several steps.
@@ -72,7 +72,8 @@ pub fn diff(before: &Analysis, after: &Analysis, before_src: Source, after_src: 
             bytes_after: a.bytes,
             blocks_before: b.blocks,
             blocks_after: a.blocks,
-            delta_bytes: a.bytes as i64 - b.bytes as i64,
+            delta_bytes: (a.bytes as i128 - b.bytes as i128)
+                .clamp(i64::MIN as i128, i64::MAX as i128) as i64,
             verdict: verdict.into(),
         };
         match verdict {

@@ -102,7 +102,7 @@ fn timeline_svg(out: &mut String, tl: &Timeline, title: &str, small: bool) {
     for (label, color, v) in &layers {
         let mut pts = String::new();
         for (j, b) in base.iter().enumerate() {
-            let top = b + v.get(j).copied().unwrap_or(0);
+            let top = b.saturating_add(v.get(j).copied().unwrap_or(0));
             let _ = write!(pts, "{:.1},{:.1} ", x(j), y(top));
         }
         for (j, b) in base.iter().enumerate().rev() {
@@ -116,7 +116,7 @@ fn timeline_svg(out: &mut String, tl: &Timeline, title: &str, small: bool) {
             esc(&format!("{label}: peak {}", human(peak)))
         );
         for (j, b) in base.iter_mut().enumerate() {
-            *b += v.get(j).copied().unwrap_or(0);
+            *b = b.saturating_add(v.get(j).copied().unwrap_or(0));
         }
     }
     let sample_of = |ev: u32| tl.sample_events.partition_point(|&s| s < ev).min(m - 1);
@@ -208,7 +208,7 @@ fn segment_svg(out: &mut String, segs: &[SegmentBar]) {
                 esc(&tip),
                 esc(&tip)
             );
-            off += size;
+            off = off.saturating_add(*size);
         }
     }
     out.push_str("</svg><div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>live (active_allocated)</span><span><i style=\"background:#f28e2b\"></i>delayed free</span><span><i style=\"background:#e0e0e0\"></i>inactive (cached)</span></div>");

@@ -3,7 +3,7 @@
 
 use super::analysis::Analysis;
 use super::attrib::Category;
-use super::report::{Diff, Pattern, SiteRef, human, pct};
+use super::report::{Diff, Pattern, SiteRef, human, pct, sat_sum};
 use super::trace::NONE;
 
 pub const RETAINED_GRAPH: &str = "retained_autograd_graph";
@@ -68,8 +68,8 @@ fn retained_graph(a: &mut Analysis, diff: Option<&Diff>) -> Option<Pattern> {
         let mut steps: Vec<u32> = act.iter().flat_map(|r| r.steps.iter().copied()).collect();
         steps.sort_unstable();
         steps.dedup();
-        let blocks: u64 = act.iter().map(|r| r.blocks).sum();
-        let b: u64 = act.iter().map(|r| r.bytes).sum();
+        let blocks: u64 = sat_sum(act.iter().map(|r| r.blocks));
+        let b: u64 = sat_sum(act.iter().map(|r| r.bytes));
         if steps.len() >= 2 && blocks >= 2 * steps.len() as u64 {
             bytes = b;
             evidence.push(format!(
@@ -119,7 +119,7 @@ fn retained_graph(a: &mut Analysis, diff: Option<&Diff>) -> Option<Pattern> {
                 s.blocks_after,
                 human(s.bytes_after)
             ));
-            bytes += s.bytes_after.saturating_sub(s.bytes_before);
+            bytes = bytes.saturating_add(s.bytes_after.saturating_sub(s.bytes_before));
             sites.push(SiteRef {
                 file: s.file.clone(),
                 line: s.line,
@@ -143,7 +143,7 @@ fn growing_container(a: &mut Analysis, diff: Option<&Diff>, graph_fired: bool) -
     let snap = a.snap;
     let mut evidence = Vec::new();
     let mut sites = Vec::new();
-    let mut bytes = 0;
+    let mut bytes = 0u64;
     if let Some(t) = &a.trace {
         for r in t.retained.iter().filter(|r| {
             r.steps.len() >= 3
@@ -163,7 +163,7 @@ fn growing_container(a: &mut Analysis, diff: Option<&Diff>, graph_fired: bool) -
                 human(r.bytes),
                 steps_span(&r.steps)
             ));
-            bytes += r.bytes;
+            bytes = bytes.saturating_add(r.bytes);
             sites.push(s);
         }
     }
@@ -184,7 +184,7 @@ fn growing_container(a: &mut Analysis, diff: Option<&Diff>, graph_fired: bool) -
                 human(s.bytes_before),
                 human(s.bytes_after)
             ));
-            bytes += s.bytes_after.saturating_sub(s.bytes_before);
+            bytes = bytes.saturating_add(s.bytes_after.saturating_sub(s.bytes_before));
             sites.push(SiteRef {
                 file: s.file.clone(),
                 line: s.line,
@@ -240,7 +240,7 @@ fn optimizer_state(a: &mut Analysis, diff: Option<&Diff>) -> Option<Pattern> {
             if a.attr.attribute(snap, r.stack).category != Category::OptimizerState {
                 continue;
             }
-            in_window += r.size;
+            in_window = in_window.saturating_add(r.size);
             steps.push(t.step_of(r.alloc_idx));
         }
         steps.sort_unstable();
@@ -275,10 +275,10 @@ fn optimizer_state(a: &mut Analysis, diff: Option<&Diff>) -> Option<Pattern> {
             .filter(|s| s.category == Category::OptimizerState && s.verdict != "shrinking")
             .collect();
         if !new.is_empty() {
-            let b: u64 = new
-                .iter()
-                .map(|s| s.bytes_after.saturating_sub(s.bytes_before))
-                .sum();
+            let b: u64 = sat_sum(
+                new.iter()
+                    .map(|s| s.bytes_after.saturating_sub(s.bytes_before)),
+            );
             evidence.push(format!(
                 "diff: optimizer state grew by {} between the snapshots ({} site(s))",
                 human(b),
@@ -314,7 +314,7 @@ fn checkpointing(a: &mut Analysis) -> Option<Pattern> {
             .collect();
         if saw.len() >= 2 {
             let n = saw.len() as u64;
-            let mean_rel = saw.iter().map(|s| s.activation_released).sum::<u64>() / n;
+            let mean_rel = sat_sum(saw.iter().map(|s| s.activation_released)) / n;
             let best = saw
                 .iter()
                 .max_by_key(|s| s.activation_at_peak)
@@ -414,8 +414,11 @@ fn ddp(a: &mut Analysis) -> Option<Pattern> {
     let o = a.cat_bytes(Category::OptimizerState);
     let c = a.cat_bytes(Category::Communication);
     let live = a.live_bytes();
+    let model = p.saturating_add(g).saturating_add(o);
+    let (p128, g128) = (p as u128, g as u128);
     // Full-size gradients (about one per parameter byte) and the model state dominating.
-    if p == 0 || g * 4 < p * 3 || g * 4 > p * 5 || (p + g + o) * 2 < live || !a.distributed() {
+    if p == 0 || g128 * 4 < p128 * 3 || g128 * 4 > p128 * 5 || model < live / 2 || !a.distributed()
+    {
         return None;
     }
     let mut evidence = vec![
@@ -428,8 +431,8 @@ fn ddp(a: &mut Analysis) -> Option<Pattern> {
         ),
         format!(
             "parameters + gradients + optimizer state are {} ({}% of live memory)",
-            human(p + g + o),
-            pct(p + g + o, live)
+            human(model),
+            pct(model, live)
         ),
     ];
     if c > 0 {
@@ -444,7 +447,7 @@ fn ddp(a: &mut Analysis) -> Option<Pattern> {
         "Gradient memory under DDP vs. FSDP",
         evidence,
         "Every rank holds full parameters, gradients and optimizer state (DDP-style replication). If memory-bound, shard them: FSDP (`torch.distributed.fsdp.fully_shard`) or ZeRO stages 1-3 divide this state by the number of ranks.",
-        Some(p + g + o),
+        Some(model),
         Vec::new(),
     ))
 }
@@ -455,7 +458,7 @@ fn reference_cycles(a: &mut Analysis) -> Option<Pattern> {
     if t.bursts.is_empty() {
         return None;
     }
-    let total: u64 = t.bursts.iter().map(|b| b.bytes).sum();
+    let total: u64 = sat_sum(t.bursts.iter().map(|b| b.bytes));
     let big = t.bursts.iter().max_by_key(|b| b.bytes).expect("non-empty");
     let site = SiteRef::of(snap, big.site);
     let evidence = vec![

@@ -195,8 +195,15 @@ impl<R: Source> Input<R> {
             return Ok(&self.buf[s..s + n as usize]);
         }
         // Refuse lengths past the end of the input before allocating anything.
-        if self.total > 0 && self.offset() + n > self.total {
-            return Err(self.truncated(n - avail));
+        // (A length the file cannot hold is refused before allocating anything.)
+        if self.offset().saturating_add(n) > self.total.max(1) && (self.total > 0 || n > 1 << 30) {
+            return Err(PickleError {
+                offset: self.offset(),
+                msg: format!(
+                    "truncated: a length of {n} bytes runs past the end of the file at byte {}",
+                    self.total
+                ),
+            });
         }
         if n <= BUF as u64 {
             if !self.fill(n as usize)? {

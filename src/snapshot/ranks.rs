@@ -251,7 +251,7 @@ pub fn report(dir: &Path, opts: &Options, visuals: bool) -> Result<Report, Strin
                 blocks: 0,
                 ..s.clone()
             });
-            e.bytes += s.bytes;
+            e.bytes = e.bytes.saturating_add(s.bytes);
             e.blocks += s.blocks;
         }
         for o in &rep.oom {
@@ -367,8 +367,7 @@ fn differing(res: &[(u32, PathBuf, RankResult)], i: usize, sign: f64) -> Vec<Ran
                         .sites
                         .iter()
                         .filter(|s| s.site_ref() == k)
-                        .map(|s| s.bytes)
-                        .sum()
+                        .fold(0u64, |a, s| a.saturating_add(s.bytes))
                 })
                 .collect();
             let m = median(others);
@@ -379,7 +378,8 @@ fn differing(res: &[(u32, PathBuf, RankResult)], i: usize, sign: f64) -> Vec<Ran
                 function: k.function,
                 bytes: b,
                 median_bytes: m,
-                delta_bytes: b as i64 - m as i64,
+                delta_bytes: (b as i128 - m as i128).clamp(i64::MIN as i128, i64::MAX as i128)
+                    as i64,
             }
         })
         .filter(|d| d.delta_bytes != 0 && (sign == 0.0 || (d.delta_bytes > 0) == (sign > 0.0)))

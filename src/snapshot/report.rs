@@ -34,6 +34,11 @@ pub fn signed_human(delta: i64) -> String {
     format!("{sign}{}", human(delta.unsigned_abs()))
 }
 
+/// A sum of byte counts that saturates instead of overflowing.
+pub fn sat_sum(it: impl IntoIterator<Item = u64>) -> u64 {
+    it.into_iter().fold(0u64, |a, b| a.saturating_add(b))
+}
+
 pub fn pct(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
@@ -448,11 +453,10 @@ fn trace_out(a: &mut Analysis) -> Trace {
         Sawtooth {
             cycles: saw.len() as u32,
             steps: t.step_count(),
-            mean_peak_bytes: saw.iter().map(|s| s.peak).sum::<u64>() / n,
-            mean_trough_bytes: saw.iter().map(|s| s.trough).sum::<u64>() / n,
-            mean_released_bytes: saw.iter().map(|s| s.released).sum::<u64>() / n,
-            mean_activation_released_bytes: saw.iter().map(|s| s.activation_released).sum::<u64>()
-                / n,
+            mean_peak_bytes: sat_sum(saw.iter().map(|s| s.peak)) / n,
+            mean_trough_bytes: sat_sum(saw.iter().map(|s| s.trough)) / n,
+            mean_released_bytes: sat_sum(saw.iter().map(|s| s.released)) / n,
+            mean_activation_released_bytes: sat_sum(saw.iter().map(|s| s.activation_released)) / n,
             max_activation_at_peak_bytes: saw
                 .iter()
                 .map(|s| s.activation_at_peak)
@@ -597,9 +601,10 @@ fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
         } else {
             bucket(r.alloc_idx)
         };
-        diff[k][start] += r.size as i64;
+        diff[k][start] = diff[k][start].saturating_add(r.size as i64);
         if r.free_idx != NONE {
-            diff[k][bucket(r.free_idx)] -= r.size as i64;
+            let b = bucket(r.free_idx);
+            diff[k][b] = diff[k][b].saturating_sub(r.size as i64);
         }
     }
     let mut sample_events = Vec::with_capacity(m);
@@ -616,9 +621,9 @@ fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
         let mut cur = 0i64;
         let mut v = Vec::with_capacity(m);
         for (j, s_j) in sum.iter_mut().enumerate() {
-            cur += diff[k][j];
+            cur = cur.saturating_add(diff[k][j]);
             let x = cur.max(0) as u64;
-            *s_j += x;
+            *s_j = s_j.saturating_add(x);
             v.push(x);
         }
         series.push((SiteRef::of(snap, s.site).label(), s.category, v));

@@ -224,8 +224,7 @@ pub fn analyse(
     let baseline: u64 = recs
         .iter()
         .filter(|r| r.alloc_idx == NONE)
-        .map(|r| r.size)
-        .sum();
+        .fold(0u64, |a, r| a.saturating_add(r.size));
 
     // Live bytes after each event.
     let mut delta = vec![0i64; n];
@@ -241,7 +240,7 @@ pub fn analyse(
     let mut cur = baseline as i64;
     let (mut peak, mut peak_idx) = (baseline, 0u32);
     for (i, d) in delta.iter().enumerate() {
-        cur += d;
+        cur = cur.saturating_add(*d);
         let v = cur.max(0) as u64;
         if v > peak {
             peak = v;
@@ -256,7 +255,7 @@ pub fn analyse(
     for (_, (stream, size)) in pending {
         let e = by_stream.entry(stream).or_default();
         e.0 += 1;
-        e.1 += size;
+        e.1 = e.1.saturating_add(size);
     }
     let pending = by_stream
         .into_iter()
@@ -494,11 +493,11 @@ fn step_stats(snap: &Snapshot, ta: &TraceAnalysis, attr: &mut Attributor) -> Vec
             continue;
         }
         let st = &mut steps[s as usize - 1];
-        st.released += r.size;
+        st.released = st.released.saturating_add(r.size);
         if attr.attribute(snap, r.stack).category == Category::Activations {
-            st.activation_released += r.size;
+            st.activation_released = st.activation_released.saturating_add(r.size);
             if r.alloc_idx <= st.peak_idx && r.free_idx > st.peak_idx {
-                st.activation_at_peak += r.size;
+                st.activation_at_peak = st.activation_at_peak.saturating_add(r.size);
             }
         }
     }
@@ -528,7 +527,7 @@ fn retained_sites(snap: &Snapshot, ta: &TraceAnalysis, attr: &mut Attributor) ->
             .or_insert_with(|| (a.category, r.stack, vec![0; k as usize], 0, 0));
         e.2[s as usize - 1] += 1;
         e.3 += 1;
-        e.4 += r.size;
+        e.4 = e.4.saturating_add(r.size);
     }
     let complete = (k - 1) as usize;
     let mut out: Vec<Retained> = by
@@ -616,7 +615,9 @@ fn free_bursts(
                     end_idx: end,
                     step: burst_step,
                     blocks: old.len() as u64,
-                    bytes: old.iter().map(|&r| ta.recs[r as usize].size).sum(),
+                    bytes: old
+                        .iter()
+                        .fold(0u64, |a, &r| a.saturating_add(ta.recs[r as usize].size)),
                     alloc_steps: steps.len() as u32,
                     site: sites.first().and_then(|s| s.site),
                 });
