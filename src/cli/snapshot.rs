@@ -1,15 +1,82 @@
 //! `instrument snapshot`: argument definitions and glue to `crate::snapshot`.
 
+use std::path::PathBuf;
+
 use clap::Args;
+
+use crate::exit::{OK, user_error};
+use crate::snapshot::{Options, analyse, html, text};
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
-    /// A snapshot (.pickle/.pkl/.json) or a directory of per-rank snapshots.
-    pub path: std::path::PathBuf,
+    /// A snapshot (.pickle/.pkl from torch.cuda.memory._dump_snapshot, or .json) or a
+    /// directory of per-rank snapshots (rank read from names like snapshot-rank00003.pickle).
+    pub path: PathBuf,
+    /// Compare with a later snapshot of the same run (PATH earlier, OTHER later).
+    #[arg(long, value_name = "OTHER")]
+    pub diff: Option<PathBuf>,
+    /// Analyse this device's segments and trace (default: the device the segments are on).
+    #[arg(long, value_name = "N")]
+    pub device: Option<i64>,
+    /// How many sites (and OOM holders) to list.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub top: usize,
+    /// Keep only the newest N trace events per device (older ones are counted as dropped).
+    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
+    pub max_trace_events: usize,
+    /// Treat frames whose file matches GLOB as framework internals (repeatable), in
+    /// addition to torch/nn/modules/*, torch/autograd/*, torch/optim/*, torch/utils/*, torch/*.
+    #[arg(long, value_name = "GLOB")]
+    pub internal: Vec<String>,
+    /// Print the report as JSON (schema: docs/snapshot.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Also write a self-contained HTML page to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
-pub fn run(_args: SnapshotArgs) -> anyhow::Result<u8> {
-    Err(crate::exit::user_error(
-        "instrument snapshot is not built yet",
-    ))
+pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
+    if args.max_trace_events == 0 {
+        return Err(user_error("--max-trace-events must be at least 1"));
+    }
+    if args.top == 0 {
+        return Err(user_error("--top must be at least 1"));
+    }
+    let opts = Options {
+        device: args.device,
+        top: args.top,
+        internal: args.internal.clone(),
+        max_trace_events: args.max_trace_events,
+        assume_distributed: false,
+    };
+    if !args.path.exists() {
+        return Err(user_error(format!(
+            "{}: no such file or directory",
+            args.path.display()
+        )));
+    }
+    if let Some(o) = &args.diff
+        && !o.exists()
+    {
+        return Err(user_error(format!(
+            "{}: no such file or directory",
+            o.display()
+        )));
+    }
+    let report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())
+        .map_err(user_error)?;
+    if let Some(h) = &args.html {
+        std::fs::write(h, html::render(&report))
+            .map_err(|e| user_error(format!("cannot write {}: {e}", h.display())))?;
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", text::render(&report));
+        if let Some(h) = &args.html {
+            println!("\nHTML report written to {}", h.display());
+        }
+    }
+    Ok(OK)
 }

@@ -1,0 +1,743 @@
+//! The report: every fact `instrument snapshot` states, as one serialisable value.
+//! `--json` prints it (schema in docs/snapshot.md), the text and HTML renderers read it.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::analysis::{Analysis, SiteAgg, Totals, group_sites};
+use super::attrib::{Category, Origin};
+use super::model::{Action, BlockState, FrameId, Layout, Snapshot, StackId};
+use super::trace::{NONE, StepMethod, TraceAnalysis};
+
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Human-readable bytes (binary units).
+pub fn human(bytes: u64) -> String {
+    const U: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = bytes as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < U.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.2} {}", U[i])
+    }
+}
+
+/// Signed human-readable bytes: "+1.50 MiB", "-512 B".
+pub fn signed_human(delta: i64) -> String {
+    let sign = if delta < 0 { "-" } else { "+" };
+    format!("{sign}{}", human(delta.unsigned_abs()))
+}
+
+/// A sum of byte counts that saturates instead of overflowing.
+pub fn sat_sum(it: impl IntoIterator<Item = u64>) -> u64 {
+    it.into_iter().fold(0u64, |a, b| a.saturating_add(b))
+}
+
+pub fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        (part as f64 * 1000.0 / whole as f64).round() / 10.0
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Source {
+    pub path: String,
+    pub file_bytes: u64,
+    pub layout: Layout,
+}
+
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SiteRef {
+    pub file: String,
+    pub line: i64,
+    pub function: String,
+}
+
+impl SiteRef {
+    pub fn of(snap: &Snapshot, f: Option<FrameId>) -> SiteRef {
+        match f {
+            Some(f) => SiteRef {
+                file: snap.frame_file(f).to_string(),
+                line: snap.frame_line(f),
+                function: snap.frame_name(f).to_string(),
+            },
+            None => SiteRef {
+                file: "<no stack recorded>".into(),
+                line: 0,
+                function: String::new(),
+            },
+        }
+    }
+    /// `file:line in function` with the full path (just the file for no stack).
+    pub fn label_full(&self) -> String {
+        if self.function.is_empty() {
+            self.file.clone()
+        } else {
+            format!("{}:{} in {}", self.file, self.line, self.function)
+        }
+    }
+
+    pub fn label(&self) -> String {
+        if self.function.is_empty() {
+            self.file.clone()
+        } else {
+            format!("{}:{} in {}", short(&self.file), self.line, self.function)
+        }
+    }
+}
+
+/// The last two path components: enough to recognise a file in prose.
+pub fn short(path: &str) -> String {
+    let parts: Vec<&str> = path.rsplitn(3, '/').collect();
+    if parts.len() >= 3 {
+        format!("{}/{}", parts[1], parts[0])
+    } else {
+        path.to_string()
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Site {
+    pub file: String,
+    pub line: i64,
+    pub function: String,
+    pub bytes: u64,
+    pub blocks: u64,
+    pub percent: f64,
+    pub category: Category,
+    pub origin: Origin,
+    /// Up to five user frames of the heaviest stack under this site, innermost first.
+    pub stack: Vec<String>,
+}
+
+impl Site {
+    pub fn site_ref(&self) -> SiteRef {
+        SiteRef {
+            file: self.file.clone(),
+            line: self.line,
+            function: self.function.clone(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceRow {
+    pub device: i64,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StreamRow {
+    pub stream: i64,
+    #[serde(flatten)]
+    pub totals: Totals,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TraceList {
+    pub device: usize,
+    pub events: u64,
+    pub dropped: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct PendingFree {
+    pub stream: i64,
+    pub blocks: u64,
+    pub bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Steps {
+    pub count: u32,
+    /// "marker" (a once-per-step allocation), "sawtooth" (live-memory cycles) or "none".
+    pub method: String,
+    pub marker: Option<SiteRef>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RepeatedUnfreed {
+    pub file: String,
+    pub line: i64,
+    pub function: String,
+    pub category: Category,
+    pub steps_with_unfreed: u32,
+    pub steps: u32,
+    pub blocks: u64,
+    pub bytes: u64,
+    pub per_step_min: u64,
+    pub per_step_max: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Sawtooth {
+    pub cycles: u32,
+    pub steps: u32,
+    pub mean_peak_bytes: u64,
+    pub mean_trough_bytes: u64,
+    pub mean_released_bytes: u64,
+    pub mean_activation_released_bytes: u64,
+    pub max_activation_at_peak_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FreeBurst {
+    pub start_event: u32,
+    pub end_event: u32,
+    pub step: u32,
+    pub blocks: u64,
+    pub bytes: u64,
+    pub allocated_over_steps: u32,
+    pub site: SiteRef,
+}
+
+#[derive(Clone, Debug, Serialize, Default)]
+pub struct Trace {
+    pub present: bool,
+    pub device: Option<i64>,
+    pub kept_events: u64,
+    pub dropped: u64,
+    pub total_events: u64,
+    pub max_trace_events: u64,
+    pub counts: BTreeMap<String, u64>,
+    pub lists: Vec<TraceList>,
+    pub first_time_us: Option<i64>,
+    pub last_time_us: Option<i64>,
+    pub pending_frees: Vec<PendingFree>,
+    pub baseline_live_bytes: u64,
+    pub peak_live_bytes: u64,
+    pub peak_event: Option<u32>,
+    pub steps: Option<Steps>,
+    pub repeated_unfreed: Vec<RepeatedUnfreed>,
+    pub sawtooth: Option<Sawtooth>,
+    pub free_bursts: Vec<FreeBurst>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct FrameOut {
+    pub file: String,
+    pub line: i64,
+    pub function: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Holder {
+    pub file: String,
+    pub line: i64,
+    pub function: String,
+    pub bytes: u64,
+    pub blocks: u64,
+    pub category: Category,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Oom {
+    pub rank: Option<u32>,
+    pub event_index: u32,
+    pub size_bytes: u64,
+    pub device_free_bytes: u64,
+    pub stream: i64,
+    pub time_us: Option<i64>,
+    pub site: SiteRef,
+    pub frames: Vec<FrameOut>,
+    pub live_bytes_before: u64,
+    pub holders: Vec<Holder>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Pattern {
+    pub name: String,
+    pub title: String,
+    pub evidence: Vec<String>,
+    pub fix: String,
+    pub bytes: Option<u64>,
+    pub sites: Vec<SiteRef>,
+    pub ranks: Vec<u32>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct DiffSite {
+    pub file: String,
+    pub line: i64,
+    pub function: String,
+    pub category: Category,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+    pub blocks_before: u64,
+    pub blocks_after: u64,
+    pub delta_bytes: i64,
+    /// "growing" (bytes and blocks both grew: leaking or retaining), "one_time", "shrinking".
+    pub verdict: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Diff {
+    pub before: Source,
+    pub after: Source,
+    pub totals_before: Totals,
+    pub totals_after: Totals,
+    pub sites: Vec<DiffSite>,
+    pub unchanged_sites: usize,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RankFile {
+    pub file: String,
+    pub rank: Option<u32>,
+    pub taken: bool,
+    pub note: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RankSiteDelta {
+    pub file: String,
+    pub line: i64,
+    pub function: String,
+    pub bytes: u64,
+    pub median_bytes: u64,
+    pub delta_bytes: i64,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct RankRow {
+    pub rank: u32,
+    pub file: String,
+    pub device: i64,
+    pub peak_bytes: u64,
+    pub allocated_bytes: u64,
+    pub reserved_bytes: u64,
+    pub ooms: u64,
+    pub stands_out: bool,
+    pub reasons: Vec<String>,
+    pub differing_sites: Vec<RankSiteDelta>,
+}
+
+/// Live memory over time, for the HTML page (not part of the JSON).
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    pub events: u32,
+    pub sample_events: Vec<u32>,
+    pub total: Vec<u64>,
+    pub series: Vec<(String, Category, Vec<u64>)>,
+    pub other: Vec<u64>,
+    pub ooms: Vec<u32>,
+    pub step_starts: Vec<u32>,
+}
+
+/// One segment for the HTML segment map (not part of the JSON).
+#[derive(Clone, Debug)]
+pub struct SegmentBar {
+    pub address: u64,
+    pub total_size: u64,
+    pub stream: i64,
+    pub blocks: Vec<(u64, BlockState, String)>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Report {
+    pub schema_version: u32,
+    /// "snapshot", "diff" or "ranks".
+    pub mode: String,
+    pub source: Source,
+    pub device: Option<i64>,
+    pub device_note: String,
+    pub devices: Vec<DeviceRow>,
+    pub totals: Totals,
+    pub streams: Vec<StreamRow>,
+    pub categories: BTreeMap<Category, u64>,
+    pub sites: Vec<Site>,
+    pub sites_total: usize,
+    pub trace: Trace,
+    pub oom: Vec<Oom>,
+    pub patterns: Vec<Pattern>,
+    pub diff: Option<Diff>,
+    pub ranks: Vec<RankRow>,
+    pub rank_files: Vec<RankFile>,
+    pub allocator_settings: BTreeMap<String, String>,
+    pub internal_patterns: Vec<String>,
+    #[serde(skip)]
+    pub timeline: Option<Timeline>,
+    #[serde(skip)]
+    pub segment_map: Vec<SegmentBar>,
+    #[serde(skip)]
+    pub rank_timelines: Vec<(u32, Timeline)>,
+}
+
+pub fn site_out(a: &mut Analysis, s: &SiteAgg, live: u64) -> Site {
+    let r = SiteRef::of(a.snap, s.site);
+    Site {
+        file: r.file,
+        line: r.line,
+        function: r.function,
+        bytes: s.bytes,
+        blocks: s.blocks,
+        percent: pct(s.bytes, live),
+        category: s.category,
+        origin: s.origin,
+        stack: a.context_lines(s.example_stack, 5),
+    }
+}
+
+pub fn source_of(path: &str, snap: &Snapshot) -> Source {
+    Source {
+        path: path.to_string(),
+        file_bytes: snap.file_bytes,
+        layout: snap.layout.clone(),
+    }
+}
+
+fn trace_out(a: &mut Analysis) -> Trace {
+    let snap = a.snap;
+    let lists = snap
+        .traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| TraceList {
+            device: i,
+            events: t.events.len() as u64,
+            dropped: t.dropped,
+        })
+        .collect();
+    let Some(t) = a.trace.take() else {
+        return Trace {
+            lists,
+            max_trace_events: a.opts.max_trace_events as u64,
+            ..Trace::default()
+        };
+    };
+    let mut counts = BTreeMap::new();
+    for act in Action::ALL {
+        counts.insert(act.name().to_string(), t.counts[act.index()]);
+    }
+    let steps = Some(Steps {
+        count: t.step_count(),
+        method: match t.method {
+            StepMethod::Marker => "marker",
+            StepMethod::Sawtooth => "sawtooth",
+            StepMethod::None => "none",
+        }
+        .into(),
+        marker: t.marker_site.map(|f| SiteRef::of(snap, Some(f))),
+    });
+    let repeated_unfreed = t
+        .retained
+        .iter()
+        .map(|r| {
+            let s = SiteRef::of(snap, r.site);
+            RepeatedUnfreed {
+                file: s.file,
+                line: s.line,
+                function: s.function,
+                category: r.category,
+                steps_with_unfreed: r.steps.len() as u32,
+                steps: t.step_count(),
+                blocks: r.blocks,
+                bytes: r.bytes,
+                per_step_min: r.min_per_step,
+                per_step_max: r.max_per_step,
+            }
+        })
+        .collect();
+    let saw = t.sawtooth_steps();
+    let sawtooth = (!saw.is_empty()).then(|| {
+        let n = saw.len() as u64;
+        Sawtooth {
+            cycles: saw.len() as u32,
+            steps: t.step_count(),
+            mean_peak_bytes: sat_sum(saw.iter().map(|s| s.peak)) / n,
+            mean_trough_bytes: sat_sum(saw.iter().map(|s| s.trough)) / n,
+            mean_released_bytes: sat_sum(saw.iter().map(|s| s.released)) / n,
+            mean_activation_released_bytes: sat_sum(saw.iter().map(|s| s.activation_released)) / n,
+            max_activation_at_peak_bytes: saw
+                .iter()
+                .map(|s| s.activation_at_peak)
+                .max()
+                .unwrap_or(0),
+        }
+    });
+    let free_bursts = t
+        .bursts
+        .iter()
+        .map(|b| FreeBurst {
+            start_event: b.start_idx,
+            end_event: b.end_idx,
+            step: b.step,
+            blocks: b.blocks,
+            bytes: b.bytes,
+            allocated_over_steps: b.alloc_steps,
+            site: SiteRef::of(snap, b.site),
+        })
+        .collect();
+    let out = Trace {
+        present: true,
+        device: Some(a.device),
+        kept_events: t.kept,
+        dropped: t.dropped,
+        total_events: t.kept + t.dropped,
+        max_trace_events: a.opts.max_trace_events as u64,
+        counts,
+        lists,
+        first_time_us: t.first_time_us,
+        last_time_us: t.last_time_us,
+        pending_frees: t
+            .pending
+            .iter()
+            .map(|p| PendingFree {
+                stream: p.stream,
+                blocks: p.blocks,
+                bytes: p.bytes,
+            })
+            .collect(),
+        baseline_live_bytes: t.baseline,
+        peak_live_bytes: t.peak_live_bytes,
+        peak_event: (!t.live.is_empty()).then_some(t.peak_idx),
+        steps,
+        repeated_unfreed,
+        sawtooth,
+        free_bursts,
+    };
+    a.trace = Some(t);
+    out
+}
+
+fn frames_out(snap: &Snapshot, stack: StackId, max: usize) -> Vec<FrameOut> {
+    snap.stack(stack)
+        .iter()
+        .take(max)
+        .map(|&f| FrameOut {
+            file: snap.frame_file(f).to_string(),
+            line: snap.frame_line(f),
+            function: snap.frame_name(f).to_string(),
+        })
+        .collect()
+}
+
+fn ooms_out(a: &mut Analysis, top: usize) -> Vec<Oom> {
+    let snap = a.snap;
+    let Some(t) = a.trace.take() else {
+        return Vec::new();
+    };
+    let out = t
+        .ooms
+        .iter()
+        .map(|o| {
+            let site = a.attr.attribute(snap, o.stack).site;
+            Oom {
+                rank: None,
+                event_index: o.idx,
+                size_bytes: o.size,
+                device_free_bytes: o.device_free,
+                stream: o.stream,
+                time_us: o.time_us,
+                site: SiteRef::of(snap, site),
+                frames: frames_out(snap, o.stack, 40),
+                live_bytes_before: o.live_before,
+                holders: o
+                    .holders
+                    .iter()
+                    .take(top)
+                    .map(|h| {
+                        let r = SiteRef::of(snap, h.site);
+                        Holder {
+                            file: r.file,
+                            line: r.line,
+                            function: r.function,
+                            bytes: h.bytes,
+                            blocks: h.blocks,
+                            category: h.category,
+                        }
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    a.trace = Some(t);
+    out
+}
+
+const SAMPLES: usize = 480;
+const SERIES: usize = 8;
+
+fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
+    let n = t.live.len();
+    if n == 0 {
+        return None;
+    }
+    let snap = a.snap;
+    let m = SAMPLES.min(n);
+    let bucket = |i: u32| -> usize { ((i as u64 * m as u64) / n as u64) as usize };
+    // Top sites by bytes live at the peak.
+    let at_peak = group_sites(
+        snap,
+        &mut a.attr,
+        t.recs
+            .iter()
+            .filter(|r| {
+                (r.alloc_idx == NONE || r.alloc_idx <= t.peak_idx)
+                    && (r.free_idx == NONE || r.free_idx > t.peak_idx)
+            })
+            .map(|r| (r.stack, r.size)),
+    );
+    let top: Vec<&SiteAgg> = at_peak.iter().take(SERIES).collect();
+    let idx_of: BTreeMap<Option<FrameId>, usize> =
+        top.iter().enumerate().map(|(i, s)| (s.site, i)).collect();
+    let mut diff = vec![vec![0i64; m + 1]; top.len()];
+    for r in &t.recs {
+        let site = a.attr.attribute(snap, r.stack).site;
+        let Some(&k) = idx_of.get(&site) else {
+            continue;
+        };
+        let start = if r.alloc_idx == NONE {
+            0
+        } else {
+            bucket(r.alloc_idx)
+        };
+        diff[k][start] = diff[k][start].saturating_add(r.size as i64);
+        if r.free_idx != NONE {
+            let b = bucket(r.free_idx);
+            diff[k][b] = diff[k][b].saturating_sub(r.size as i64);
+        }
+    }
+    let mut sample_events = Vec::with_capacity(m);
+    let mut total = Vec::with_capacity(m);
+    for j in 0..m {
+        // The last event of bucket j.
+        let last = (((j as u64 + 1) * n as u64).div_ceil(m as u64) as usize).clamp(1, n) - 1;
+        sample_events.push(last as u32);
+        total.push(t.live[last]);
+    }
+    let mut series = Vec::new();
+    let mut sum = vec![0u64; m];
+    for (k, s) in top.iter().enumerate() {
+        let mut cur = 0i64;
+        let mut v = Vec::with_capacity(m);
+        for (j, s_j) in sum.iter_mut().enumerate() {
+            cur = cur.saturating_add(diff[k][j]);
+            let x = cur.max(0) as u64;
+            *s_j = s_j.saturating_add(x);
+            v.push(x);
+        }
+        series.push((SiteRef::of(snap, s.site).label(), s.category, v));
+    }
+    let other = total
+        .iter()
+        .zip(&sum)
+        .map(|(t, s)| t.saturating_sub(*s))
+        .collect();
+    Some(Timeline {
+        events: n as u32,
+        sample_events,
+        total,
+        series,
+        other,
+        ooms: t.ooms.iter().map(|o| o.idx).collect(),
+        step_starts: t.step_starts.clone(),
+    })
+}
+
+fn segment_map(a: &mut Analysis) -> Vec<SegmentBar> {
+    let snap = a.snap;
+    let mut segs: Vec<&super::model::Segment> = snap
+        .segments
+        .iter()
+        .filter(|s| s.device == a.device)
+        .collect();
+    segs.sort_by(|x, y| {
+        y.total_size
+            .cmp(&x.total_size)
+            .then(x.address.cmp(&y.address))
+    });
+    segs.truncate(200);
+    segs.sort_by_key(|s| s.address);
+    segs.iter()
+        .map(|s| SegmentBar {
+            address: s.address,
+            total_size: s.total_size,
+            stream: s.stream,
+            blocks: s
+                .blocks
+                .iter()
+                .take(4000)
+                .map(|b| {
+                    let label = match b.state {
+                        BlockState::Allocated => {
+                            SiteRef::of(snap, a.attr.attribute(snap, b.stack).site).label()
+                        }
+                        BlockState::PendingFree => "delayed free".to_string(),
+                        BlockState::Inactive => "inactive (cached)".to_string(),
+                    };
+                    (b.size, b.state, label)
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// Build the report of one snapshot. `top` limits sites and holders.
+pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report {
+    let snap = a.snap;
+    let live = a.live_bytes();
+    let sites_all = a.sites.clone();
+    let sites = sites_all
+        .iter()
+        .take(top)
+        .map(|s| site_out(a, s, live))
+        .collect();
+    let trace = trace_out(a);
+    let oom = ooms_out(a, top);
+    let (tl, map) = if visuals {
+        let t = a.trace.take();
+        let tl = t.as_ref().and_then(|t| timeline(a, t));
+        a.trace = t;
+        (tl, segment_map(a))
+    } else {
+        (None, Vec::new())
+    };
+    Report {
+        schema_version: SCHEMA_VERSION,
+        mode: "snapshot".into(),
+        source: source_of(path, snap),
+        device: Some(a.device),
+        device_note: a.device_note.clone(),
+        devices: a
+            .devices
+            .iter()
+            .map(|(d, t)| DeviceRow {
+                device: *d,
+                totals: t.clone(),
+            })
+            .collect(),
+        totals: a.totals.clone(),
+        streams: a
+            .streams
+            .iter()
+            .map(|(s, t)| StreamRow {
+                stream: *s,
+                totals: t.clone(),
+            })
+            .collect(),
+        categories: a.category_bytes.clone(),
+        sites,
+        sites_total: sites_all.len(),
+        trace,
+        oom,
+        patterns: Vec::new(),
+        diff: None,
+        ranks: Vec::new(),
+        rank_files: Vec::new(),
+        allocator_settings: snap.allocator_settings.iter().cloned().collect(),
+        internal_patterns: a.attr.patterns().to_vec(),
+        timeline: tl,
+        segment_map: map,
+        rank_timelines: Vec::new(),
+    }
+}

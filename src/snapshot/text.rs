@@ -1,0 +1,397 @@
+//! The plain-text rendering of a [`Report`].
+
+use std::fmt::Write;
+
+use super::analysis::Totals;
+use super::report::{Report, human, pct, short, signed_human};
+
+fn totals_lines(out: &mut String, t: &Totals) {
+    let _ = writeln!(
+        out,
+        "  reserved          {:>12}  in {} segment(s)",
+        human(t.reserved_bytes),
+        t.segments
+    );
+    let _ = writeln!(
+        out,
+        "  live (allocated)  {:>12}  in {} block(s)",
+        human(t.allocated_bytes),
+        t.allocated_blocks
+    );
+    let _ = writeln!(
+        out,
+        "  delayed frees     {:>12}  in {} block(s) (active_pending_free)",
+        human(t.pending_free_bytes),
+        t.pending_free_blocks
+    );
+    let _ = writeln!(
+        out,
+        "  inactive cached   {:>12}  in {} block(s); largest inactive block {}; {:.1}% of reserved is inactive (fragmentation)",
+        human(t.inactive_bytes),
+        t.inactive_blocks,
+        human(t.largest_inactive_block_bytes),
+        t.inactive_fraction * 100.0
+    );
+    let _ = writeln!(
+        out,
+        "  requested         {:>12}  rounding waste {} ({}% of live)",
+        human(t.requested_bytes),
+        human(t.rounding_waste_bytes),
+        pct(t.rounding_waste_bytes, t.allocated_bytes)
+    );
+    if t.free_segments > 0 {
+        let _ = writeln!(
+            out,
+            "  {} segment(s) hold no active block: torch.cuda.empty_cache() would return {}",
+            t.free_segments,
+            human(t.free_segment_bytes)
+        );
+    }
+}
+
+fn stream_name(s: i64) -> String {
+    if s == 0 {
+        "0 (default)".into()
+    } else {
+        format!("{s:#x}")
+    }
+}
+
+pub fn render(r: &Report) -> String {
+    let mut out = String::new();
+    let layout = &r.source.layout;
+    let fmt = match (layout.format.as_str(), layout.pickle_protocol) {
+        ("pickle", Some(p)) => format!("pickle protocol {p}"),
+        ("pickle", None) => "pickle protocol 0 or 1".to_string(),
+        (f, _) => f.to_string(),
+    };
+    let _ = writeln!(
+        out,
+        "instrument snapshot: {} ({}, {})",
+        r.source.path,
+        fmt,
+        human(r.source.file_bytes)
+    );
+    if r.mode == "ranks" {
+        render_ranks(&mut out, r);
+    } else {
+        let _ = writeln!(out, "analysing {}", r.device_note);
+    }
+    if let Some(d) = &r.diff {
+        let _ = writeln!(out, "\nDiff: {} -> {}", d.before.path, d.after.path);
+        let _ = writeln!(
+            out,
+            "  live {} -> {}   reserved {} -> {}",
+            human(d.totals_before.allocated_bytes),
+            human(d.totals_after.allocated_bytes),
+            human(d.totals_before.reserved_bytes),
+            human(d.totals_after.reserved_bytes)
+        );
+        if d.sites.is_empty() {
+            let _ = writeln!(out, "  no site changed ({} unchanged)", d.unchanged_sites);
+        }
+        for s in d.sites.iter().take(r.sites.len().max(10)) {
+            let verdict = match s.verdict.as_str() {
+                "growing" => "GROWING (leaking or retaining)",
+                "one_time" => "one-time growth",
+                _ => "shrinking",
+            };
+            let _ = writeln!(
+                out,
+                "  {:<31} {:>12}  blocks {} -> {}  bytes {} -> {}  {}:{} in {} [{}]",
+                verdict,
+                signed_human(s.delta_bytes),
+                s.blocks_before,
+                s.blocks_after,
+                human(s.bytes_before),
+                human(s.bytes_after),
+                short(&s.file),
+                s.line,
+                s.function,
+                s.category.name()
+            );
+        }
+    }
+
+    let _ = writeln!(
+        out,
+        "\nTotals{}",
+        r.device
+            .map(|d| format!(" (device {d})"))
+            .unwrap_or_default()
+    );
+    totals_lines(&mut out, &r.totals);
+    if r.devices.len() > 1 {
+        let _ = writeln!(out, "  per device:");
+        for d in &r.devices {
+            let _ = writeln!(
+                out,
+                "    device {}: reserved {}, live {}, inactive {}",
+                d.device,
+                human(d.totals.reserved_bytes),
+                human(d.totals.allocated_bytes),
+                human(d.totals.inactive_bytes)
+            );
+        }
+    }
+    if !r.streams.is_empty() {
+        let _ = writeln!(out, "  per stream:");
+        for s in &r.streams {
+            let _ = writeln!(
+                out,
+                "    stream {}: reserved {}, live {}, delayed frees {}, inactive {} ({} segment(s))",
+                stream_name(s.stream),
+                human(s.totals.reserved_bytes),
+                human(s.totals.allocated_bytes),
+                human(s.totals.pending_free_bytes),
+                human(s.totals.inactive_bytes),
+                s.totals.segments
+            );
+        }
+    }
+
+    let _ = writeln!(
+        out,
+        "\nWhere live memory goes (top {} of {} site(s), by first user frame)",
+        r.sites.len(),
+        r.sites_total
+    );
+    if r.sites.is_empty() {
+        let _ = writeln!(out, "  no live blocks");
+    }
+    for s in &r.sites {
+        let origin = match s.origin {
+            super::attrib::Origin::User => "",
+            super::attrib::Origin::Torch => " (no user frame; torch)",
+            super::attrib::Origin::Native => " (no Python frame)",
+            super::attrib::Origin::None => "",
+        };
+        let _ = writeln!(
+            out,
+            "  {:>12} {:>5.1}% {:>6} blk  {:<15} {}{}",
+            human(s.bytes),
+            s.percent,
+            s.blocks,
+            s.category.name(),
+            s.site_ref().label_full(),
+            origin
+        );
+        if s.stack.len() > 1 {
+            let _ = writeln!(out, "  {:>41}called from {}", "", s.stack[1..].join(" <- "));
+        }
+    }
+    if !r.categories.is_empty() {
+        let parts: Vec<String> = r
+            .categories
+            .iter()
+            .map(|(c, b)| format!("{} {}", c.name(), human(*b)))
+            .collect();
+        let _ = writeln!(out, "  by category: {}", parts.join(", "));
+    }
+
+    render_trace(&mut out, r);
+
+    let _ = writeln!(out, "\nPatterns");
+    if r.patterns.is_empty() {
+        let _ = writeln!(
+            out,
+            "  none of the named patterns has evidence in this snapshot"
+        );
+    }
+    for p in &r.patterns {
+        let _ = writeln!(out, "  [{}] {}", p.name, p.title);
+        for e in &p.evidence {
+            let _ = writeln!(out, "    - {e}");
+        }
+        let _ = writeln!(out, "    fix: {}", p.fix);
+    }
+    out
+}
+
+fn render_trace(out: &mut String, r: &Report) {
+    let t = &r.trace;
+    if !t.present {
+        let _ = writeln!(
+            out,
+            "\nTrace: none for this device (record with torch.cuda.memory._record_memory_history() to get allocation history)"
+        );
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "\nTrace ({}): {} event(s) analysed{}",
+        t.device
+            .map(|d| format!("device {d}"))
+            .unwrap_or_else(|| "all ranks".into()),
+        t.kept_events,
+        if t.dropped > 0 {
+            format!(
+                ", {} older event(s) dropped (--max-trace-events {})",
+                t.dropped, t.max_trace_events
+            )
+        } else {
+            String::new()
+        }
+    );
+    let counts: Vec<String> = t
+        .counts
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let _ = writeln!(out, "  {}", counts.join(", "));
+    if r.mode == "ranks" {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "  live memory: {} at the window start, peak {}",
+        human(t.baseline_live_bytes),
+        human(t.peak_live_bytes)
+    );
+    if t.pending_frees.is_empty() {
+        let _ = writeln!(out, "  every requested free completed");
+    }
+    for p in &t.pending_frees {
+        let _ = writeln!(
+            out,
+            "  frees requested but not completed: {} block(s), {} on stream {} (still in use by another stream, or its work has not reached the free yet)",
+            p.blocks,
+            human(p.bytes),
+            stream_name(p.stream)
+        );
+    }
+    if let Some(s) = &t.steps {
+        let marker = s
+            .marker
+            .as_ref()
+            .map(|m| format!(" (each starts at {})", m.label()))
+            .unwrap_or_default();
+        let _ = writeln!(out, "  steps: {} found by {}{}", s.count, s.method, marker);
+    }
+    for u in &t.repeated_unfreed {
+        let _ = writeln!(
+            out,
+            "  allocated in {} of {} steps without a matching free: {}:{} in {} [{}], {} block(s), {}",
+            u.steps_with_unfreed,
+            u.steps,
+            short(&u.file),
+            u.line,
+            u.function,
+            u.category.name(),
+            u.blocks,
+            human(u.bytes)
+        );
+    }
+    if let Some(s) = &t.sawtooth {
+        let _ = writeln!(
+            out,
+            "  sawtooth: {} of {} steps rise and fall; mean peak {}, mean trough {}, {} allocated and released per step ({} of it activations)",
+            s.cycles,
+            s.steps,
+            human(s.mean_peak_bytes),
+            human(s.mean_trough_bytes),
+            human(s.mean_released_bytes),
+            human(s.mean_activation_released_bytes)
+        );
+    }
+    for b in &t.free_bursts {
+        let _ = writeln!(
+            out,
+            "  burst of frees at events {}-{} (step {}): {} block(s), {} allocated over {} steps, mostly {}",
+            b.start_event,
+            b.end_event,
+            b.step,
+            b.blocks,
+            human(b.bytes),
+            b.allocated_over_steps,
+            b.site.label()
+        );
+    }
+    for (i, o) in r.oom.iter().enumerate() {
+        let rank = o.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\nOOM #{}{} at event {}: tried to allocate {}, device_free {}, stream {}, live just before {}",
+            i + 1,
+            rank,
+            o.event_index,
+            human(o.size_bytes),
+            human(o.device_free_bytes),
+            stream_name(o.stream),
+            human(o.live_bytes_before)
+        );
+        let _ = writeln!(out, "  at {}", o.site.label());
+        for f in o.frames.iter().take(8) {
+            let _ = writeln!(out, "    {}:{} in {}", f.file, f.line, f.function);
+        }
+        let _ = writeln!(out, "  holding memory just before:");
+        for h in &o.holders {
+            let _ = writeln!(
+                out,
+                "    {:>12} {:>6} blk  {:<15} {}:{} in {}",
+                human(h.bytes),
+                h.blocks,
+                h.category.name(),
+                short(&h.file),
+                h.line,
+                h.function
+            );
+        }
+    }
+}
+
+fn render_ranks(out: &mut String, r: &Report) {
+    let _ = writeln!(out, "\nRank files");
+    for f in &r.rank_files {
+        let _ = writeln!(out, "  {:<40} {}", f.file, f.note);
+    }
+    let _ = writeln!(out, "\nRanks");
+    let _ = writeln!(
+        out,
+        "  {:>4}  {:>12}  {:>12}  {:>12}  {:>4}  file",
+        "rank", "peak", "live", "reserved", "OOMs"
+    );
+    for row in &r.ranks {
+        let _ = writeln!(
+            out,
+            "  {:>4}  {:>12}  {:>12}  {:>12}  {:>4}  {}{}",
+            row.rank,
+            human(row.peak_bytes),
+            human(row.allocated_bytes),
+            human(row.reserved_bytes),
+            row.ooms,
+            row.file,
+            if row.stands_out {
+                "  <- stands out"
+            } else {
+                ""
+            }
+        );
+    }
+    let outliers: Vec<_> = r.ranks.iter().filter(|x| x.stands_out).collect();
+    if outliers.is_empty() {
+        let _ = writeln!(out, "  no rank stands out (all within 10% of the median)");
+    }
+    for row in outliers {
+        let _ = writeln!(
+            out,
+            "  rank {} stands out: {}",
+            row.rank,
+            row.reasons.join("; ")
+        );
+        for d in &row.differing_sites {
+            let _ = writeln!(
+                out,
+                "    {:>12}  {} here vs median {}  {}:{} in {}",
+                signed_human(d.delta_bytes),
+                human(d.bytes),
+                human(d.median_bytes),
+                short(&d.file),
+                d.line,
+                d.function
+            );
+        }
+    }
+    let _ = writeln!(out, "\nThe sections below add up all ranks.");
+}
