@@ -151,13 +151,15 @@ pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
     }
     let with_examples = set.rules.iter().filter(|r| !r.examples.is_empty()).count();
     println!(
-        "{} passed, {} failed ({} examples on {} of {} rules in {})",
-        results.len() - failed.len(),
-        failed.len(),
+        "rule set {}: {} examples on {with_examples} of {} rules",
+        set.manifest.name,
         results.len(),
-        with_examples,
-        set.rules.len(),
-        set.manifest.name
+        set.rules.len()
+    );
+    println!(
+        "{} passed, {} failed",
+        results.len() - failed.len(),
+        failed.len()
     );
     Ok(if failed.is_empty() {
         exit::OK
