@@ -173,3 +173,39 @@ fn a_missing_torch_import_is_added_where_isort_wants_it() {
     assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
     assert_eq!(snapshot_tree(dir.path()), before);
 }
+
+#[test]
+fn memory_prints_go_in_after_nvtx_too() {
+    let dir = scratch_copy(&fixture());
+    let before = snapshot_tree(dir.path());
+    assert_eq!(add_nvtx(dir.path(), &TARGETS).status.code(), Some(0));
+    // Anchors decorated by another set (`def step` under its NVTX decorator) still resolve,
+    // and code placed above such a definition goes above the other set's region.
+    let text = std::fs::read_to_string(dir.path().join("pithtrain/modules/training.py")).unwrap();
+    assert!(
+        !text.contains("@_instrument_nvtx_range"),
+        "setup_model is not selected"
+    );
+    add_ok(dir.path(), &["--ranks", "3"]);
+    // Neither set's regions are inside the other's: both read back as regions.
+    let status = instrument(&["status", "--json"], dir.path());
+    let doc: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
+    let sets: std::collections::BTreeSet<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            f["regions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["rule_set"].as_str().unwrap())
+        })
+        .collect();
+    assert_eq!(sets, ["memory-prints", "nvtx"].into_iter().collect());
+    if let Some(ruff) = tool("ruff", "INSTRUMENT_REQUIRE_RUFF") {
+        assert_ruff_clean(&ruff, dir.path(), None);
+    }
+    assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
+    assert_eq!(snapshot_tree(dir.path()), before);
+}

@@ -286,14 +286,53 @@ fn unique<'t>(
     }
 }
 
-/// The statements of each scope already walked in a file, by scope node id: many rules
-/// search the same scopes.
-pub type PoolCache<'t> = std::collections::HashMap<usize, Vec<Node<'t>>>;
+/// The statements of each scope already walked in a file, by scope node id (many rules
+/// search the same scopes), leaving out code inside other rule sets' regions: that code is
+/// not the program's own, and an anchor there would put an edit inside the region.
+#[derive(Default)]
+pub struct PoolCache<'t> {
+    pools: std::collections::HashMap<usize, Vec<Node<'t>>>,
+    exclude: Vec<std::ops::Range<usize>>,
+}
+
+impl PoolCache<'_> {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A cache that leaves out statements lying wholly inside `regions` (byte ranges).
+    pub fn excluding(regions: Vec<std::ops::Range<usize>>) -> Self {
+        PoolCache {
+            pools: Default::default(),
+            exclude: regions,
+        }
+    }
+
+    /// An insertion point moved out of another set's region: to that region's start, so
+    /// the new code goes above it (a decorator region above a `def`, say).
+    pub fn outside(&self, at: usize) -> usize {
+        self.exclude
+            .iter()
+            .find(|r| r.start < at && at < r.end)
+            .map_or(at, |r| r.start)
+    }
+}
 
 fn pool<'t>(cache: &mut PoolCache<'t>, scope: Node<'t>) -> Vec<Node<'t>> {
+    let exclude = &cache.exclude;
     cache
+        .pools
         .entry(scope.id())
-        .or_insert_with(|| reachable_statements(scope))
+        .or_insert_with(|| {
+            reachable_statements(scope)
+                .into_iter()
+                .filter(|n| {
+                    !exclude
+                        .iter()
+                        .any(|r| r.start <= n.start_byte() && n.end_byte() <= r.end)
+                })
+                .collect()
+        })
         .clone()
 }
 

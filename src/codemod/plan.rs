@@ -267,7 +267,7 @@ pub fn plan_file(
 
     // 3. Resolve and render each rule.
     let mut edits: Vec<Edit> = Vec::new();
-    let mut cache = anchor::PoolCache::new();
+    let mut cache = anchor::PoolCache::excluding(foreign.clone());
     for &(index, rule) in rules {
         match plan_rule(&src, rule, index, ctx, &unit, &mut cache) {
             Ok(mut e) => {
@@ -579,7 +579,7 @@ fn plan_rule<'t>(
                 Position::Before | Position::After => {
                     let r = render(None, base)?;
                     let at = if rule.position == Position::Before {
-                        first_attached_comment(src, stmt)
+                        cache.outside(first_attached_comment(src, stmt))
                     } else {
                         end
                     };
