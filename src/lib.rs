@@ -3,7 +3,8 @@
 //!
 //! Layout (a newcomer's map):
 //! - `rules`    — the TOML rule format and how rule sets are loaded (embedded or `--rules DIR`);
-//! - `codemod`  — the engine: parsing, anchor matching, planning edits, markers, removal;
+//! - `codemod`  — the engine: anchor matching, planning edits, markers, removal;
+//! - `python`   — Python through tree-sitter: parsing, name binding, package scans;
 //! - `snapshot` — the PyTorch memory-snapshot reader and analysis (`instrument snapshot`);
 //! - `nsys`     — Nsight Systems helpers (`instrument nsys ...`);
 //! - `cli`      — the command line, thin glue over the above.
