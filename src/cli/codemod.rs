@@ -150,6 +150,24 @@ pub fn parse_int_list(flag: &str, text: &str) -> anyhow::Result<Vec<u64>> {
     Ok(out)
 }
 
+/// The template parameters `add`'s flags set, as Python literals.
+pub fn template_params(
+    ranks: &[u64],
+    layers: &[u64],
+    step: Option<u64>,
+    snapshot_dir: &str,
+) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        ("RANKS".to_string(), python_set(ranks)),
+        ("DETAIL_LAYERS".to_string(), python_tuple(layers)),
+        (
+            "STEP".to_string(),
+            step.map_or("None".to_string(), |s| s.to_string()),
+        ),
+        ("SNAPSHOT_DIR".to_string(), python_str(snapshot_dir)),
+    ])
+}
+
 fn python_set(values: &[u64]) -> String {
     format!(
         "{{{}}}",
@@ -283,14 +301,7 @@ pub fn add(args: AddArgs) -> anyhow::Result<u8> {
             (choice.layers.clone(), choice.reason)
         }
     };
-    let mut params = BTreeMap::new();
-    params.insert("RANKS".to_string(), python_set(&ranks));
-    params.insert("DETAIL_LAYERS".to_string(), python_tuple(&layers));
-    params.insert(
-        "STEP".to_string(),
-        args.step.map_or("None".to_string(), |s| s.to_string()),
-    );
-    params.insert("SNAPSHOT_DIR".to_string(), python_str(&args.snapshot_dir));
+    let params = template_params(&ranks, &layers, args.step, &args.snapshot_dir);
     for name in set.manifest.params.keys() {
         if !params.contains_key(name) {
             return Err(user_error(format!(

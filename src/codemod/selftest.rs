@@ -9,16 +9,6 @@ use super::markers;
 use super::plan::{self, PlanContext};
 use crate::rules::{Example, Rule, RuleSet};
 
-/// Parameter values examples use unless they set their own.
-pub fn default_params() -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("RANKS".to_string(), "{0}".to_string()),
-        ("DETAIL_LAYERS".to_string(), "(0, 1)".to_string()),
-        ("STEP".to_string(), "None".to_string()),
-        ("SNAPSHOT_DIR".to_string(), "\"/tmp\"".to_string()),
-    ])
-}
-
 /// One example's outcome.
 #[derive(Debug)]
 pub struct ExampleResult {
@@ -65,13 +55,14 @@ fn first_difference(expected: &str, got: &str) -> String {
 
 fn run_example(
     set: &RuleSet,
+    defaults: &BTreeMap<String, String>,
     index: usize,
     rule: &Rule,
     example: &Example,
 ) -> (Option<String>, String) {
     let mut output = String::new();
     if rule.per.is_none() {
-        let problem = check_example(set, index, rule, example, &mut output);
+        let problem = check_example(set, defaults, index, rule, example, &mut output);
         return (problem, output);
     }
     // A rule written per target: expand it for the example's TARGET (`Class.method` or
@@ -104,18 +95,26 @@ fn run_example(
         Ok(c) => c,
         Err(e) => return (Some(e), output),
     };
-    let problem = check_example(&concrete, 0, &concrete.rules[0], example, &mut output);
+    let problem = check_example(
+        &concrete,
+        defaults,
+        0,
+        &concrete.rules[0],
+        example,
+        &mut output,
+    );
     (problem, output)
 }
 
 fn check_example(
     set: &RuleSet,
+    defaults: &BTreeMap<String, String>,
     index: usize,
     rule: &Rule,
     example: &Example,
     output: &mut String,
 ) -> Option<String> {
-    let mut params = default_params();
+    let mut params = defaults.clone();
     params.extend(example.params.clone());
     let first_party = set.manifest.first_party.clone();
     let ctx = PlanContext {
@@ -169,12 +168,13 @@ fn check_example(
     }
 }
 
-/// Run every example of every rule in `set`.
-pub fn run_all(set: &RuleSet) -> Vec<ExampleResult> {
+/// Run every example of every rule in `set`, with `defaults` for the parameters an
+/// example does not set.
+pub fn run_all(set: &RuleSet, defaults: &BTreeMap<String, String>) -> Vec<ExampleResult> {
     let mut out = Vec::new();
     for (index, rule) in set.rules.iter().enumerate() {
         for (i, example) in rule.examples.iter().enumerate() {
-            let (problem, output) = run_example(set, index, rule, example);
+            let (problem, output) = run_example(set, defaults, index, rule, example);
             out.push(ExampleResult {
                 rule: rule.id.clone(),
                 index: i + 1,
