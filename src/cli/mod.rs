@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use crate::exit;
 
 pub mod codemod;
+pub mod log;
 pub mod nsys;
 pub mod rules;
 pub mod snapshot;
@@ -44,6 +45,8 @@ pub enum Command {
     /// Nsight Systems helpers: functions-trace JSON, the profile command, and the report.
     #[command(subcommand)]
     Nsys(nsys::NsysCommand),
+    /// Read what an instrumented run printed: per rank and across ranks, as text, JSON or HTML.
+    Log(log::LogArgs),
 }
 
 /// Parse the arguments, run the command, print errors as one line, return the exit code.
@@ -70,6 +73,7 @@ pub fn run() -> ExitCode {
         Command::TestRules(args) => rules::test_rules(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Nsys(cmd) => nsys::run(cmd),
+        Command::Log(args) => log::run(args),
     };
     match result {
         Ok(code) => ExitCode::from(code),

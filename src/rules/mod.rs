@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 
 pub mod load;
+pub mod prints;
 
 pub use load::{RuleSet, load_rule_set};
+pub use prints::PrintDecl;
 
 /// `ruleset.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -251,6 +253,9 @@ pub struct Rule {
     /// Self-tests: input snippet and the expected output (checked by `instrument test-rules`).
     #[serde(default)]
     pub examples: Vec<Example>,
+    /// How the lines the template prints read (for `instrument log`); see `prints.rs`.
+    #[serde(default)]
+    pub prints: Vec<PrintDecl>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -1,0 +1,1 @@
+//! Symbolic evaluation of the lines a template prints.

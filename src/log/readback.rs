@@ -1,0 +1,1 @@
+//! `test-rules`: every declaration reads back what its rule prints.

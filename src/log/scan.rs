@@ -1,0 +1,452 @@
+//! Streaming a log for prints: the file is read in fixed chunks (gzip decoded on the way),
+//! the anchor every print begins with is searched with memmem, and only the lines that
+//! hold it are read against the declared formats. Whatever stands before the print on its
+//! line (torchrun's `[default3]:`, `[rank14]:`, srun's `14: `, a timestamp) is left aside;
+//! of a line rewritten with carriage returns only the part after the last one counts.
+//! Memory stays bounded by the chunk and the longest line kept.
+
+use std::io::Read as _;
+
+use memchr::memmem;
+use serde::Serialize;
+
+use super::decl::{Catalog, Ty};
+use super::matcher::{Matcher, Read};
+
+const CHUNK: usize = 1 << 20;
+/// Lines longer than this are not prints: they are counted and skipped.
+pub const MAX_LINE: usize = 64 * 1024;
+
+/// One value as read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Int(i64),
+    /// A decimal number as printed, and how many decimals it had.
+    Num(f64, u8),
+    Text(Box<str>),
+}
+
+impl Value {
+    /// The value as it was printed.
+    pub fn printed(&self) -> String {
+        match self {
+            Value::Int(i) => i.to_string(),
+            Value::Num(v, d) => format!("{v:.*}", *d as usize),
+            Value::Text(t) => t.to_string(),
+        }
+    }
+
+    pub fn as_f64(&self) -> Option<f64> {
+        match self {
+            Value::Int(i) => Some(*i as f64),
+            Value::Num(v, _) => Some(*v),
+            Value::Text(_) => None,
+        }
+    }
+}
+
+/// One print read from a log.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Index of the catalog entry it reads as.
+    pub entry: u32,
+    /// Index of the input file, and the line (1-based).
+    pub file: u32,
+    pub line: u64,
+    pub values: Box<[Value]>,
+}
+
+/// A line worth showing (the first of a kind in a file).
+#[derive(Debug, Clone, Serialize)]
+pub struct Example {
+    pub line: u64,
+    pub text: String,
+}
+
+/// What reading one file found.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct FileStats {
+    pub bytes: u64,
+    pub lines: u64,
+    pub prints: u64,
+    /// Lines that begin a print and stop (or are interrupted) before it ends.
+    pub cut: u64,
+    /// Lines that begin like a print but read as none of the declared formats.
+    pub unreadable: u64,
+    pub overlong_lines: u64,
+    pub gzip: bool,
+    /// Many NUL bytes at the start: probably not a text log.
+    pub binary: bool,
+    /// The file did not end with a line end (its last line is not read as a print).
+    pub no_final_newline: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_cut: Option<Example>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_unreadable: Option<Example>,
+    /// Why reading stopped early (a read error, corrupt gzip data).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// Reads lines of many files against one catalog.
+pub struct Scanner<'c> {
+    catalog: &'c Catalog,
+    matcher: Matcher,
+    finders: Vec<memmem::Finder<'static>>,
+}
+
+impl<'c> Scanner<'c> {
+    pub fn new(catalog: &'c Catalog) -> Scanner<'c> {
+        let matcher = Matcher::new(catalog);
+        let finders = matcher
+            .anchors
+            .iter()
+            .map(|a| memmem::Finder::new(a).into_owned())
+            .collect();
+        Scanner {
+            catalog,
+            matcher,
+            finders,
+        }
+    }
+
+    /// The next place at or after `from` in `hay` where a print may begin.
+    fn next_anchor(&self, hay: &[u8], from: usize) -> Option<usize> {
+        self.finders
+            .iter()
+            .filter_map(|f| f.find(&hay[from..]).map(|i| from + i))
+            .min()
+    }
+
+    /// Read all of `input`, giving each print to `sink`.
+    pub fn scan(
+        &self,
+        file: u32,
+        input: &mut dyn std::io::Read,
+        sink: &mut dyn FnMut(Record),
+    ) -> FileStats {
+        let mut stats = FileStats::default();
+        let mut head = [0u8; 2];
+        let n = read_full(input, &mut head);
+        let mut reader: Box<dyn std::io::Read> =
+            Box::new(std::io::Cursor::new(head[..n].to_vec()).chain(input));
+        if n == 2 && head == [0x1f, 0x8b] {
+            stats.gzip = true;
+            reader = Box::new(flate2::read::MultiGzDecoder::new(reader));
+        }
+        let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + MAX_LINE);
+        // Skipping the rest of an over-long line.
+        let mut skipping = false;
+        let mut first = true;
+        loop {
+            let filled = buf.len();
+            buf.resize(filled + CHUNK, 0);
+            let got = match reader.read(&mut buf[filled..]) {
+                Ok(g) => g,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+                    buf.truncate(filled);
+                    continue;
+                }
+                Err(e) => {
+                    buf.truncate(filled);
+                    stats.error = Some(if stats.gzip {
+                        format!("the gzip data is corrupt or ends early ({e}); read up to there")
+                    } else {
+                        format!("read failed: {e}; read up to there")
+                    });
+                    break;
+                }
+            };
+            buf.truncate(filled + got);
+            stats.bytes += got as u64;
+            if first && !buf.is_empty() {
+                let probe = &buf[..buf.len().min(65536)];
+                stats.binary = probe.iter().filter(|&&b| b == 0).count() * 100 > probe.len();
+                first = false;
+            }
+            if got == 0 {
+                break;
+            }
+            let mut start = 0;
+            if skipping {
+                match memchr::memchr(b'\n', &buf) {
+                    Some(i) => {
+                        start = i + 1;
+                        stats.lines += 1;
+                        skipping = false;
+                    }
+                    None => {
+                        buf.clear();
+                        continue;
+                    }
+                }
+            }
+            let Some(last_nl) = memchr::memrchr(b'\n', &buf[start..]).map(|i| start + i) else {
+                if buf.len() - start > MAX_LINE {
+                    stats.overlong_lines += 1;
+                    skipping = true;
+                    buf.clear();
+                } else {
+                    buf.drain(..start);
+                }
+                continue;
+            };
+            self.lines(file, &buf[start..=last_nl], &mut stats, sink);
+            buf.drain(..=last_nl);
+            if buf.len() > MAX_LINE {
+                stats.overlong_lines += 1;
+                skipping = true;
+                buf.clear();
+            }
+        }
+        if !buf.is_empty() && !skipping {
+            // The last line has no line end: a print there was cut off (a killed process
+            // or a copy in progress), so it is counted, not read.
+            stats.no_final_newline = true;
+            let mut text = buf.clone();
+            text.push(b'\n');
+            let before = stats.prints;
+            let mut held = Vec::new();
+            self.lines(file, &text, &mut stats, &mut |r| held.push(r));
+            if stats.prints > before {
+                stats.prints = before;
+                stats.cut += 1;
+                if stats.first_cut.is_none() {
+                    stats.first_cut = Some(Example {
+                        line: stats.lines,
+                        text: shorten(&buf),
+                    });
+                }
+            }
+            // `lines` counted the line; it was not a whole line of the file.
+        }
+        stats
+    }
+
+    /// Read a run of whole lines (`region` ends with a line end).
+    fn lines(&self, file: u32, region: &[u8], stats: &mut FileStats, sink: &mut dyn FnMut(Record)) {
+        let mut counted = 0;
+        let mut cursor = 0;
+        while let Some(hit) = self.next_anchor(region, cursor) {
+            let line_start = memchr::memrchr(b'\n', &region[..hit]).map_or(0, |i| i + 1);
+            let line_end = memchr::memchr(b'\n', &region[hit..]).map_or(region.len(), |i| hit + i);
+            stats.lines += memchr::memchr_iter(b'\n', &region[counted..line_start]).count() as u64;
+            counted = line_start;
+            let number = stats.lines + 1;
+            self.line(file, number, &region[line_start..line_end], stats, sink);
+            cursor = (line_end + 1).min(region.len());
+            if cursor >= region.len() {
+                break;
+            }
+        }
+        stats.lines += memchr::memchr_iter(b'\n', &region[counted..]).count() as u64;
+    }
+
+    fn line(
+        &self,
+        file: u32,
+        number: u64,
+        line: &[u8],
+        stats: &mut FileStats,
+        sink: &mut dyn FnMut(Record),
+    ) {
+        if line.len() > MAX_LINE {
+            stats.overlong_lines += 1;
+            return;
+        }
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        // What a terminal shows of a line rewritten with `\r`: the part after the last one.
+        let visible = match memchr::memrchr(b'\r', line) {
+            Some(i) => &line[i + 1..],
+            None => line,
+        };
+        let mut at = self.next_anchor(visible, 0);
+        while let Some(start) = at {
+            let next = if start + 1 < visible.len() {
+                self.next_anchor(visible, start + 1)
+            } else {
+                None
+            };
+            let text = &visible[start..next.unwrap_or(visible.len())];
+            match self.matcher.read(text) {
+                Read::Print { entry, spans } => match self.values(entry, text, &spans) {
+                    Some(values) => {
+                        stats.prints += 1;
+                        sink(Record {
+                            entry: entry as u32,
+                            file,
+                            line: number,
+                            values,
+                        });
+                    }
+                    None => note(
+                        &mut stats.unreadable,
+                        &mut stats.first_unreadable,
+                        number,
+                        text,
+                    ),
+                },
+                Read::Cut => note(&mut stats.cut, &mut stats.first_cut, number, text),
+                Read::Unreadable => note(
+                    &mut stats.unreadable,
+                    &mut stats.first_unreadable,
+                    number,
+                    text,
+                ),
+            }
+            at = next;
+        }
+    }
+
+    fn values(&self, entry: usize, text: &[u8], spans: &[(usize, usize)]) -> Option<Box<[Value]>> {
+        let e = &self.catalog.entries[entry];
+        e.fields
+            .iter()
+            .zip(spans)
+            .map(|(f, &(a, b))| parse_value(f.ty, &text[a..b]))
+            .collect()
+    }
+}
+
+fn note(count: &mut u64, first: &mut Option<Example>, line: u64, text: &[u8]) {
+    *count += 1;
+    if first.is_none() {
+        *first = Some(Example {
+            line,
+            text: shorten(text),
+        });
+    }
+}
+
+fn shorten(text: &[u8]) -> String {
+    let s = String::from_utf8_lossy(&text[..text.len().min(160)]).to_string();
+    s.trim_end_matches(['\n', '\r']).to_string()
+}
+
+/// A value's text as its type reads it.
+pub fn parse_value(ty: Ty, text: &[u8]) -> Option<Value> {
+    let s = std::str::from_utf8(text).ok();
+    match ty {
+        Ty::Int => s?.trim_start_matches('+').parse().ok().map(Value::Int),
+        Ty::Number | Ty::Bytes { .. } => {
+            let s = s?;
+            let v: f64 = s.trim_start_matches('+').parse().ok()?;
+            let decimals = s
+                .split_once('.')
+                .map_or(0, |(_, f)| f.bytes().take_while(u8::is_ascii_digit).count());
+            Some(Value::Num(v, decimals.min(255) as u8))
+        }
+        _ => Some(Value::Text(String::from_utf8_lossy(text).into())),
+    }
+}
+
+fn read_full(input: &mut dyn std::io::Read, buf: &mut [u8]) -> usize {
+    let mut n = 0;
+    while n < buf.len() {
+        match input.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::decl::compile_one;
+    use crate::rules::PrintDecl;
+
+    fn catalog() -> Catalog {
+        let d = PrintDecl {
+            kind: "timeline".into(),
+            line: "[rank={rank}] Step {i}: {allocated} GiB".into(),
+            label: Some("Step {i}".into()),
+            fields: [("i", "int"), ("allocated", "GiB")]
+                .iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            part: None,
+            inherit: vec![],
+            open: None,
+        };
+        Catalog {
+            entries: vec![compile_one(&d, "r#1").unwrap()],
+            origin: "test".into(),
+        }
+    }
+
+    fn scan(bytes: &[u8]) -> (FileStats, Vec<(u64, String)>) {
+        let c = catalog();
+        let s = Scanner::new(&c);
+        let mut got = Vec::new();
+        let stats = s.scan(0, &mut &bytes[..], &mut |r| {
+            got.push((
+                r.line,
+                r.values
+                    .iter()
+                    .map(Value::printed)
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            ))
+        });
+        (stats, got)
+    }
+
+    #[test]
+    fn prefixes_carriage_returns_and_crlf() {
+        let log = b"noise\n[default3]:[rank=3] Step 0: 0.08 GiB\n 50%|##  |\r100%|####|\r14: [rank=14] Step 1: 1.25 GiB\r\n2025-01-01 00:00:00 [rank=3] Step 2: 0.10 GiB\n[rank=3] Step 3: 0.11 GiB\r 99%\n";
+        let (stats, got) = scan(log);
+        assert_eq!(
+            got,
+            vec![
+                (2, "3 0 0.08".to_string()),
+                (3, "14 1 1.25".to_string()),
+                (4, "3 2 0.10".to_string())
+            ]
+        );
+        assert_eq!(stats.lines, 5);
+        assert_eq!(stats.prints, 3);
+        assert_eq!(
+            stats.cut + stats.unreadable,
+            0,
+            "the overwritten print does not count"
+        );
+    }
+
+    #[test]
+    fn cut_prints_and_a_last_line_without_end_are_counted() {
+        let log =
+            b"[rank=3] Step 0: 0.0[default5]:x\n[rank=3] Step 1: 0.08 GiB\n[rank=3] Step 2: 0.1";
+        let (stats, got) = scan(log);
+        assert_eq!(got, vec![(2, "3 1 0.08".to_string())]);
+        assert_eq!(stats.cut, 2);
+        assert!(stats.no_final_newline);
+        assert_eq!(stats.first_cut.as_ref().unwrap().line, 1);
+    }
+
+    #[test]
+    fn gzip_overlong_and_binary() {
+        use std::io::Write;
+        let mut text = b"[rank=3] Step 0: 0.08 GiB\n[rank=3] ".to_vec();
+        text.extend(vec![b'x'; MAX_LINE * 3]);
+        text.extend(b"\n");
+        text.extend(vec![b'y'; CHUNK * 2]);
+        text.extend(b"\n[rank=3] Step 1: 0.09 GiB\n");
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        let (stats, got) = scan(&gz);
+        assert!(stats.gzip);
+        assert_eq!(got.len(), 2);
+        assert_eq!(stats.overlong_lines, 2);
+        assert_eq!(stats.lines, 4);
+        // Corrupt gzip: what came before the damage is read, and the damage is named.
+        let (stats, _) = scan(&gz[..gz.len() / 2]);
+        assert!(stats.error.unwrap().contains("gzip"));
+        let (stats, got) = scan(&[0u8; 4096]);
+        assert!(stats.binary && got.is_empty());
+    }
+}
