@@ -484,10 +484,13 @@ pub fn placeholders(text: &str) -> Vec<String> {
 
 /// Split a declared line into pieces; returns the value names in order, with whether each
 /// is a span. `{{` and `}}` stand for literal braces.
-fn parse_line(line: &str) -> Result<(Vec<Piece>, Vec<(String, bool)>), String> {
+/// Value names in order of appearance, each with whether it is a span.
+type Names = Vec<(String, bool)>;
+
+fn parse_line(line: &str) -> Result<(Vec<Piece>, Names), String> {
     let bytes = line.as_bytes();
     let mut pieces: Vec<Piece> = Vec::new();
-    let mut names: Vec<(String, bool)> = Vec::new();
+    let mut names: Names = Vec::new();
     let mut lit: Vec<u8> = Vec::new();
     // Open spans: the index of their field.
     let mut open: Vec<usize> = Vec::new();

@@ -181,10 +181,10 @@ impl Matcher {
         w.furthest = w.furthest.max(pos);
         let n = &self.nodes[node as usize];
         let text = w.text;
-        if pos == text.len() {
-            if let Some(&e) = n.ends.first() {
-                return Some(e);
-            }
+        if pos == text.len()
+            && let Some(&e) = n.ends.first()
+        {
+            return Some(e);
         }
         if pos < text.len() {
             let b = text[pos];

@@ -102,7 +102,7 @@ pub fn nothing_read(report: &Report) -> String {
     for i in &report.inputs {
         let s = &i.stats;
         let what = if let Some(e) = &s.error {
-            format!("{e}")
+            e.clone()
         } else if s.bytes == 0 {
             "empty".into()
         } else if s.binary {
