@@ -383,6 +383,7 @@ fn step_and_layers(views: &[View]) -> StepParts {
     let mut probes_since = 0;
     // The saved-tensor list being read: (layer, stage).
     let mut open_saved: Option<(Option<i64>, Option<String>)> = None;
+    let mut trace: Vec<TraceItem> = Vec::new();
     for (i, v) in views.iter().enumerate() {
         let alloc = v.role_bytes(Role::Allocated);
         let in_step = matches!((first, last), (Some(a), Some(b)) if i >= a && i <= b);
@@ -488,6 +489,13 @@ fn step_and_layers(views: &[View]) -> StepParts {
         if let Some(a) = alloc
             && in_step
         {
+            trace.push(TraceItem {
+                label: v.label(),
+                allocated_bytes: a,
+                point: v.e.kind == Kind::Timeline,
+                layer: v.layer,
+                stage: v.stage.clone(),
+            });
             if peak.as_ref().is_none_or(|(p, ..)| a > *p) {
                 let after = points.last().map(|p| p.label.clone());
                 peak = Some((a, v, after, None));
@@ -573,6 +581,7 @@ fn step_and_layers(views: &[View]) -> StepParts {
     (
         Some(Step {
             points,
+            trace,
             peak,
             schedule_peak,
             largest_increase,

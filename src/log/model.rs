@@ -108,6 +108,8 @@ pub struct Cost {
 #[derive(Debug, Serialize)]
 pub struct Step {
     pub points: Vec<Point>,
+    /// The allocation every print of the step read, in order (points and layer probes).
+    pub trace: Vec<TraceItem>,
     /// The highest allocation read during the step, the layer probes included.
     pub peak: Peak,
     /// The highest of the schedule's own points.
@@ -119,6 +121,18 @@ pub struct Step {
     /// allocated + cached + non-PyTorch at the schedule's peak: the device memory in use.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_in_use_at_schedule_peak_bytes: Option<i64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TraceItem {
+    pub label: String,
+    pub allocated_bytes: i64,
+    /// A point of the schedule (else a probe inside or around a layer).
+    pub point: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub layer: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
