@@ -188,13 +188,10 @@ pub fn render(r: &Report) -> String {
 
 fn render_rank(o: &mut String, r: &RankReport) {
     let pp = r.pp_rank.map(|p| format!(" (pp {p})")).unwrap_or_default();
-    let _ = writeln!(
-        o,
-        "\n== rank {}{pp}: {} from line {}",
-        r.rank,
-        r.files.join(", "),
-        r.run_from.rsplit(':').next().unwrap_or("")
-    );
+    let _ = writeln!(o, "\n== rank {}{pp}: from {}", r.rank, r.run_from);
+    if r.files.len() > 1 {
+        let _ = writeln!(o, "  its prints are in {}", r.files.join(", "));
+    }
     if r.runs > 1 {
         let _ = writeln!(
             o,
