@@ -5,6 +5,7 @@
 //! roles; nothing here knows which project printed them.
 
 use std::collections::{BTreeMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use super::decl::{Catalog, Entry, Kind, Role, Ty};
 use super::model::*;
@@ -16,13 +17,26 @@ pub const MAX_RECORDS_PER_RANK: usize = 50_000;
 /// At most this many ranks are kept.
 pub const MAX_RANKS: usize = 4096;
 
+/// A print kept for the report; its values are `values[start..start + len]` of its rank.
+#[derive(Clone, Copy)]
+struct Kept {
+    entry: u32,
+    file: u32,
+    line: u64,
+    start: u32,
+    len: u32,
+}
+
 #[derive(Default)]
 struct RankState {
     /// Where each run began (file, line).
     runs: Vec<(u32, u64)>,
-    records: Vec<Record>,
-    setup_labels: HashSet<String>,
-    timeline_labels: HashSet<String>,
+    records: Vec<Kept>,
+    /// The values of the kept prints, one after the other.
+    values: Vec<Value>,
+    /// The setup phases and schedule points seen in this run, by `label_key`.
+    setup_labels: HashSet<u64>,
+    timeline_labels: HashSet<u64>,
     step_done: bool,
     after_step: u64,
     not_kept: u64,
@@ -48,7 +62,7 @@ impl<'c> Collector<'c> {
         }
     }
 
-    pub fn add(&mut self, r: Record) {
+    pub fn add(&mut self, r: Record<'_>) {
         let e = &self.catalog.entries[r.entry as usize];
         let Some(rank) = e.field_with(Role::Rank).and_then(|i| match &r.values[i] {
             Value::Int(v) => Some(*v),
@@ -72,11 +86,12 @@ impl<'c> Collector<'c> {
         }
         match e.kind {
             Kind::Setup => {
-                let label = fill(e.label.as_deref().unwrap_or(""), e, &r.values);
+                let label = label_key(r.entry, e, &r.values);
                 if !st.setup_labels.insert(label.clone()) {
                     // The setup printed again: a new run of this rank.
                     st.runs.push((r.file, r.line));
                     st.records.clear();
+                    st.values.clear();
                     st.setup_labels.clear();
                     st.setup_labels.insert(label);
                     st.timeline_labels.clear();
@@ -86,7 +101,7 @@ impl<'c> Collector<'c> {
                 }
             }
             Kind::Timeline => {
-                let label = fill(e.label.as_deref().unwrap_or(""), e, &r.values);
+                let label = label_key(r.entry, e, &r.values);
                 if st.step_done || !st.timeline_labels.insert(label) {
                     st.step_done = true;
                     st.after_step += 1;
@@ -109,7 +124,14 @@ impl<'c> Collector<'c> {
             st.not_kept += 1;
             return;
         }
-        st.records.push(r);
+        st.records.push(Kept {
+            entry: r.entry,
+            file: r.file,
+            line: r.line,
+            start: st.values.len() as u32,
+            len: r.values.len() as u32,
+        });
+        st.values.extend_from_slice(r.values);
     }
 
     /// The per-rank reports; `files` names the input files by index.
@@ -119,6 +141,21 @@ impl<'c> Collector<'c> {
             .map(|(rank, st)| rank_report(self.catalog, files, rank, st))
             .collect()
     }
+}
+
+/// What tells a line from the other lines of its format: the format and the values its
+/// label names (hashed, so that no label is built for the lines that stream past).
+fn label_key(entry: u32, e: &Entry, values: &[Value]) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    entry.hash(&mut h);
+    for &i in &e.label_fields {
+        match &values[i] {
+            Value::Int(v) => v.hash(&mut h),
+            Value::Num(v, d) => (v.to_bits(), d).hash(&mut h),
+            Value::Text(t) => t.hash(&mut h),
+        }
+    }
+    h.finish()
 }
 
 /// A label or command with `{name}` filled from the values as printed.
@@ -153,7 +190,7 @@ fn resolution(e: &Entry, values: &[Value], i: usize) -> i64 {
 /// One record with its declaration, and what it inherits.
 struct View<'a> {
     e: &'a Entry,
-    r: &'a Record,
+    r: Record<'a>,
     at: String,
     layer: Option<i64>,
     stage: Option<String>,
@@ -216,7 +253,7 @@ impl View<'_> {
 }
 
 fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) -> RankReport {
-    let at = |r: &Record| {
+    let at = |r: &Kept| {
         format!(
             "{}:{}",
             files
@@ -231,12 +268,18 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
     let mut last_stage: Option<String> = None;
     let mut views = Vec::with_capacity(st.records.len());
     let mut resolution_bytes = 0;
-    for r in &st.records {
-        let e = &catalog.entries[r.entry as usize];
+    for k in &st.records {
+        let e = &catalog.entries[k.entry as usize];
+        let r = Record {
+            entry: k.entry,
+            file: k.file,
+            line: k.line,
+            values: &st.values[k.start as usize..(k.start + k.len) as usize],
+        };
         let mut v = View {
             e,
             r,
-            at: at(r),
+            at: at(k),
             layer: None,
             stage: None,
         };
@@ -254,7 +297,7 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
         }
         for (i, f) in e.fields.iter().enumerate() {
             if matches!(f.role, Some(Role::Allocated)) {
-                resolution_bytes = resolution_bytes.max(resolution(e, &r.values, i));
+                resolution_bytes = resolution_bytes.max(resolution(e, r.values, i));
             }
         }
         views.push(v);

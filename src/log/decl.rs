@@ -246,6 +246,8 @@ pub struct Entry {
     pub part: Option<String>,
     pub inherit: Vec<Role>,
     pub open: Option<String>,
+    /// The fields the label names (what tells two lines of this format apart).
+    pub label_fields: Vec<usize>,
 }
 
 impl Entry {
@@ -362,7 +364,16 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, String> {
         }
     }
     check_kind_roles(kind, &fields, &inherit)?;
+    let label_fields = d
+        .label
+        .as_deref()
+        .map(placeholders)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|n| names.iter().position(|(x, _)| x == n))
+        .collect();
     Ok(Entry {
+        label_fields,
         rules: vec![id.to_string()],
         kind,
         label: d.label.clone(),

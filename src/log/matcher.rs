@@ -33,16 +33,16 @@ struct Node {
     values: Vec<(Class, u32)>,
     /// Entries whose format ends here.
     ends: Vec<u32>,
+    /// For a node with one way on, a literal: the bytes up to the next node where formats
+    /// part or end, and that node (compared at once instead of byte by byte).
+    chain: Option<(Box<[u8]>, u32)>,
 }
 
 /// The outcome of reading one line.
 #[derive(Debug, PartialEq)]
 pub enum Read {
-    /// The line is entry `entry`; `spans[i]` is the byte range of its field `i`.
-    Print {
-        entry: usize,
-        spans: Vec<(usize, usize)>,
-    },
+    /// The line is entry `entry`; the scratch's `spans[i]` is the byte range of its field `i`.
+    Print { entry: usize },
     /// The line is the beginning of a declared print that stops (the line ends, or another
     /// writer's output begins) before the print does.
     Cut,
@@ -66,9 +66,16 @@ pub struct Matcher {
 /// Work allowed per line before the walk gives up (a pathological line, not a print).
 const BUDGET: u32 = 20_000;
 
+/// Buffers reused from line to line.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    positions: Vec<usize>,
+    pub spans: Vec<(usize, usize)>,
+}
+
 struct Walk<'a> {
     text: &'a [u8],
-    positions: Vec<usize>,
+    positions: &'a mut Vec<usize>,
     budget: u32,
     /// The walk reached the end of the line with more of a format to come.
     viable: bool,
@@ -114,7 +121,29 @@ impl Matcher {
             m.fields.push(e.fields.len());
         }
         m.anchors = anchors(catalog);
+        m.chains();
         m
+    }
+
+    fn passes_through(&self, i: usize) -> bool {
+        let n = &self.nodes[i];
+        n.lits.len() == 1 && n.values.is_empty() && n.ends.is_empty()
+    }
+
+    fn chains(&mut self) {
+        for i in 0..self.nodes.len() {
+            if !self.passes_through(i) {
+                continue;
+            }
+            let mut bytes = Vec::new();
+            let mut at = i;
+            while self.passes_through(at) {
+                let (b, c) = self.nodes[at].lits[0];
+                bytes.push(b);
+                at = c as usize;
+            }
+            self.nodes[i].chain = Some((bytes.into_boxed_slice(), at as u32));
+        }
     }
 
     fn lit_child(&mut self, node: u32, b: u8) -> u32 {
@@ -142,27 +171,28 @@ impl Matcher {
     }
 
     /// Read `text` (one line, from where a print may begin to where the line ends).
-    pub fn read(&self, text: &[u8]) -> Read {
+    pub fn read(&self, text: &[u8], scratch: &mut Scratch) -> Read {
+        scratch.positions.clear();
         let mut w = Walk {
             text,
-            positions: Vec::with_capacity(32),
+            positions: &mut scratch.positions,
             budget: BUDGET,
             viable: false,
             furthest: 0,
         };
         if let Some(entry) = self.walk(0, 0, &mut w) {
             let marks = &self.marks[entry as usize];
-            let mut spans = vec![(0usize, 0usize); self.fields[entry as usize]];
-            for (&(field, start), &pos) in marks.iter().zip(&w.positions) {
+            scratch.spans.clear();
+            scratch.spans.resize(self.fields[entry as usize], (0, 0));
+            for (&(field, start), &pos) in marks.iter().zip(&scratch.positions) {
                 if start {
-                    spans[field].0 = pos;
+                    scratch.spans[field].0 = pos;
                 } else {
-                    spans[field].1 = pos;
+                    scratch.spans[field].1 = pos;
                 }
             }
             return Read::Print {
                 entry: entry as usize,
-                spans,
             };
         }
         let rest = &text[w.furthest.min(text.len())..];
@@ -181,6 +211,22 @@ impl Matcher {
         w.furthest = w.furthest.max(pos);
         let n = &self.nodes[node as usize];
         let text = w.text;
+        if let Some((bytes, next)) = &n.chain {
+            let rest = &text[pos..];
+            let same = rest
+                .iter()
+                .zip(bytes.iter())
+                .take_while(|(a, b)| a == b)
+                .count();
+            if same == bytes.len() {
+                return self.walk(*next, pos + same, w);
+            }
+            if same == rest.len() {
+                w.viable = true;
+            }
+            w.furthest = w.furthest.max(pos + same);
+            return None;
+        }
         if pos == text.len()
             && let Some(&e) = n.ends.first()
         {
@@ -396,9 +442,15 @@ mod tests {
         }
     }
 
-    fn text_of<'a>(line: &'a str, r: &Read) -> Vec<&'a str> {
+    fn read(m: &Matcher, line: &str) -> (Read, Vec<(usize, usize)>) {
+        let mut s = Scratch::default();
+        let r = m.read(line.as_bytes(), &mut s);
+        (r, s.spans)
+    }
+
+    fn text_of<'a>(line: &'a str, r: &(Read, Vec<(usize, usize)>)) -> Vec<&'a str> {
         match r {
-            Read::Print { spans, .. } => spans.iter().map(|&(a, b)| &line[a..b]).collect(),
+            (Read::Print { .. }, spans) => spans.iter().map(|&(a, b)| &line[a..b]).collect(),
             other => panic!("{line:?} read as {other:?}"),
         }
     }
@@ -416,12 +468,12 @@ mod tests {
         let m = Matcher::new(&c);
         assert_eq!(m.anchors, vec![b"[rank=".to_vec()]);
         let line = "[rank=14] a=0.25 MiB";
-        let r = m.read(line.as_bytes());
-        assert!(matches!(r, Read::Print { entry: 1, .. }));
+        let r = read(&m, line);
+        assert!(matches!(r.0, Read::Print { entry: 1 }));
         assert_eq!(text_of(line, &r), vec!["14", "0.25"]);
         // A negative value after a literal plus sign, as Python prints `(+{x:.2f})` for x < 0.
         let line = "[rank=3 pp=1] b: 0.08 GiB (+-0.01)";
-        let r = m.read(line.as_bytes());
+        let r = read(&m, line);
         assert_eq!(text_of(line, &r), vec!["3", "1", "0.08", "-0.01"]);
     }
 
@@ -438,7 +490,7 @@ mod tests {
         )]);
         let m = Matcher::new(&c);
         let line = "[rank=0] a: b (c): alloc=1.00 at /tmp/x y/f3.pickle";
-        let r = m.read(line.as_bytes());
+        let r = read(&m, line);
         assert_eq!(
             text_of(line, &r),
             vec![
@@ -456,18 +508,19 @@ mod tests {
     fn cut_lines_are_told_from_unknown_ones() {
         let c = catalog(&[("[rank={rank}] step: {x} GiB | ok", &[("x", "GiB")])]);
         let m = Matcher::new(&c);
-        assert_eq!(m.read(b"[rank=3] step: 0.0"), Read::Cut);
+        assert_eq!(read(&m, "[rank=3] step: 0.0").0, Read::Cut);
         assert_eq!(
-            m.read(b"[rank=3] step: 0.0[default5]:NCCL INFO x"),
+            read(&m, "[rank=3] step: 0.0[default5]:NCCL INFO x").0,
             Read::Cut
         );
-        assert_eq!(m.read(b"[rank=3] other thing"), Read::Unreadable);
+        assert_eq!(read(&m, "[rank=3] st").0, Read::Cut);
+        assert_eq!(read(&m, "[rank=3] other thing").0, Read::Unreadable);
         assert_eq!(
-            m.read(b"[rank=3] step: 0.08 GiB | ok and more"),
+            read(&m, "[rank=3] step: 0.08 GiB | ok and more").0,
             Read::Unreadable
         );
         assert!(matches!(
-            m.read(b"[rank=3] step: 0.08 GiB | ok"),
+            read(&m, "[rank=3] step: 0.08 GiB | ok").0,
             Read::Print { .. }
         ));
     }

@@ -269,7 +269,9 @@ fn round_trip(
         }
         let log = format!("{prefix}{text}\n");
         let mut got = Vec::new();
-        let stats = scanner.scan(0, &mut log.as_bytes(), &mut |r| got.push(r));
+        let stats = scanner.scan(0, &mut log.as_bytes(), &mut |r| {
+            got.push((r.entry, r.values.to_vec()))
+        });
         let shown = log.trim_end_matches('\n').replace('\r', "\\r");
         let [record] = got.as_slice() else {
             let why = if stats.cut > 0 {
@@ -281,14 +283,15 @@ fn round_trip(
             };
             return Some(format!("prints `{shown}`, which {why}"));
         };
-        if record.entry as usize != entry {
+        let (read_as, values) = record;
+        if *read_as as usize != entry {
             return Some(format!(
                 "prints `{shown}`, which reads as the print of {} (`{}`): the declarations overlap",
-                catalog.entries[record.entry as usize].rules.join(", "),
-                catalog.entries[record.entry as usize].line
+                catalog.entries[*read_as as usize].rules.join(", "),
+                catalog.entries[*read_as as usize].line
             ));
         }
-        for ((f, want), have) in e.fields.iter().zip(&expected).zip(record.values.iter()) {
+        for ((f, want), have) in e.fields.iter().zip(&expected).zip(values.iter()) {
             if want != have {
                 return Some(format!(
                     "prints `{shown}`, which reads {{{}}} as `{}` where it printed `{}`",

@@ -5,13 +5,17 @@
 //! of a line rewritten with carriage returns only the part after the last one counts.
 //! Memory stays bounded by the chunk and the longest line kept.
 
+use std::collections::HashMap;
 use std::io::Read as _;
+use std::sync::Arc;
 
 use memchr::memmem;
 use serde::Serialize;
 
 use super::decl::{Catalog, Ty};
-use super::matcher::{Matcher, Read};
+use std::cell::RefCell;
+
+use super::matcher::{Matcher, Read, Scratch};
 
 const CHUNK: usize = 1 << 20;
 /// Lines longer than this are not prints: they are counted and skipped.
@@ -23,7 +27,7 @@ pub enum Value {
     Int(i64),
     /// A decimal number as printed, and how many decimals it had.
     Num(f64, u8),
-    Text(Box<str>),
+    Text(Arc<str>),
 }
 
 impl Value {
@@ -45,16 +49,19 @@ impl Value {
     }
 }
 
-/// One print read from a log.
-#[derive(Debug, Clone)]
-pub struct Record {
+/// One print read from a log (its values borrowed from the scanner until the next one).
+#[derive(Debug, Clone, Copy)]
+pub struct Record<'a> {
     /// Index of the catalog entry it reads as.
     pub entry: u32,
     /// Index of the input file, and the line (1-based).
     pub file: u32,
     pub line: u64,
-    pub values: Box<[Value]>,
+    pub values: &'a [Value],
 }
+
+/// At most this many distinct texts (stage names, dtypes, shapes) are shared.
+const MAX_INTERNED: usize = 1 << 16;
 
 /// A line worth showing (the first of a kind in a file).
 #[derive(Debug, Clone, Serialize)]
@@ -93,6 +100,10 @@ pub struct Scanner<'c> {
     catalog: &'c Catalog,
     matcher: Matcher,
     finders: Vec<memmem::Finder<'static>>,
+    scratch: RefCell<Scratch>,
+    values: RefCell<Vec<Value>>,
+    /// Texts seen before, shared instead of allocated again for every print.
+    texts: RefCell<HashMap<Box<[u8]>, Arc<str>>>,
 }
 
 impl<'c> Scanner<'c> {
@@ -107,6 +118,9 @@ impl<'c> Scanner<'c> {
             catalog,
             matcher,
             finders,
+            scratch: RefCell::new(Scratch::default()),
+            values: RefCell::new(Vec::new()),
+            texts: RefCell::new(HashMap::new()),
         }
     }
 
@@ -123,7 +137,7 @@ impl<'c> Scanner<'c> {
         &self,
         file: u32,
         input: &mut dyn std::io::Read,
-        sink: &mut dyn FnMut(Record),
+        sink: &mut dyn FnMut(Record<'_>),
     ) -> FileStats {
         let mut stats = FileStats::default();
         let mut head = [0u8; 2];
@@ -206,8 +220,7 @@ impl<'c> Scanner<'c> {
             let mut text = buf.clone();
             text.push(b'\n');
             let before = stats.prints;
-            let mut held = Vec::new();
-            self.lines(file, &text, &mut stats, &mut |r| held.push(r));
+            self.lines(file, &text, &mut stats, &mut |_| {});
             if stats.prints > before {
                 stats.prints = before;
                 stats.cut += 1;
@@ -248,7 +261,7 @@ impl<'c> Scanner<'c> {
         number: u64,
         line: &[u8],
         stats: &mut FileStats,
-        sink: &mut dyn FnMut(Record),
+        sink: &mut dyn FnMut(Record<'_>),
     ) {
         if line.len() > MAX_LINE {
             stats.overlong_lines += 1;
@@ -268,18 +281,19 @@ impl<'c> Scanner<'c> {
                 None
             };
             let text = &visible[start..next.unwrap_or(visible.len())];
-            match self.matcher.read(text) {
-                Read::Print { entry, spans } => match self.values(entry, text, &spans) {
-                    Some(values) => {
+            let mut scratch = self.scratch.borrow_mut();
+            match self.matcher.read(text, &mut scratch) {
+                Read::Print { entry } => match self.values(entry, text, &scratch.spans) {
+                    true => {
                         stats.prints += 1;
                         sink(Record {
                             entry: entry as u32,
                             file,
                             line: number,
-                            values,
+                            values: &self.values.borrow(),
                         });
                     }
-                    None => note(
+                    false => note(
                         &mut stats.unreadable,
                         &mut stats.first_unreadable,
                         number,
@@ -298,13 +312,36 @@ impl<'c> Scanner<'c> {
         }
     }
 
-    fn values(&self, entry: usize, text: &[u8], spans: &[(usize, usize)]) -> Option<Box<[Value]>> {
+    /// Parse the values of a line read as `entry` into the scanner's value buffer; false
+    /// when one does not parse (an integer too large, say).
+    fn values(&self, entry: usize, text: &[u8], spans: &[(usize, usize)]) -> bool {
         let e = &self.catalog.entries[entry];
-        e.fields
-            .iter()
-            .zip(spans)
-            .map(|(f, &(a, b))| parse_value(f.ty, &text[a..b]))
-            .collect()
+        let mut values = self.values.borrow_mut();
+        values.clear();
+        for (f, &(a, b)) in e.fields.iter().zip(spans) {
+            let raw = &text[a..b];
+            let v = match f.ty {
+                Ty::Int | Ty::Number | Ty::Bytes { .. } => parse_value(f.ty, raw),
+                _ => Some(Value::Text(self.intern(raw))),
+            };
+            match v {
+                Some(v) => values.push(v),
+                None => return false,
+            }
+        }
+        true
+    }
+
+    fn intern(&self, raw: &[u8]) -> Arc<str> {
+        let mut texts = self.texts.borrow_mut();
+        if let Some(t) = texts.get(raw) {
+            return t.clone();
+        }
+        let t: Arc<str> = String::from_utf8_lossy(raw).into();
+        if texts.len() < MAX_INTERNED {
+            texts.insert(raw.into(), t.clone());
+        }
+        t
     }
 }
 
@@ -382,7 +419,7 @@ mod tests {
         let c = catalog();
         let s = Scanner::new(&c);
         let mut got = Vec::new();
-        let stats = s.scan(0, &mut &bytes[..], &mut |r| {
+        let stats = s.scan(0, &mut &bytes[..], &mut |r: Record<'_>| {
             got.push((
                 r.line,
                 r.values
