@@ -118,7 +118,10 @@ fn cut_prints_are_skipped_and_counted_and_the_rest_is_read() {
     assert_eq!(r["inputs"][0]["first_cut"]["line"], 2);
     let (code, out, _) = run(&[log.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert!(out.contains("2 cut off (first: line 2)"), "{out}");
+    assert!(
+        out.contains("2 print(s) cut off, skipped (first: line 2)"),
+        "{out}"
+    );
 }
 
 #[test]

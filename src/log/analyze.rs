@@ -597,8 +597,9 @@ fn step_and_layers(views: &[View]) -> StepParts {
         .windows(2)
         .filter(|w| w[1].allocated_bytes > w[0].allocated_bytes)
         .fold(None::<&[Point]>, |best, w| match best {
+            // Figures rounded alike can differ by a byte: those are the same rise.
             Some(b)
-                if b[1].allocated_bytes - b[0].allocated_bytes
+                if b[1].allocated_bytes - b[0].allocated_bytes + 2
                     >= w[1].allocated_bytes - w[0].allocated_bytes =>
             {
                 Some(b)

@@ -57,6 +57,34 @@ pub fn shorten(s: &str, max: usize) -> String {
     out
 }
 
+/// Write `text` as one line, or wrapped at 100 columns at spaces, continuing 4 columns
+/// deeper than it starts.
+fn say(o: &mut String, text: &str) {
+    const WIDTH: usize = 100;
+    let indent = text.len() - text.trim_start().len();
+    let more = " ".repeat(indent + 4);
+    let mut line = String::new();
+    for word in text.trim_start().split(' ') {
+        let lead = if line.is_empty() {
+            " ".repeat(indent)
+        } else {
+            String::new()
+        };
+        let candidate = if line.is_empty() {
+            format!("{lead}{word}")
+        } else {
+            format!("{line} {word}")
+        };
+        if candidate.chars().count() > WIDTH && !line.trim().is_empty() {
+            let _ = writeln!(o, "{line}");
+            line = format!("{more}{word}");
+        } else {
+            line = candidate;
+        }
+    }
+    let _ = writeln!(o, "{line}");
+}
+
 /// Lay out rows under a header; columns after the first are right-aligned unless the
 /// header starts with `<`.
 fn table(out: &mut String, indent: &str, header: &[&str], rows: &[Vec<String>]) {
@@ -139,28 +167,39 @@ pub fn render(r: &Report) -> String {
         if let (Some(a), Some(l)) = (i.file.attempt, i.file.local_rank) {
             let _ = write!(line, " [torchrun attempt {a}, local rank {l}]");
         }
+        if s.binary {
+            line.push_str(", looks binary");
+        }
+        say(&mut o, &line);
         if let Some(c) = &s.first_cut {
-            let _ = write!(line, "; {} cut off (first: line {})", s.cut, c.line);
+            say(
+                &mut o,
+                &format!(
+                    "    {} print(s) cut off, skipped (first: line {})",
+                    s.cut, c.line
+                ),
+            );
         }
         if let Some(u) = &s.first_unreadable {
-            let _ = write!(
-                line,
-                "; {} begin like a print but match no declaration (first: line {}: {})",
-                s.unreadable,
-                u.line,
-                shorten(&u.text, 60)
+            say(
+                &mut o,
+                &format!(
+                    "    {} line(s) begin like a print but match no declaration (first: line {}: {})",
+                    s.unreadable,
+                    u.line,
+                    shorten(&u.text, 48)
+                ),
             );
         }
         if s.overlong_lines > 0 {
-            let _ = write!(line, "; {} over-long line(s) skipped", s.overlong_lines);
-        }
-        if s.binary {
-            line.push_str("; looks binary");
+            say(
+                &mut o,
+                &format!("    {} over-long line(s) skipped", s.overlong_lines),
+            );
         }
         if let Some(e) = &s.error {
-            let _ = write!(line, "; {e}");
+            say(&mut o, &format!("    {e}"));
         }
-        let _ = writeln!(o, "{line}");
     }
     if !r.skipped_files.is_empty() {
         let _ = writeln!(
@@ -175,7 +214,7 @@ pub fn render(r: &Report) -> String {
     }
     let _ = writeln!(
         o,
-        "Memory as the prints give it: GiB, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB)."
+        "Memory as printed: GiB, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB)."
     );
     for rank in &r.ranks {
         render_rank(&mut o, rank);
@@ -208,7 +247,7 @@ fn render_rank(o: &mut String, r: &RankReport) {
                 let costs: Vec<String> = p
                     .costs
                     .iter()
-                    .map(|c| format!("{} {}", c.label, gib(c.bytes)))
+                    .map(|c| format!("{} {:.2}", c.label, c.bytes as f64 / GIB))
                     .collect();
                 vec![
                     shorten(&p.label, LABEL),
@@ -227,7 +266,7 @@ fn render_rank(o: &mut String, r: &RankReport) {
                 "allocated",
                 "cached",
                 "non-PyTorch",
-                "<stated cost",
+                "<stated cost (GiB)",
             ],
             &rows,
         );
@@ -262,7 +301,7 @@ fn render_rank(o: &mut String, r: &RankReport) {
                 &["point", "allocated", "change", "cached", "non-PyTorch"],
                 &rows,
             );
-            let _ = writeln!(o, "  peak: {}", peak_text(&s.peak));
+            say(o, &format!("  peak: {}", peak_text(&s.peak)));
             let mut sp = format!(
                 "  schedule peak: {} at {}",
                 gib(s.schedule_peak.allocated_bytes),
@@ -275,15 +314,17 @@ fn render_rank(o: &mut String, r: &RankReport) {
                     gib(d)
                 );
             }
-            let _ = writeln!(o, "{sp}");
+            say(o, &sp);
             if let Some(inc) = &s.largest_increase {
-                let _ = writeln!(
+                say(
                     o,
-                    "  largest increase: {} GiB, {} -> {} ({})",
-                    signed_gib(inc.bytes),
-                    inc.from,
-                    inc.to,
-                    inc.at
+                    &format!(
+                        "  largest increase: {} GiB, {} -> {} ({})",
+                        signed_gib(inc.bytes),
+                        inc.from,
+                        inc.to,
+                        inc.at
+                    ),
                 );
             }
             if let Some(n) = &s.non_pytorch {
@@ -522,20 +563,22 @@ fn render_across(o: &mut String, a: &Across) {
         .iter()
         .filter(|h| h.bytes - h.median_bytes > a.resolution_bytes)
     {
-        let _ = writeln!(
+        say(
             o,
-            "  highest {}: rank {} ({}; median {})",
-            h.figure,
-            h.rank,
-            gib(h.bytes),
-            gib(h.median_bytes)
+            &format!(
+                "  highest {}: rank {} ({}; median {})",
+                h.figure,
+                h.rank,
+                gib(h.bytes),
+                gib(h.median_bytes)
+            ),
         );
     }
     match &a.standout {
         None => {
-            let _ = writeln!(
+            say(
                 o,
-                "  no rank stands out: every figure is within the prints' resolution of the median"
+                "  no rank stands out: every figure is within the prints' resolution of the others' median",
             );
         }
         Some(s) => {
@@ -554,7 +597,7 @@ fn render_across(o: &mut String, a: &Across) {
                     .collect();
                 let _ = write!(line, "; it differs most at {}", ph.join(", "));
             }
-            let _ = writeln!(o, "{line}");
+            say(o, &line);
         }
     }
     let cmds: Vec<&AcrossRow> = a.ranks.iter().filter(|r| r.command.is_some()).collect();
