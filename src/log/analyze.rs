@@ -86,8 +86,8 @@ impl<'c> Collector<'c> {
         }
         match e.kind {
             Kind::Setup => {
-                let label = label_key(r.entry, e, &r.values);
-                if !st.setup_labels.insert(label.clone()) {
+                let label = label_key(r.entry, e, r.values);
+                if !st.setup_labels.insert(label) {
                     // The setup printed again: a new run of this rank.
                     st.runs.push((r.file, r.line));
                     st.records.clear();
@@ -101,7 +101,7 @@ impl<'c> Collector<'c> {
                 }
             }
             Kind::Timeline => {
-                let label = label_key(r.entry, e, &r.values);
+                let label = label_key(r.entry, e, r.values);
                 if st.step_done || !st.timeline_labels.insert(label) {
                     st.step_done = true;
                     st.after_step += 1;
@@ -200,7 +200,7 @@ impl View<'_> {
     fn role_bytes(&self, role: Role) -> Option<i64> {
         self.e
             .field_with(role)
-            .and_then(|i| bytes(self.e, &self.r.values, i))
+            .and_then(|i| bytes(self.e, self.r.values, i))
     }
 
     fn role_int(&self, role: Role) -> Option<i64> {
@@ -227,7 +227,7 @@ impl View<'_> {
         fill(
             self.e.label.as_deref().unwrap_or(default),
             self.e,
-            &self.r.values,
+            self.r.values,
         )
     }
 
@@ -315,7 +315,7 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
             path: v.role_text(Role::Path).unwrap_or_default(),
             host: v.role_text(Role::Host),
             at: v.at.clone(),
-            command: v.e.open.as_deref().map(|o| fill(o, v.e, &v.r.values)),
+            command: v.e.open.as_deref().map(|o| fill(o, v.e, v.r.values)),
         })
         .collect();
     let notes = views
@@ -371,7 +371,7 @@ fn setup_phases(views: &[View]) -> Vec<SetupPhase> {
                     .filter_map(|(i, f)| {
                         Some(Cost {
                             label: f.meaning.clone().unwrap_or_else(|| f.name.clone()),
-                            bytes: bytes(v.e, &v.r.values, i)?,
+                            bytes: bytes(v.e, v.r.values, i)?,
                             source: "stated",
                             phase: label.clone(),
                         })
@@ -443,7 +443,7 @@ fn step_and_layers(views: &[View]) -> StepParts {
                     at: v.at.clone(),
                     allocated_bytes: a,
                     change_bytes: points.last().map(|p| a - p.allocated_bytes),
-                    printed_delta_bytes: delta_field.and_then(|d| bytes(v.e, &v.r.values, d)),
+                    printed_delta_bytes: delta_field.and_then(|d| bytes(v.e, v.r.values, d)),
                     printed_delta_meaning: v.meaning_of(Role::Delta),
                     cached_bytes: v.role_bytes(Role::Cached),
                     non_pytorch_bytes: v.role_bytes(Role::NonPytorch),

@@ -50,7 +50,7 @@ pub fn render(r: &Report) -> String {
         esc(&ranks.join(", ")),
         esc(&r.rules)
     );
-    o.push_str("<p class=\"muted\">Memory as the prints give it, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB).</p>");
+    o.push_str("<p class=\"muted\">Memory as printed, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB).</p>");
     inputs(&mut o, r);
     if let Some(a) = &r.across {
         across(&mut o, a);
@@ -195,7 +195,7 @@ fn step_charts(o: &mut String, r: &Report) {
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let top = nice_ceiling(max / GIB);
+    let (top, tick) = axis(max / GIB);
     o.push_str("<h2>Memory over the profiled step</h2><p class=\"muted\">Allocated memory at every print of the step, one panel per rank on one scale: the schedule's points joined by the line, probes inside the layers as dots, the peak in red.</p>");
     for (rank, s) in with_step {
         let pp = rank
@@ -214,9 +214,10 @@ fn step_charts(o: &mut String, r: &Report) {
             "<svg class=\"step\" data-scale-gib=\"{top}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"memory over the step, rank {}\">",
             rank.rank
         );
-        for k in 0..=4 {
-            let v = top * k as f64 / 4.0;
-            let yy = mt + ph - ph * k as f64 / 4.0;
+        let ticks = (top / tick).round() as usize;
+        for k in 0..=ticks {
+            let v = tick * k as f64;
+            let yy = mt + ph - ph * v / top;
             let _ = write!(
                 o,
                 "<line x1=\"{ml}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2} GiB</text>",
@@ -294,18 +295,18 @@ fn step_charts(o: &mut String, r: &Report) {
     }
 }
 
-/// A round number at or above `v` (for an axis).
-fn nice_ceiling(v: f64) -> f64 {
-    if v <= 0.0 {
-        return 1.0;
-    }
-    let mag = 10f64.powf(v.log10().floor());
-    for m in [1.0, 1.2, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0] {
-        if m * mag >= v {
-            return m * mag;
-        }
-    }
-    10.0 * mag
+/// An axis for values up to `v`: (top, tick), the tick a round number giving 3 to 6
+/// gridlines, the top a multiple of it.
+fn axis(v: f64) -> (f64, f64) {
+    let v = if v > 0.0 { v } else { 1.0 };
+    let mag = 10f64.powf((v / 4.0).log10().floor());
+    let tick = [1.0, 2.0, 2.5, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|t| v / t <= 5.0)
+        .unwrap_or(10.0 * mag);
+    let round = |x: f64| (x * 1e9).round() / 1e9;
+    (round((v / tick).ceil().max(1.0) * tick), round(tick))
 }
 
 /// The setup breakdown: what each rank's setup cost, item by item, on one scale.
@@ -389,19 +390,16 @@ fn setup_chart(o: &mut String, r: &Report) {
     o.push_str("</svg>");
 }
 
-/// One bar chart: `bars` (label, value, tip) against a common maximum.
-fn bars(
-    o: &mut String,
-    class: &str,
-    title: &str,
-    bars: &[(String, Vec<(f64, &str, String)>)],
-    unit: &str,
-) {
+/// One bar: its label and its stacked parts (value, colour, tooltip).
+type Bar<'a> = (String, Vec<(f64, &'a str, String)>);
+
+/// One bar chart: `bars` against a common maximum.
+fn bars(o: &mut String, class: &str, title: &str, bars: &[Bar], unit: &str) {
     let max = bars
         .iter()
         .map(|(_, stack)| stack.iter().map(|(v, _, _)| *v).sum::<f64>())
         .fold(0.0, f64::max);
-    let top = nice_ceiling(max);
+    let (top, tick) = axis(max);
     let (w, h, ml, mt, mb) = (
         (60.0 + bars.len() as f64 * 54.0).max(260.0),
         200.0,
@@ -417,9 +415,10 @@ fn bars(
         esc(title),
         ml - 4.0
     );
-    for k in 0..=2 {
-        let v = top * k as f64 / 2.0;
-        let yy = mt + ph - ph * k as f64 / 2.0;
+    let ticks = (top / tick).round() as usize;
+    for k in 0..=ticks {
+        let v = tick * k as f64;
+        let yy = mt + ph - ph * v / top;
         let _ = write!(
             o,
             "<line x1=\"{ml}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
@@ -469,7 +468,7 @@ fn rank_section(o: &mut String, r: &RankReport) {
             } else {
                 format!("layer {}", l.layer)
             };
-            let alloc: Vec<(String, Vec<(f64, &str, String)>)> = l
+            let alloc: Vec<Bar> = l
                 .stages
                 .iter()
                 .map(|s| {
@@ -491,7 +490,7 @@ fn rank_section(o: &mut String, r: &RankReport) {
                 &alloc,
                 "GiB",
             );
-            let saved: Vec<(String, Vec<(f64, &str, String)>)> = l
+            let saved: Vec<Bar> = l
                 .stages
                 .iter()
                 .filter_map(|s| s.saved.as_ref().map(|x| (s, x)))
@@ -601,5 +600,19 @@ fn rank_section(o: &mut String, r: &RankReport) {
             esc(&n.label),
             esc(&n.at)
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::axis;
+
+    #[test]
+    fn axes_have_round_ticks() {
+        assert_eq!(axis(0.14), (0.15, 0.05));
+        assert_eq!(axis(12.0), (12.5, 2.5));
+        assert_eq!(axis(0.0), (1.0, 0.2));
+        let (top, tick) = axis(73.0);
+        assert!(top >= 73.0 && (top / tick).round() <= 6.0, "{top} {tick}");
     }
 }

@@ -140,7 +140,7 @@ pub fn scenario(
 }
 
 /// The rank's entry of a report.
-pub fn rank<'a>(report: &'a serde_json::Value, r: i64) -> &'a serde_json::Value {
+pub fn rank(report: &serde_json::Value, r: i64) -> &serde_json::Value {
     report["ranks"]
         .as_array()
         .unwrap()
