@@ -576,13 +576,12 @@ fn step_and_layers(views: &[View]) -> StepParts {
         },
         before_point,
     };
-    let sp = points
-        .iter()
-        .fold(None::<&Point>, |best, p| match best {
-            Some(b) if b.allocated_bytes >= p.allocated_bytes => Some(b),
-            _ => Some(p),
-        })
-        .expect("a step has points");
+    let Some(sp) = points.iter().fold(None::<&Point>, |best, p| match best {
+        Some(b) if b.allocated_bytes >= p.allocated_bytes => Some(b),
+        _ => Some(p),
+    }) else {
+        return (None, layers, outside);
+    };
     let schedule_peak = Peak {
         allocated_bytes: sp.allocated_bytes,
         label: sp.label.clone(),

@@ -465,6 +465,44 @@ mod tests {
     }
 
     #[test]
+    fn any_bytes_read_without_a_panic() {
+        // Pieces of prints, prefixes, carriage returns, NULs and invalid UTF-8, shuffled.
+        let pieces: [&[u8]; 12] = [
+            b"[rank=3] Step ",
+            b"7",
+            b": ",
+            b"0.08 GiB",
+            b"\n",
+            b"\r",
+            b"[default3]:",
+            b"\xff\xfe",
+            b"\0",
+            b"[rank=",
+            b"-",
+            b"99999999999999999999",
+        ];
+        let c = catalog();
+        let s = Scanner::new(&c);
+        let mut seed = 0x9E3779B97F4A7C15u64;
+        for _ in 0..300 {
+            let mut bytes = Vec::new();
+            for _ in 0..200 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                bytes.extend_from_slice(pieces[(seed % pieces.len() as u64) as usize]);
+            }
+            let mut n = 0;
+            let stats = s.scan(0, &mut &bytes[..], &mut |r: Record<'_>| {
+                assert_eq!(r.values.len(), 3);
+                n += 1;
+            });
+            assert_eq!(stats.prints, n);
+            assert!(stats.lines as usize <= bytes.iter().filter(|&&b| b == b'\n').count() + 1);
+        }
+    }
+
+    #[test]
     fn gzip_overlong_and_binary() {
         use std::io::Write;
         let mut text = b"[rank=3] Step 0: 0.08 GiB\n[rank=3] ".to_vec();
