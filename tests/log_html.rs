@@ -91,7 +91,7 @@ fn the_page_holds_the_plots_and_renders_in_chromium() {
     assert_eq!(html.matches("<svg class=\"saved\"").count(), 2);
     assert_eq!(html.matches("class=\"peak\"").count(), 2);
     assert!(
-        html.contains("Rank <b>3</b> stands out"),
+        html.contains("rank 3 stands out: peak allocated"),
         "rank 3 holds 200 MiB more"
     );
     assert!(html.contains("instrument snapshot "));

@@ -577,23 +577,42 @@ pub fn entries_by_rule(catalog: &Catalog) -> BTreeMap<String, Vec<usize>> {
     map
 }
 
+/// A declaration for the tests of the reader's modules.
+#[cfg(test)]
+pub(crate) fn test_decl(kind: &str, line: &str, label: &str, fields: &[(&str, &str)]) -> PrintDecl {
+    PrintDecl {
+        kind: kind.into(),
+        line: line.into(),
+        label: Some(label.into()),
+        fields: fields
+            .iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect(),
+        part: None,
+        inherit: vec![],
+        open: None,
+    }
+}
+
+/// A catalog of one-rule declarations, for tests.
+#[cfg(test)]
+pub(crate) fn test_catalog(decls: &[PrintDecl]) -> Catalog {
+    Catalog {
+        entries: decls
+            .iter()
+            .enumerate()
+            .map(|(i, d)| compile_one(d, &format!("r{i}#1")).unwrap())
+            .collect(),
+        origin: "test".into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn decl(kind: &str, line: &str, fields: &[(&str, &str)]) -> PrintDecl {
-        PrintDecl {
-            kind: kind.into(),
-            line: line.into(),
-            label: Some("x".into()),
-            fields: fields
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
-            part: None,
-            inherit: vec![],
-            open: None,
-        }
+        test_decl(kind, line, "x", fields)
     }
 
     #[test]

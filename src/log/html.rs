@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::model::*;
-use super::text::{gib, mib, peak_text, signed_gib};
+use super::text::{gib, mib, peak_text, signed_gib, standout_text};
 
 const GIB: f64 = 1073741824.0;
 const MIB: f64 = 1048576.0;
@@ -114,23 +114,10 @@ fn opt(b: Option<i64>) -> String {
 fn across(o: &mut String, a: &Across) {
     o.push_str("<h2>Across ranks</h2>");
     if let Some(s) = &a.standout {
-        let phases: Vec<String> = s
-            .phases
-            .iter()
-            .map(|p| format!("{} ({} GiB)", p.phase, signed_gib(p.diff_bytes)))
-            .collect();
         let _ = write!(
             o,
-            "<div class=\"standout\">Rank <b>{}</b> stands out: {} {} against the other ranks' median of {}{}</div>",
-            s.rank,
-            esc(&s.figure),
-            gib(s.bytes),
-            gib(s.median_bytes),
-            if phases.is_empty() {
-                String::new()
-            } else {
-                format!("; it differs most at {}", esc(&phases.join(", ")))
-            }
+            "<div class=\"standout\">{}</div>",
+            esc(&standout_text(s))
         );
     } else {
         o.push_str("<p>No rank stands out: every figure is within the prints' resolution of the others' median.</p>");
@@ -214,18 +201,7 @@ fn step_charts(o: &mut String, r: &Report) {
             "<svg class=\"step\" data-scale-gib=\"{top}\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"memory over the step, rank {}\">",
             rank.rank
         );
-        let ticks = (top / tick).round() as usize;
-        for k in 0..=ticks {
-            let v = tick * k as f64;
-            let yy = mt + ph - ph * v / top;
-            let _ = write!(
-                o,
-                "<line x1=\"{ml}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2} GiB</text>",
-                ml + pw,
-                ml - 6.0,
-                yy + 4.0
-            );
-        }
+        gridlines(o, (top, tick), (ml, ml + pw), (mt, ph), " GiB");
         // The line through the schedule's points.
         let pts: Vec<String> = s
             .trace
@@ -292,6 +268,27 @@ fn step_charts(o: &mut String, r: &Report) {
             mt + ph
         );
         let _ = write!(o, "<p>Peak {}</p>", esc(&peak_text(&s.peak)));
+    }
+}
+
+/// Horizontal gridlines at each tick from 0 to `top`, labelled at the left of `x0`.
+fn gridlines(
+    o: &mut String,
+    (top, tick): (f64, f64),
+    (x0, x1): (f64, f64),
+    (mt, ph): (f64, f64),
+    unit: &str,
+) {
+    let ticks = (top / tick).round() as usize;
+    for k in 0..=ticks {
+        let v = tick * k as f64;
+        let y = mt + ph - ph * v / top;
+        let _ = write!(
+            o,
+            "<line x1=\"{x0}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}{unit}</text>",
+            x0 - 5.0,
+            y + 4.0
+        );
     }
 }
 
@@ -415,18 +412,7 @@ fn bars(o: &mut String, class: &str, title: &str, bars: &[Bar], unit: &str) {
         esc(title),
         ml - 4.0
     );
-    let ticks = (top / tick).round() as usize;
-    for k in 0..=ticks {
-        let v = tick * k as f64;
-        let yy = mt + ph - ph * v / top;
-        let _ = write!(
-            o,
-            "<line x1=\"{ml}\" y1=\"{yy:.1}\" x2=\"{:.1}\" y2=\"{yy:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}</text>",
-            w - 6.0,
-            ml - 4.0,
-            yy + 4.0
-        );
-    }
+    gridlines(o, (top, tick), (ml, w - 6.0), (mt, ph), "");
     for (i, (label, stack)) in bars.iter().enumerate() {
         let xx = ml + 8.0 + i as f64 * 54.0;
         let mut base = mt + ph;

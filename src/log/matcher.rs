@@ -413,33 +413,14 @@ fn anchors(catalog: &Catalog) -> Vec<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::decl::{Catalog, compile_one};
-    use crate::rules::PrintDecl;
+    use crate::log::decl::{Catalog, test_catalog, test_decl};
 
     fn catalog(lines: &[(&str, &[(&str, &str)])]) -> Catalog {
-        let entries = lines
+        let decls: Vec<_> = lines
             .iter()
-            .enumerate()
-            .map(|(i, (line, fields))| {
-                let d = PrintDecl {
-                    kind: "setup".into(),
-                    line: line.to_string(),
-                    label: Some("x".into()),
-                    fields: fields
-                        .iter()
-                        .map(|(a, b)| (a.to_string(), b.to_string()))
-                        .collect(),
-                    part: None,
-                    inherit: vec![],
-                    open: None,
-                };
-                compile_one(&d, &format!("r{i}#1")).unwrap()
-            })
+            .map(|(line, fields)| test_decl("setup", line, "x", fields))
             .collect();
-        Catalog {
-            entries,
-            origin: "test".into(),
-        }
+        test_catalog(&decls)
     }
 
     fn read(m: &Matcher, line: &str) -> (Read, Vec<(usize, usize)>) {

@@ -393,26 +393,15 @@ fn read_full(input: &mut dyn std::io::Read, buf: &mut [u8]) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::log::decl::compile_one;
-    use crate::rules::PrintDecl;
+    use crate::log::decl::{test_catalog, test_decl};
 
     fn catalog() -> Catalog {
-        let d = PrintDecl {
-            kind: "timeline".into(),
-            line: "[rank={rank}] Step {i}: {allocated} GiB".into(),
-            label: Some("Step {i}".into()),
-            fields: [("i", "int"), ("allocated", "GiB")]
-                .iter()
-                .map(|(a, b)| (a.to_string(), b.to_string()))
-                .collect(),
-            part: None,
-            inherit: vec![],
-            open: None,
-        };
-        Catalog {
-            entries: vec![compile_one(&d, "r#1").unwrap()],
-            origin: "test".into(),
-        }
+        test_catalog(&[test_decl(
+            "timeline",
+            "[rank={rank}] Step {i}: {allocated} GiB",
+            "Step {i}",
+            &[("i", "int"), ("allocated", "GiB")],
+        )])
     }
 
     fn scan(bytes: &[u8]) -> (FileStats, Vec<(u64, String)>) {

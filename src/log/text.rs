@@ -475,6 +475,26 @@ fn wrap(o: &mut String, head: &str, items: &[String]) {
     let _ = writeln!(o, "{line}");
 }
 
+/// The rank that stands out, and the phases where it differs most, as a sentence.
+pub fn standout_text(s: &Standout) -> String {
+    let mut line = format!(
+        "rank {} stands out: {} {} against the other ranks' median of {}",
+        s.rank,
+        s.figure,
+        gib(s.bytes),
+        gib(s.median_bytes)
+    );
+    if !s.phases.is_empty() {
+        let ph: Vec<String> = s
+            .phases
+            .iter()
+            .map(|p| format!("{} ({} GiB)", p.phase, signed_gib(p.diff_bytes)))
+            .collect();
+        let _ = write!(line, "; it differs most at {}", ph.join(", "));
+    }
+    line
+}
+
 pub fn peak_text(p: &Peak) -> String {
     let mut s = format!("{} at \"{}\"", gib(p.allocated_bytes), p.label);
     match (p.layer, &p.stage) {
@@ -581,24 +601,7 @@ fn render_across(o: &mut String, a: &Across) {
                 "  no rank stands out: every figure is within the prints' resolution of the others' median",
             );
         }
-        Some(s) => {
-            let mut line = format!(
-                "  rank {} stands out: {} {} against the other ranks' median of {}",
-                s.rank,
-                s.figure,
-                gib(s.bytes),
-                gib(s.median_bytes)
-            );
-            if !s.phases.is_empty() {
-                let ph: Vec<String> = s
-                    .phases
-                    .iter()
-                    .map(|p| format!("{} ({} GiB)", p.phase, signed_gib(p.diff_bytes)))
-                    .collect();
-                let _ = write!(line, "; it differs most at {}", ph.join(", "));
-            }
-            say(o, &line);
-        }
+        Some(s) => say(o, &format!("  {}", standout_text(s))),
     }
     let cmds: Vec<&AcrossRow> = a.ranks.iter().filter(|r| r.command.is_some()).collect();
     if !cmds.is_empty() {
