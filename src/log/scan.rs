@@ -148,21 +148,18 @@ impl<'c> Scanner<'c> {
             stats.gzip = true;
             reader = Box::new(flate2::read::MultiGzDecoder::new(reader));
         }
-        let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + MAX_LINE);
+        // One buffer for the whole file: the carried part of a line, then a chunk read
+        // behind it (allocated and zeroed once).
+        let mut store = vec![0u8; CHUNK + MAX_LINE + 1];
+        let mut len = 0;
         // Skipping the rest of an over-long line.
         let mut skipping = false;
         let mut first = true;
         loop {
-            let filled = buf.len();
-            buf.resize(filled + CHUNK, 0);
-            let got = match reader.read(&mut buf[filled..]) {
+            let got = match reader.read(&mut store[len..len + CHUNK]) {
                 Ok(g) => g,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
-                    buf.truncate(filled);
-                    continue;
-                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(e) => {
-                    buf.truncate(filled);
                     stats.error = Some(if stats.gzip {
                         format!("the gzip data is corrupt or ends early ({e}); read up to there")
                     } else {
@@ -171,10 +168,10 @@ impl<'c> Scanner<'c> {
                     break;
                 }
             };
-            buf.truncate(filled + got);
+            len += got;
             stats.bytes += got as u64;
-            if first && !buf.is_empty() {
-                let probe = &buf[..buf.len().min(65536)];
+            if first && len > 0 {
+                let probe = &store[..len.min(65536)];
                 stats.binary = probe.iter().filter(|&&b| b == 0).count() * 100 > probe.len();
                 first = false;
             }
@@ -183,41 +180,45 @@ impl<'c> Scanner<'c> {
             }
             let mut start = 0;
             if skipping {
-                match memchr::memchr(b'\n', &buf) {
+                match memchr::memchr(b'\n', &store[..len]) {
                     Some(i) => {
                         start = i + 1;
                         stats.lines += 1;
                         skipping = false;
                     }
                     None => {
-                        buf.clear();
+                        len = 0;
                         continue;
                     }
                 }
             }
-            let Some(last_nl) = memchr::memrchr(b'\n', &buf[start..]).map(|i| start + i) else {
-                if buf.len() - start > MAX_LINE {
+            let Some(last_nl) = memchr::memrchr(b'\n', &store[start..len]).map(|i| start + i)
+            else {
+                if len - start > MAX_LINE {
                     stats.overlong_lines += 1;
                     skipping = true;
-                    buf.clear();
+                    len = 0;
                 } else {
-                    buf.drain(..start);
+                    store.copy_within(start..len, 0);
+                    len -= start;
                 }
                 continue;
             };
-            self.lines(file, &buf[start..=last_nl], &mut stats, sink);
-            buf.drain(..=last_nl);
-            if buf.len() > MAX_LINE {
+            self.lines(file, &store[start..=last_nl], &mut stats, sink);
+            store.copy_within(last_nl + 1..len, 0);
+            len -= last_nl + 1;
+            if len > MAX_LINE {
                 stats.overlong_lines += 1;
                 skipping = true;
-                buf.clear();
+                len = 0;
             }
         }
+        let buf = &store[..len];
         if !buf.is_empty() && !skipping {
             // The last line has no line end: a print there was cut off (a killed process
             // or a copy in progress), so it is counted, not read.
             stats.no_final_newline = true;
-            let mut text = buf.clone();
+            let mut text = buf.to_vec();
             text.push(b'\n');
             let before = stats.prints;
             self.lines(file, &text, &mut stats, &mut |_| {});
@@ -227,7 +228,7 @@ impl<'c> Scanner<'c> {
                 if stats.first_cut.is_none() {
                     stats.first_cut = Some(Example {
                         line: stats.lines,
-                        text: shorten(&buf),
+                        text: shorten(buf),
                     });
                 }
             }
