@@ -15,6 +15,10 @@ use crate::rules::{self, RuleSet, TargetKind};
 /// The rule set used when `--rules` is not given.
 pub const DEFAULT_RULES: &str = "memory-prints";
 
+/// What `add` says when `--detail-layers` is not given.
+const RUN_TIME_LAYERS: &str =
+    "chosen at run time: each profiled rank takes the first 2 MoE layers it holds and prints which";
+
 #[derive(Args, Debug)]
 pub struct AddArgs {
     /// The model, as named in pithtrain/models/ (`qwen3-moe`, `deepseek-v2`, ...); with
@@ -24,7 +28,8 @@ pub struct AddArgs {
     /// Global ranks that print, comma-separated (e.g. `3,14`).
     #[arg(long, default_value = "0", allow_hyphen_values = true)]
     pub ranks: String,
-    /// Layer indices profiled in detail, comma-separated; by default the first two MoE layers.
+    /// Layer indices profiled in detail, comma-separated; by default each profiled rank
+    /// takes the first two MoE layers it holds (chosen at run time).
     #[arg(long, allow_hyphen_values = true)]
     pub detail_layers: Option<String>,
     /// The training step that prints per-step detail and takes the snapshot; by default the
@@ -34,6 +39,10 @@ pub struct AddArgs {
     /// Where the memory snapshots are written.
     #[arg(long, default_value = "/tmp")]
     pub snapshot_dir: String,
+    /// The stacks memory history records: `python` (fast to dump) or `all` (adds C++
+    /// frames, which torch symbolizes when the snapshot is taken: minutes on large models).
+    #[arg(long, default_value = "python", value_parser = ["python", "all"])]
+    pub stacks: String,
     /// A Hugging Face config.json to evaluate the MoE-vs-dense condition with.
     #[arg(long)]
     pub config: Option<PathBuf>,
@@ -150,21 +159,27 @@ pub fn parse_int_list(flag: &str, text: &str) -> anyhow::Result<Vec<u64>> {
     Ok(out)
 }
 
-/// The template parameters `add`'s flags set, as Python literals.
+/// The template parameters `add`'s flags set, as Python literals. `layers` None: chosen
+/// at run time (`None` in the code).
 pub fn template_params(
     ranks: &[u64],
-    layers: &[u64],
+    layers: Option<&[u64]>,
     step: Option<u64>,
     snapshot_dir: &str,
+    stacks: &str,
 ) -> BTreeMap<String, String> {
     BTreeMap::from([
         ("RANKS".to_string(), python_set(ranks)),
-        ("DETAIL_LAYERS".to_string(), python_tuple(layers)),
+        (
+            "DETAIL_LAYERS".to_string(),
+            layers.map_or("None".to_string(), python_tuple),
+        ),
         (
             "STEP".to_string(),
             step.map_or("None".to_string(), |s| s.to_string()),
         ),
         ("SNAPSHOT_DIR".to_string(), python_str(snapshot_dir)),
+        ("STACKS".to_string(), python_str(stacks)),
     ])
 }
 
@@ -193,8 +208,28 @@ fn python_tuple(values: &[u64]) -> String {
     }
 }
 
+/// A Python string literal as `ruff format` writes it: double quotes, unless the text
+/// holds more double quotes than single ones; control characters escaped.
 fn python_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+    let (double, single) = (s.matches('"').count(), s.matches('\'').count());
+    let quote = if double > single { '\'' } else { '"' };
+    let mut out = String::from(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if c.is_control() => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
 }
 
 fn print_failures_report(outcome: &AddOutcome, what: &str) {
@@ -293,15 +328,19 @@ pub fn add(args: AddArgs) -> anyhow::Result<u8> {
             let choice =
                 layers::check_explicit(&root, &set.manifest, &model, args.config.as_deref(), &l)
                     .map_err(user_error)?;
-            (l, choice)
+            (Some(l), choice)
         }
-        None => {
-            let choice = layers::auto(&root, &set.manifest, &model, args.config.as_deref())
-                .map_err(user_error)?;
-            (choice.layers.clone(), choice.reason)
-        }
+        // Which layers a rank holds depends on the pipeline layout: each profiled rank
+        // chooses at run time (the rules' 1B helpers).
+        None => (None, Some(RUN_TIME_LAYERS.to_string())),
     };
-    let params = template_params(&ranks, &layers, args.step, &args.snapshot_dir);
+    let params = template_params(
+        &ranks,
+        layers.as_deref(),
+        args.step,
+        &args.snapshot_dir,
+        &args.stacks,
+    );
     for name in set.manifest.params.keys() {
         if !params.contains_key(name) {
             return Err(user_error(format!(
@@ -322,8 +361,14 @@ pub fn add(args: AddArgs) -> anyhow::Result<u8> {
         return Ok(exit::USER_ERROR);
     };
     let mut err = std::io::stderr().lock();
-    if let Some(reason) = why {
-        let _ = writeln!(err, "detail layers {}: {reason}", python_tuple(&layers));
+    match (why, &layers) {
+        (Some(reason), Some(l)) => {
+            let _ = writeln!(err, "detail layers {}: {reason}", python_tuple(l));
+        }
+        (Some(reason), None) => {
+            let _ = writeln!(err, "detail layers: {reason}");
+        }
+        (None, _) => {}
     }
     let _ = writeln!(err, "{what}: {applied}, ranks {}", python_set(&ranks));
     Ok(exit::OK)

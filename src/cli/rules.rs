@@ -134,7 +134,7 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
 pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
     let set = load_rules(&args.rules)?;
     // Examples use `add`'s defaults for what they do not set.
-    let defaults = super::codemod::template_params(&[0], &[0, 1], None, "/tmp");
+    let defaults = super::codemod::template_params(&[0], None, None, "/tmp", "python");
     let results = selftest::run_all(&set, &defaults);
     let failed: Vec<&selftest::ExampleResult> =
         results.iter().filter(|r| r.problem.is_some()).collect();

@@ -13,7 +13,7 @@ use super::failure::{Failure, FailureKind};
 use super::imports;
 use super::markers;
 use super::template::{self, Original};
-use crate::python::{self, Source, names};
+use crate::python::{self, Source, binds, names};
 use crate::rules::{Position, Rule, RuleSet};
 
 /// What planning needs besides the file: the rule set and the parameter values.
@@ -428,6 +428,20 @@ pub fn plan_file(
                 )
             });
         }
+    }
+    // 6. Inserted code binds only names of its own (python::binds).
+    let replaced: Vec<(usize, Range<usize>)> = edits
+        .iter()
+        .filter(|e| e.end > e.start)
+        .map(|e| (e.rule_index, e.start..e.end))
+        .collect();
+    for clash in binds::check(&src, &result, &checked_ranges, &replaced) {
+        let rule = &ctx.rule_set.rules[clash.rule];
+        let line = Some(result.line_of(clash.at));
+        plan.failures.push(Failure {
+            name: Some(clash.name.clone()),
+            ..fail(FailureKind::Name, line, Some(rule), clash.message())
+        });
     }
     if !plan.failures.is_empty() {
         return plan;

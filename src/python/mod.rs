@@ -4,6 +4,7 @@
 
 use tree_sitter::{Node, Parser, Tree};
 
+pub mod binds;
 pub mod eval;
 pub mod names;
 pub mod scan;
