@@ -98,8 +98,8 @@ fn test_rules_passes_on_the_shipped_rules_and_fails_on_a_wrong_expectation() {
     let path = dir.path().join("5-model-qwen3-moe.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let wrong = text.replacen(
-        "        out = self.down_proj(gu, **kwargs)\n",
-        "        out = self.down_proj(gu)\n",
+        "        _out = self.down_proj(_gu, **kwargs)\n",
+        "        _out = self.down_proj(_gu)\n",
         1,
     );
     assert_ne!(wrong, text);
