@@ -429,6 +429,21 @@ fn step_flag_picks_the_profiled_step() {
             .join("memory_snapshot_rank3_step1.pickle")
             .is_file()
     );
+    // A step the run never reaches: said once, nothing recorded.
+    let run = run_fixture(&python, dir.path(), &["--max-steps", "1"]);
+    assert_eq!(run.code, 0);
+    let said: Vec<&str> = run
+        .lines(3)
+        .into_iter()
+        .filter(|l| l.contains("memory prints:"))
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "[rank=3] memory prints: nothing will be profiled: --step 1 is not before max_steps 1; the last step that can be profiled is 0"
+        ]
+    );
+    assert_eq!(run.result["history"], json!([]));
 }
 
 #[test]
