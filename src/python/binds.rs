@@ -57,22 +57,38 @@ pub fn check(
     inserted: &[(Range<usize>, usize)],
     replaced: &[(usize, Range<usize>)],
 ) -> Vec<RuleClash> {
-    let ranges: Vec<Range<usize>> = inserted.iter().map(|(r, _)| r.clone()).collect();
-    let rebinds: Vec<HashSet<String>> = inserted
+    // One range per run of a rule's lines (the planner gives one per line): lines of one
+    // rule separated only by blank lines or line ends are one piece of inserted code.
+    let mut merged: Vec<(Range<usize>, usize)> = Vec::new();
+    let mut sorted = inserted.to_vec();
+    sorted.sort_by_key(|(r, _)| r.start);
+    for (range, rule) in sorted {
+        match merged.last_mut() {
+            Some((last, last_rule))
+                if *last_rule == rule && planned.text[last.end..range.start].trim().is_empty() =>
+            {
+                last.end = range.end
+            }
+            _ => merged.push((range, rule)),
+        }
+    }
+    let mut by_rule: HashMap<usize, HashSet<String>> = HashMap::new();
+    for (rule, range) in replaced {
+        by_rule
+            .entry(*rule)
+            .or_default()
+            .extend(bound_names(original, range.clone()));
+    }
+    let ranges: Vec<Range<usize>> = merged.iter().map(|(r, _)| r.clone()).collect();
+    let rebinds: Vec<HashSet<String>> = merged
         .iter()
-        .map(|(_, rule)| {
-            replaced
-                .iter()
-                .filter(|(r, _)| r == rule)
-                .flat_map(|(_, range)| bound_names(original, range.clone()))
-                .collect()
-        })
+        .map(|(_, rule)| by_rule.get(rule).cloned().unwrap_or_default())
         .collect();
     let mut seen = HashSet::new();
     clashes(planned, &ranges, &rebinds)
         .into_iter()
         .map(|c| RuleClash {
-            rule: inserted[c.index].1,
+            rule: merged[c.index].1,
             name: c.name,
             at: c.at,
             scope: c.scope,
@@ -84,8 +100,8 @@ pub fn check(
 /// Names bound anywhere in `range` of `src` (any scope): what a replaced statement bound.
 pub fn bound_names(src: &Source, range: Range<usize>) -> HashSet<String> {
     let mut out = HashSet::new();
-    let ranges = std::slice::from_ref(&range);
-    walk_bindings(src.root(), ranges, &mut |ident, _| {
+    let spans = Spans::new(std::slice::from_ref(&range));
+    walk_bindings(src.root(), &spans, &mut |ident, _| {
         out.insert(src.text_of(ident).to_string());
     });
     out
@@ -99,30 +115,34 @@ pub fn clashes(
     inserted: &[Range<usize>],
     rebinds: &[HashSet<String>],
 ) -> Vec<Clash> {
-    let in_inserted = |at: usize| inserted.iter().position(|r| r.contains(&at));
+    let spans = Spans::new(inserted);
+    let mut bindings: Vec<(Node, usize, Node)> = Vec::new();
+    walk_bindings(result.root(), &spans, &mut |ident, construct| {
+        if let Some(index) = spans.holding(ident.start_byte()) {
+            bindings.push((ident, index, construct));
+        }
+    });
+    let mut globals: HashMap<usize, HashSet<String>> = HashMap::new();
     let mut found: Vec<(Node, usize, Node)> = Vec::new();
-    walk_bindings(result.root(), inserted, &mut |ident, construct| {
-        let Some(index) = in_inserted(ident.start_byte()) else {
-            return;
-        };
-        let scope = binding_scope(result, construct, ident);
+    for (ident, index, construct) in bindings {
+        let scope = binding_scope(result, construct, ident, &mut globals);
         // A scope the inserted code opened itself is its own.
-        if scope.kind() != "module" && in_inserted(scope.start_byte()).is_some() {
-            return;
+        if scope.kind() != "module" && spans.holding(scope.start_byte()).is_some() {
+            continue;
         }
         found.push((ident, index, scope));
-    });
-    let mut host_names: HashMap<usize, HashSet<String>> = HashMap::new();
+    }
+    let mut used: HashMap<(usize, &str), bool> = HashMap::new();
     let mut out = Vec::new();
     for (ident, index, scope) in found {
         let name = result.text_of(ident);
         if rebinds.get(index).is_some_and(|r| r.contains(name)) {
             continue;
         }
-        let names = host_names
-            .entry(scope.id())
-            .or_insert_with(|| names_used(result, scope, inserted));
-        if names.contains(name) {
+        let uses = *used
+            .entry((scope.id(), name))
+            .or_insert_with(|| host_uses(result, scope, name, &spans));
+        if uses {
             out.push(Clash {
                 name: name.to_string(),
                 at: ident.start_byte(),
@@ -133,6 +153,37 @@ pub fn clashes(
     }
     out.sort_by_key(|c| c.at);
     out
+}
+
+/// Sorted, non-overlapping byte ranges, with their indices in the caller's list.
+struct Spans {
+    sorted: Vec<(Range<usize>, usize)>,
+}
+
+impl Spans {
+    fn new(ranges: &[Range<usize>]) -> Spans {
+        let mut sorted: Vec<(Range<usize>, usize)> = ranges.iter().cloned().zip(0..).collect();
+        sorted.sort_by_key(|(r, _)| r.start);
+        Spans { sorted }
+    }
+
+    /// The first range ending after `at`.
+    fn first_ending_after(&self, at: usize) -> Option<&(Range<usize>, usize)> {
+        let i = self.sorted.partition_point(|(r, _)| r.end <= at);
+        self.sorted.get(i)
+    }
+
+    /// The index of the range holding byte `at`.
+    fn holding(&self, at: usize) -> Option<usize> {
+        self.first_ending_after(at)
+            .filter(|(r, _)| r.start <= at)
+            .map(|(_, i)| *i)
+    }
+
+    fn overlaps(&self, n: Node) -> bool {
+        self.first_ending_after(n.start_byte())
+            .is_some_and(|(r, _)| r.start < n.end_byte())
+    }
 }
 
 fn describe(src: &Source, scope: Node) -> String {
@@ -174,7 +225,12 @@ fn is_comprehension(kind: &str) -> bool {
 /// The scope a binding lands in: the innermost scope around its construct (a `def` or
 /// `class` name binds outside the definition; a walrus skips comprehensions), or the
 /// module when that function declares the name `global`.
-fn binding_scope<'a>(src: &Source, construct: Node<'a>, ident: Node<'a>) -> Node<'a> {
+fn binding_scope<'a>(
+    src: &Source,
+    construct: Node<'a>,
+    ident: Node<'a>,
+    globals: &mut HashMap<usize, HashSet<String>>,
+) -> Node<'a> {
     let walrus = construct.kind() == "named_expression";
     let mut cur = construct.parent();
     let mut scope = construct;
@@ -185,7 +241,12 @@ fn binding_scope<'a>(src: &Source, construct: Node<'a>, ident: Node<'a>) -> Node
         }
         cur = n.parent();
     }
-    if scope.kind() == "function_definition" && declares_global(src, scope, src.text_of(ident)) {
+    if scope.kind() == "function_definition"
+        && globals
+            .entry(scope.id())
+            .or_insert_with(|| declared_global(src, scope))
+            .contains(src.text_of(ident))
+    {
         let mut root = scope;
         while let Some(p) = root.parent() {
             root = p;
@@ -195,19 +256,21 @@ fn binding_scope<'a>(src: &Source, construct: Node<'a>, ident: Node<'a>) -> Node
     scope
 }
 
-fn declares_global(src: &Source, func: Node, name: &str) -> bool {
+/// The names a function declares `global` (not in functions nested in it).
+fn declared_global(src: &Source, func: Node) -> HashSet<String> {
+    let mut out = HashSet::new();
     let Some(body) = func.child_by_field_name("body") else {
-        return false;
+        return out;
     };
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if n.kind() == "global_statement" {
             let mut c = n.walk();
-            if n.named_children(&mut c)
-                .any(|id| id.kind() == "identifier" && src.text_of(id) == name)
-            {
-                return true;
-            }
+            out.extend(
+                n.named_children(&mut c)
+                    .filter(|id| id.kind() == "identifier")
+                    .map(|id| src.text_of(id).to_string()),
+            );
             continue;
         }
         if matches!(
@@ -219,32 +282,34 @@ fn declares_global(src: &Source, func: Node, name: &str) -> bool {
         let mut c = n.walk();
         stack.extend(n.named_children(&mut c));
     }
-    false
+    out
 }
 
-/// Every name the code of `scope` outside `inserted` binds or reads, nested scopes
-/// included. Attribute names, keyword-argument names and module paths of imports are
-/// not names.
-fn names_used(src: &Source, scope: Node, inserted: &[Range<usize>]) -> HashSet<String> {
-    let mut out = HashSet::new();
-    let mut stack = vec![scope];
-    while let Some(n) = stack.pop() {
-        if inserted
-            .iter()
-            .any(|r| r.start <= n.start_byte() && n.end_byte() <= r.end)
-        {
+/// Whether the code of `scope` outside `inserted` binds or reads `name`, nested scopes
+/// included. Found as text first (few names, one pass each), then confirmed on the tree:
+/// an identifier, and a name (not an attribute, a keyword argument or a module path).
+fn host_uses(src: &Source, scope: Node, name: &str, inserted: &Spans) -> bool {
+    let text = &src.text;
+    let range = scope.byte_range();
+    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let mut from = range.start;
+    while let Some(i) = text[from..range.end].find(name) {
+        let at = from + i;
+        from = at + name.len();
+        if word(text[..at].chars().next_back()) || word(text[from..].chars().next()) {
             continue;
         }
-        if n.kind() == "identifier" {
-            if is_name(n) && !inserted.iter().any(|r| r.contains(&n.start_byte())) {
-                out.insert(src.text_of(n).to_string());
-            }
+        if inserted.holding(at).is_some() {
             continue;
         }
-        let mut c = n.walk();
-        stack.extend(n.children(&mut c));
+        let Some(node) = src.root().descendant_for_byte_range(at, from) else {
+            continue;
+        };
+        if node.kind() == "identifier" && node.start_byte() == at && is_name(node) {
+            return true;
+        }
     }
-    out
+    false
 }
 
 /// Whether an identifier stands for a name (and not for an attribute, a keyword
@@ -253,28 +318,25 @@ fn is_name(ident: Node) -> bool {
     let Some(parent) = ident.parent() else {
         return true;
     };
-    let field_is = |field: &str| {
-        parent
-            .child_by_field_name(field)
+    let is_field = |node: Node, field: &str| {
+        node.child_by_field_name(field)
             .is_some_and(|c| c.id() == ident.id())
     };
     match parent.kind() {
-        "attribute" => !field_is("attribute"),
-        "keyword_argument" => !field_is("name"),
+        "attribute" => !is_field(parent, "attribute"),
+        "keyword_argument" => !is_field(parent, "name"),
         "dotted_name" => {
-            // `import a.b` binds `a`; the rest, and any module path of `from m import x`,
-            // are not names. `from m import a` binds the (only) part `a`.
+            // `import a.b` binds `a`; `from m import a` binds `a`; the rest, and the module
+            // path of `from m import x` or `import m as n`, are not names.
             let Some(holder) = parent.parent() else {
                 return false;
             };
             let first = parent.named_child(0).is_some_and(|c| c.id() == ident.id());
-            let is_module_path = holder.kind() == "import_from_statement"
-                && holder
-                    .child_by_field_name("module_name")
-                    .is_some_and(|m| m.id() == parent.id());
             match holder.kind() {
                 "import_statement" => first,
-                "import_from_statement" => !is_module_path,
+                "import_from_statement" => !holder
+                    .child_by_field_name("module_name")
+                    .is_some_and(|m| m.id() == parent.id()),
                 "aliased_import" => false,
                 _ => true,
             }
@@ -286,23 +348,13 @@ fn is_name(ident: Node) -> bool {
 /// Call `f(identifier, construct)` for every identifier bound by a binding construct
 /// that starts inside one of `ranges`. Parameters are not reported: inserted code only
 /// has parameters in functions of its own.
-fn walk_bindings<'a>(
-    root: Node<'a>,
-    ranges: &[Range<usize>],
-    f: &mut impl FnMut(Node<'a>, Node<'a>),
-) {
-    let overlaps = |n: Node| {
-        ranges
-            .iter()
-            .any(|r| n.start_byte() < r.end && r.start < n.end_byte())
-    };
-    let starts_inside = |n: Node| ranges.iter().any(|r| r.contains(&n.start_byte()));
+fn walk_bindings<'a>(root: Node<'a>, ranges: &Spans, f: &mut impl FnMut(Node<'a>, Node<'a>)) {
     let mut stack = vec![root];
     while let Some(node) = stack.pop() {
-        if !overlaps(node) {
+        if !ranges.overlaps(node) {
             continue;
         }
-        if starts_inside(node) {
+        if ranges.holding(node.start_byte()).is_some() {
             for_each_bound(node, &mut |ident| f(ident, node));
         }
         let mut c = node.walk();
