@@ -334,9 +334,9 @@ fn is_name(ident: Node) -> bool {
             let first = parent.named_child(0).is_some_and(|c| c.id() == ident.id());
             match holder.kind() {
                 "import_statement" => first,
-                "import_from_statement" => !holder
+                "import_from_statement" => holder
                     .child_by_field_name("module_name")
-                    .is_some_and(|m| m.id() == parent.id()),
+                    .is_none_or(|m| m.id() != parent.id()),
                 "aliased_import" => false,
                 _ => true,
             }
@@ -440,7 +440,7 @@ mod tests {
         let start = code.find("#>\n").expect("#>") + 3;
         let end = code.find("#<\n").expect("#<");
         let src = Source::parse(code.to_string());
-        clashes(&src, &[start..end], &[HashSet::new()])
+        clashes(&src, std::slice::from_ref(&(start..end)), &[HashSet::new()])
             .into_iter()
             .map(|c| (c.name, c.scope))
             .collect()
