@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::anchor::reachable_statements;
-use super::pattern::Pattern;
 use crate::python::eval::{self, Env};
+use crate::python::pattern::Pattern;
 use crate::python::{self, Source};
 use crate::rules::{DetailLayersSpec, Manifest};
 

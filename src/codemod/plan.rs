@@ -13,6 +13,7 @@ use super::failure::{Failure, FailureKind};
 use super::imports;
 use super::markers;
 use super::template::{self, Original};
+use crate::python::style::Style;
 use crate::python::{self, Source, names};
 use crate::rules::{Position, Rule, RuleSet};
 
@@ -23,6 +24,8 @@ pub struct PlanContext<'a> {
     pub params: &'a BTreeMap<String, String>,
     /// Top-level packages isort treats as first party (the rule set's and the checkout's own).
     pub first_party: &'a [String],
+    /// The checkout's formatting settings.
+    pub style: &'a Style,
 }
 
 /// The plan for one file.
@@ -200,15 +203,21 @@ pub fn plan_file(
     let stripped = match markers::strip(on_disk, |r| r.rule_set == set_name) {
         Ok((text, removed)) => {
             if let Some(r) = removed.iter().find(|r| !r.intact) {
-                plan.failures.push(fail(
-                    FailureKind::Markers,
-                    Some(r.marker_line + 1),
-                    None,
-                    format!(
-                        "the region of rule {} was edited by hand since it was added; review it, then run `instrument remove --force` to take it out",
-                        r.rule
-                    ),
-                ));
+                // Name the region's own rule (and its group), not the rules planned here.
+                let owner = ctx.rule_set.rules.iter().find(|x| x.id == r.rule);
+                plan.failures.push(Failure {
+                    rule: Some(r.rule.clone()),
+                    group: owner.map(|o| o.group.clone()),
+                    ..fail(
+                        FailureKind::Markers,
+                        Some(r.marker_line + 1),
+                        None,
+                        format!(
+                            "the region of rule {} was edited by hand since it was added; review it, then undo the edit or run `instrument remove --force` to take it out (the original comes back from the marker)",
+                            r.rule
+                        ),
+                    )
+                });
                 return plan;
             }
             text
@@ -523,6 +532,7 @@ fn plan_rule<'t>(
             original,
             base,
             unit,
+            ctx.style.line_length,
         )
         .map_err(|m| fail(FailureKind::Template, None, m))
     };
@@ -768,6 +778,7 @@ fn plan_add_parameter(
         None,
         &base,
         unit,
+        ctx.style.line_length,
     )?;
     if let Some(l) = r.lines.last_mut()
         && !l.trim_end().ends_with(',')

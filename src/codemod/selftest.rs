@@ -117,10 +117,15 @@ fn check_example(
     let mut params = defaults.clone();
     params.extend(example.params.clone());
     let first_party = set.manifest.first_party.clone();
+    let style = crate::python::style::Style {
+        line_length: 100,
+        double_quotes: true,
+    };
     let ctx = PlanContext {
         first_party: &first_party,
         rule_set: set,
         params: &params,
+        style: &style,
     };
     let file = rule.file.replace(
         "{MODEL}",

@@ -5,9 +5,13 @@
 use tree_sitter::{Node, Parser, Tree};
 
 pub mod eval;
+pub mod layout;
+pub mod literal;
 pub mod names;
+pub mod pattern;
 pub mod scan;
 pub mod select;
+pub mod style;
 
 /// A parsed Python file: its text and its tree, kept together so node text can be read.
 pub struct Source {

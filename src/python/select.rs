@@ -178,6 +178,31 @@ pub fn run_inside_compiled(tree: &Tree, decorators: &[String]) -> BTreeSet<(Stri
     out
 }
 
+/// The callables that compile what they decorate or wrap, for callers that have no rule
+/// set saying so (the functions-trace JSON).
+pub const TORCH_COMPILERS: &[&str] = &["torch.compile", "torch._dynamo.optimize"];
+
+/// The one function selection both the functions-trace JSON and function-target rule
+/// sets use: what runs inside code compiled by one of `compilers` is found first, then
+/// the selection is resolved with `policy` for those functions.
+pub fn select_functions(
+    tree: &Tree,
+    forwards: bool,
+    matches: &[String],
+    compilers: &[String],
+    policy: CompiledPolicy,
+) -> (Vec<Target>, Vec<Problem>) {
+    let inside = run_inside_compiled(tree, compilers);
+    select(
+        tree,
+        &Selection {
+            forwards,
+            matches,
+            compiled: Some((&inside, policy)),
+        },
+    )
+}
+
 fn loc(m: &Module, line: usize) -> String {
     format!("{}:{line}", m.file)
 }

@@ -8,7 +8,7 @@ use include_dir::{Dir, include_dir};
 use serde::Deserialize;
 
 use super::{Manifest, Position, Rule};
-use crate::codemod::pattern::Pattern;
+use crate::python::pattern::Pattern;
 
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
 
