@@ -163,7 +163,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
     let (expanded, model, literals);
     let rule_set = if set.manifest.targets == TargetKind::Functions {
         report.command = format!("instrument add --rules {}", set.manifest.name);
-        let filled = params::fill(&set.manifest, &given, &style, no_computed, |_, _| Ok(()))?;
+        let filled = params::fill(&set.manifest, &given, &style, no_computed, |_, _| Ok(None))?;
         literals = filled.literals();
         report.params = filled.params;
         let targets = select_targets(&set, &root, &opts.targets, &mut report)?;
@@ -194,9 +194,9 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
             },
             |c, value| match (c, value) {
                 (ComputedDefault::DetailLayers, Value::Ints(l)) => {
-                    layers::check_explicit(&root, &set.manifest, &m, config, l).map(|_| ())
+                    layers::check_explicit(&root, &set.manifest, &m, config, l)
                 }
-                _ => Ok(()),
+                _ => Ok(None),
             },
         )?;
         literals = filled.literals();
@@ -364,9 +364,10 @@ fn advice(report: &AddReport) -> String {
         steps.push("fix what is reported above");
     }
     let failing = report.groups.iter().filter(|g| !g.applies()).count();
-    format!(
-        "{failing} of {} groups cannot apply; nothing was changed. Next: {}",
-        report.groups.len(),
-        steps.join("; ")
-    )
+    let what = if failing > 0 {
+        format!("{failing} of {} groups cannot apply; ", report.groups.len())
+    } else {
+        String::new()
+    };
+    format!("{what}nothing was changed. Next: {}", steps.join("; "))
 }

@@ -156,7 +156,7 @@ pub fn fill(
     given: &Given,
     style: &Style,
     mut compute: impl FnMut(ComputedDefault) -> Computed,
-    mut check_given: impl FnMut(ComputedDefault, &Value) -> Result<(), String>,
+    mut check_given: impl FnMut(ComputedDefault, &Value) -> Result<Option<String>, String>,
 ) -> Result<Filled, String> {
     let set = &manifest.name;
     for flag in given.flags.keys() {
@@ -196,8 +196,10 @@ pub fn fill(
         let (value, origin) = match (text, &spec.default) {
             (Some(t), default) => {
                 let v = parse(spec, &flag, t)?;
-                if let Some(ParamDefault::Computed { computed }) = default {
-                    check_given(*computed, &v)?;
+                if let Some(ParamDefault::Computed { computed }) = default
+                    && let Some(note) = check_given(*computed, &v)?
+                {
+                    filled.notes.push(note);
                 }
                 (v, Origin::Flag)
             }

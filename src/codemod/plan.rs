@@ -51,6 +51,9 @@ struct Edit {
     /// kept originals or code copied from the original statement).
     checked: Vec<usize>,
     rule_index: usize,
+    /// The line ending of each kept original (`lines[1..]`): each `# |` line keeps the
+    /// ending its original had, so a CRLF line in an LF file comes back as it was.
+    stash_eols: Vec<&'static str>,
 }
 
 fn line_start(text: &str, at: usize) -> usize {
@@ -268,10 +271,10 @@ pub fn plan_file(
         }
     };
     let unit = indent_unit(&stripped);
-    let eol = if on_disk.contains("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
+    // As ruff's `line-ending = "auto"`: the ending of the file's first line.
+    let eol = match on_disk.find('\n') {
+        Some(i) if i > 0 && on_disk.as_bytes()[i - 1] == b'\r' => "\r\n",
+        _ => "\n",
     };
 
     // 3. Resolve and render each rule.
@@ -340,6 +343,7 @@ pub fn plan_file(
             checked: Vec::new(),
             lines,
             rule_index: index,
+            stash_eols: Vec::new(),
         });
     }
     if !plan.failures.is_empty() {
@@ -377,7 +381,11 @@ pub fn plan_file(
             if e.checked.contains(&i) {
                 checked_ranges.push((start..out.len(), e.rule_index));
             }
-            out.push_str(eol);
+            out.push_str(
+                i.checked_sub(1)
+                    .and_then(|k| e.stash_eols.get(k))
+                    .unwrap_or(&eol),
+            );
         }
         cursor = e.end;
     }
@@ -388,10 +396,18 @@ pub fn plan_file(
     let spans: Vec<(usize, usize, usize)> = edits
         .iter()
         .map(|e| {
+            let eols = (0..e.lines.len())
+                .map(|i| {
+                    i.checked_sub(1)
+                        .and_then(|k| e.stash_eols.get(k))
+                        .unwrap_or(&eol)
+                        .len()
+                })
+                .sum::<usize>();
             (
                 e.start,
                 e.end,
-                e.lines.iter().map(|l| l.len() + eol.len()).sum(),
+                e.lines.iter().map(|l| l.len()).sum::<usize>() + eols,
             )
         })
         .collect();
@@ -600,6 +616,7 @@ fn plan_rule<'t>(
                         lines,
                         checked,
                         rule_index: index,
+                        stash_eols: Vec::new(),
                     }])
                 }
                 _ => {
@@ -618,6 +635,10 @@ fn plan_rule<'t>(
                             + 1
                             + usize::from(text[offset..].starts_with(&format!("{l}\r\n")));
                     }
+                    let stash_eols: Vec<&'static str> = original_text
+                        .split_inclusive('\n')
+                        .map(|l| if l.ends_with("\r\n") { "\r\n" } else { "\n" })
+                        .collect();
                     let original = Original {
                         lines: lines.clone(),
                         in_string,
@@ -630,6 +651,7 @@ fn plan_rule<'t>(
                         lines: region_lines,
                         checked,
                         rule_index: index,
+                        stash_eols,
                     }])
                 }
             }
@@ -710,6 +732,7 @@ fn plan_rule<'t>(
                 lines,
                 checked,
                 rule_index: index,
+                stash_eols: Vec::new(),
             }])
         }
         Position::AddParameter => plan_add_parameter(src, rule, index, &resolved, ctx, unit)
@@ -805,6 +828,7 @@ fn plan_add_parameter(
         lines,
         checked: Vec::new(),
         rule_index: index,
+        stash_eols: Vec::new(),
     }])
 }
 
