@@ -17,7 +17,7 @@ use crate::python::{self, Source};
 use crate::rules::{DetailLayersSpec, Manifest};
 
 /// Layers evaluated at most, whatever `num_hidden_layers` says.
-pub const MAX_LAYERS: u64 = 100_000;
+pub const MAX_LAYERS: u64 = 10_000;
 
 /// The layers chosen and why (printed so the user can check).
 #[derive(Debug, Clone)]
