@@ -280,8 +280,16 @@ pub fn plan_file(
     // 3. Resolve and render each rule.
     let mut edits: Vec<Edit> = Vec::new();
     let mut cache = anchor::PoolCache::excluding(foreign.clone());
+    let compilers: Vec<String> = ctx
+        .rule_set
+        .manifest
+        .forbid_inside
+        .iter()
+        .map(|f| f.decorator.clone())
+        .collect();
+    let compiled = CompiledHere::of(&src, file, &compilers);
     for &(index, rule) in rules {
-        match plan_rule(&src, rule, index, ctx, &unit, &mut cache) {
+        match plan_rule(&src, rule, index, ctx, &unit, &mut cache, &compiled) {
             Ok(mut e) => {
                 // An insertion may sit right before or after another set's region, never
                 // inside it; a replacement may not touch it at all.
@@ -482,6 +490,37 @@ fn line_byte_range(text: &str, first_line: usize, last_line: usize) -> Range<usi
 }
 
 /// Resolve one rule and build its edit(s).
+/// What in a file is compiled (see `python::compiled`).
+struct CompiledHere {
+    direct: Vec<python::compiled::Compiled>,
+    /// (class or "", function) run inside a compiled function of the file.
+    inside: std::collections::BTreeSet<(String, String)>,
+}
+
+impl CompiledHere {
+    fn of(src: &Source, file: &str, compilers: &[String]) -> CompiledHere {
+        // Most files never mention a compiler: skip the scan for them.
+        let mentioned = compilers
+            .iter()
+            .any(|c| src.text.contains(c.rsplit('.').next().unwrap_or(c)));
+        if !mentioned {
+            return CompiledHere {
+                direct: Vec::new(),
+                inside: Default::default(),
+            };
+        }
+        let module = python::scan::scan_source(src, std::path::Path::new(file), file, None);
+        let direct = module.compile_facts.compiled(compilers);
+        let tree = python::scan::Tree {
+            modules: vec![module],
+        };
+        CompiledHere {
+            direct,
+            inside: python::select::run_inside_compiled(&tree, compilers),
+        }
+    }
+}
+
 fn plan_rule<'t>(
     src: &'t Source,
     rule: &Rule,
@@ -489,6 +528,7 @@ fn plan_rule<'t>(
     ctx: &PlanContext,
     unit: &str,
     cache: &mut anchor::PoolCache<'t>,
+    compiled: &CompiledHere,
 ) -> Result<Vec<Edit>, Box<Failure>> {
     let fail = |kind, line: Option<usize>, message: String| {
         Box::new(Failure {
@@ -512,31 +552,46 @@ fn plan_rule<'t>(
     let text = &src.text;
     let set_name = ctx.rule_set.manifest.name.as_str();
 
-    // Never inside a function whose decorator forbids it (a compiled graph).
+    // Never inside compiled code: a function compiled in any spelling, or one that runs
+    // inside a compiled function of this file.
     let target = resolved.anchor.unwrap_or(resolved.scope);
     let mut functions = python::enclosing_functions(target);
     if target.kind() == "function_definition" && !rule.position.needs_anchor() {
         functions.insert(0, target);
     }
     for func in functions {
-        for deco in python::decorators(src, func) {
-            if let Some(f) = ctx
+        let name = python::definition_name(src, func).unwrap_or("?");
+        let class = python::enclosing_class(func).and_then(|c| python::definition_name(src, c));
+        let key = (class.map(str::to_string), name.to_string());
+        let refuse = |why: String, reason: &str| {
+            fail(
+                FailureKind::Placement,
+                Some(src.line_of(target.start_byte())),
+                format!("refusing to insert into `{name}`, which is {why}: {reason}"),
+            )
+        };
+        if let Some(c) = compiled
+            .direct
+            .iter()
+            .find(|c| (c.class.clone(), c.function.clone()) == key)
+        {
+            let reason = ctx
                 .rule_set
                 .manifest
                 .forbid_inside
                 .iter()
-                .find(|f| deco.contains(&f.decorator))
-            {
-                let name = python::definition_name(src, func).unwrap_or("?");
-                return Err(fail(
-                    FailureKind::Placement,
-                    Some(src.line_of(target.start_byte())),
-                    format!(
-                        "refusing to insert into `{name}`, which is decorated with `{deco}`: {}",
-                        f.reason
-                    ),
-                ));
-            }
+                .find(|f| f.decorator == c.by)
+                .map_or("code there is traced into a graph", |f| f.reason.as_str());
+            return Err(refuse(c.how.clone(), reason));
+        }
+        if compiled
+            .inside
+            .contains(&(key.0.clone().unwrap_or_default(), key.1.clone()))
+        {
+            return Err(refuse(
+                "called from compiled code in this file".to_string(),
+                "code there is traced into the compiled graph, where a print or synchronize breaks it",
+            ));
         }
     }
 

@@ -4,6 +4,7 @@
 
 use tree_sitter::{Node, Parser, Tree};
 
+pub mod compiled;
 pub mod eval;
 pub mod layout;
 pub mod literal;
@@ -276,6 +277,13 @@ pub fn docstring(body: Node) -> Option<Node> {
     let mut cursor = first.walk();
     let only: Vec<Node> = first.named_children(&mut cursor).collect();
     (only.len() == 1 && matches!(only[0].kind(), "string" | "concatenated_string")).then_some(first)
+}
+
+/// The class whose body directly holds `def` (a method's class), if any.
+pub fn enclosing_class(def: Node) -> Option<Node> {
+    let holder = with_decorators(def);
+    let block = holder.parent().filter(|p| p.kind() == "block")?;
+    block.parent().filter(|c| c.kind() == "class_definition")
 }
 
 /// Innermost enclosing function definitions of `node`, innermost first.
