@@ -562,3 +562,55 @@ fn check_takes_the_files_pre_commit_passes() {
     let hooks = std::fs::read_to_string(repo_root().join(".pre-commit-hooks.yaml")).unwrap();
     assert!(hooks.contains("id: instrument-check") && hooks.contains("entry: instrument check"));
 }
+
+#[test]
+fn a_parameter_is_added_to_any_signature_layout() {
+    let original = "    def forward(\n        self,\n        x: torch.Tensor,\n        grouped_mm_offs: torch.Tensor,\n        ks: list | None = None,\n        ks_tensor: torch.Tensor | None = None,\n    ) -> torch.Tensor:\n";
+    for layout in [
+        // One line.
+        "    def forward(self, x: torch.Tensor, grouped_mm_offs: torch.Tensor, ks=None) -> torch.Tensor:\n",
+        // Hugged on one indented line, as ruff lays out a signature that is too long.
+        "    def forward(\n        self, x: torch.Tensor, grouped_mm_offs: torch.Tensor, ks: list | None = None, ks_tensor=None\n    ) -> torch.Tensor:\n",
+        // **kwargs, a trailing comment, CRLF on the def line.
+        "    def forward(self, x: torch.Tensor, grouped_mm_offs, **kw):  # noqa: E501\r\n",
+        // One per line but without the magic trailing comma.
+        "    def forward(\n        self,\n        x: torch.Tensor,\n        grouped_mm_offs: torch.Tensor\n    ):\n",
+    ] {
+        let dir = scratch_copy(&fixture());
+        let path = dir.path().join("pithtrain/models/qwen3_moe.py");
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains(original));
+        let text = text.replacen(original, layout, 1).replace(
+            "kwargs = dict(grouped_mm_offs=grouped_mm_offs, ks=ks, ks_tensor=ks_tensor, group_indices=gi)",
+            "kwargs = dict(grouped_mm_offs=grouped_mm_offs, group_indices=gi)",
+        );
+        std::fs::write(&path, &text).unwrap();
+        if let Some(ruff) = tool("ruff", "INSTRUMENT_REQUIRE_RUFF") {
+            // Only the layouts ruff itself keeps are part of the ruff-clean promise.
+            let fmt = Command::new(&ruff)
+                .args([
+                    "format",
+                    "--check",
+                    "--no-cache",
+                    "pithtrain/models/qwen3_moe.py",
+                ])
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let out = instrument(&["add", "qwen3-moe"], dir.path());
+            assert_eq!(out.status.code(), Some(0), "{layout:?}: {}", stderr(&out));
+            let added = std::fs::read_to_string(&path).unwrap();
+            assert!(
+                added.contains("        _do_mem: bool = False,\n"),
+                "{layout:?}:\n{added}"
+            );
+            if fmt.status.success() {
+                assert_pithtrain_checks_pass(dir.path());
+            }
+        } else {
+            add_ok(dir.path(), &[]);
+        }
+        assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), text, "{layout:?}");
+    }
+}
