@@ -133,3 +133,33 @@ pub fn run() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag and argument of the codemod commands says what it is for.
+    #[test]
+    fn every_flag_has_help() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            if matches!(sub.get_name(), "snapshot" | "nsys") {
+                continue;
+            }
+            for arg in sub.get_arguments() {
+                if matches!(arg.get_id().as_str(), "help" | "version") {
+                    continue;
+                }
+                assert!(
+                    arg.get_help().is_some_and(|h| !h.to_string().is_empty()),
+                    "`instrument {} {}` has no help text",
+                    sub.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+        for arg in cli.get_arguments() {
+            assert!(arg.get_help().is_some(), "--{} has no help", arg.get_id());
+        }
+    }
+}
