@@ -163,6 +163,8 @@ pub fn add(args: AddArgs, colour: Colour) -> anyhow::Result<u8> {
         print_diffs(&report.changes, colour);
     }
     render_add(&report);
+    // The process ends here: freeing every planned text and tree is wasted work.
+    std::mem::forget(report);
     Ok(code)
 }
 

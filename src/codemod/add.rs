@@ -110,7 +110,8 @@ pub fn load_rules(spec: &str) -> Result<RuleSet, String> {
 
 /// Plan `add` and, unless it is a dry run or refused, write it.
 pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
-    let set = load_rules(&opts.rules)?;
+    // Patterns are compiled once the model is known, for its rules only.
+    let mut set = rules::load_rule_set_lazy(&opts.rules)?;
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
     let style = Style::of_checkout(&root);
     let mode = if opts.dry_run {
@@ -163,6 +164,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
     let (expanded, model, literals);
     let rule_set = if set.manifest.targets == TargetKind::Functions {
         report.command = format!("instrument add --rules {}", set.manifest.name);
+        set.retain_and_compile(|_| true)?;
         let filled = params::fill(&set.manifest, &given, &style, no_computed, |_, _| Ok(None))?;
         literals = filled.literals();
         report.params = filled.params;
@@ -177,6 +179,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         &expanded
     } else {
         let m = check_model(&set, &root, &opts.targets)?;
+        set.retain_and_compile(|r| r.models.is_empty() || r.models.contains(&m))?;
         report.command = format!("instrument add {}", checkout::display_model(&m));
         let config = opts.config.as_deref();
         let filled = params::fill(

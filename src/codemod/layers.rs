@@ -184,6 +184,7 @@ fn find_decision(
     let text = String::from_utf8(clean)
         .map_err(|_| format!("{rel} is not UTF-8 (see the error above)"))?;
     let src = Source::parse(text);
+    src.share();
     let ask = "pass --detail-layers";
     let index = Pattern::compile(&spec.index)?;
     let hits: Vec<_> = python::all_statements(src.root())

@@ -246,7 +246,7 @@ pub fn plan_file(
     }
 
     // 2. Parse; refuse a file the grammar does not accept.
-    let src = Source::parse(stripped.clone());
+    let src = Source::parse_reusing(stripped.clone());
     if let Some(err) = src.first_error() {
         plan.failures.push(fail(
             FailureKind::Syntax,
@@ -287,7 +287,7 @@ pub fn plan_file(
         .iter()
         .map(|f| f.decorator.clone())
         .collect();
-    let compiled = CompiledHere::of(&src, file, &compilers);
+    let compiled = CompiledHere::of(&src, &compilers);
     for &(index, rule) in rules {
         match plan_rule(&src, rule, index, ctx, &unit, &mut cache, &compiled) {
             Ok(mut e) => {
@@ -498,7 +498,7 @@ struct CompiledHere {
 }
 
 impl CompiledHere {
-    fn of(src: &Source, file: &str, compilers: &[String]) -> CompiledHere {
+    fn of(src: &Source, compilers: &[String]) -> CompiledHere {
         // Most files never mention a compiler: skip the scan for them.
         let mentioned = compilers
             .iter()
@@ -509,15 +509,16 @@ impl CompiledHere {
                 inside: Default::default(),
             };
         }
-        let module = python::scan::scan_source(src, std::path::Path::new(file), file, None);
-        let direct = module.compile_facts.compiled(compilers);
-        let tree = python::scan::Tree {
-            modules: vec![module],
-        };
-        CompiledHere {
-            direct,
-            inside: python::select::run_inside_compiled(&tree, compilers),
-        }
+        let direct = python::compiled::facts(src).compiled(compilers);
+        let mut inside = python::compiled::run_inside(src, &direct);
+        // A function compiled by assignment is compiled with what is inserted into it.
+        inside.extend(
+            direct
+                .iter()
+                .filter(|c| c.wrapped)
+                .map(|c| (c.class.clone().unwrap_or_default(), c.function.clone())),
+        );
+        CompiledHere { direct, inside }
     }
 }
 

@@ -62,7 +62,7 @@ impl TreeStatus {
 fn embedded_sets() -> BTreeMap<String, RuleSet> {
     rules::load::embedded_names()
         .into_iter()
-        .filter_map(|n| rules::load_rule_set(&n).ok())
+        .filter_map(|n| rules::load_rule_set_lazy(&n).ok())
         .map(|s| (s.manifest.name.clone(), s))
         .collect()
 }

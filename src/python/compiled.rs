@@ -72,6 +72,143 @@ impl Facts {
     }
 }
 
+/// What runs inside `compiled` functions of this one module: methods they call through
+/// `self.method(...)`, the `forward` of submodules they call through `self.attr(...)`
+/// (`self.attr = Class(...)` in `__init__`), and module functions they call, followed
+/// transitively. Only the bodies reached are walked. As (class or "", function); the
+/// compiled functions themselves are not included (code around them runs outside).
+pub fn run_inside(
+    src: &Source,
+    compiled: &[Compiled],
+) -> std::collections::BTreeSet<(String, String)> {
+    use std::collections::BTreeSet;
+    // Definitions by (class or "", name), and each class's submodule attributes.
+    let mut defs: BTreeMap<(String, String), Node> = BTreeMap::new();
+    let mut attrs: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+    for stmt in statements_of(src.root()) {
+        let inner = undecorated(stmt);
+        let name = |n: Node| {
+            n.child_by_field_name("name")
+                .map(|x| src.text_of(x).to_string())
+                .unwrap_or_default()
+        };
+        match inner.kind() {
+            "function_definition" => {
+                defs.insert((String::new(), name(inner)), inner);
+            }
+            "class_definition" => {
+                let class = name(inner);
+                let Some(body) = inner.child_by_field_name("body") else {
+                    continue;
+                };
+                for m in statements_of(body) {
+                    let mi = undecorated(m);
+                    if mi.kind() == "function_definition" {
+                        let method = name(mi);
+                        if method == "__init__"
+                            && let Some(b) = mi.child_by_field_name("body")
+                        {
+                            let a = attrs.entry(class.clone()).or_default();
+                            collect_self_attrs(src, b, a);
+                        }
+                        defs.insert((class.clone(), method), mi);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out: BTreeSet<(String, String)> = BTreeSet::new();
+    let mut work: Vec<(String, String)> = compiled
+        .iter()
+        .map(|c| (c.class.clone().unwrap_or_default(), c.function.clone()))
+        .collect();
+    let mut seen: BTreeSet<(String, String)> = work.iter().cloned().collect();
+    while let Some(key) = work.pop() {
+        let Some(body) = defs.get(&key).and_then(|f| f.child_by_field_name("body")) else {
+            continue;
+        };
+        let class = key.0.clone();
+        let mut stack = vec![body];
+        while let Some(n) = stack.pop() {
+            if n.kind() == "call"
+                && let Some(f) = n.child_by_field_name("function")
+                && let Some(name) = dotted(src, f)
+            {
+                let parts: Vec<&str> = name.split('.').collect();
+                let reached = match parts.as_slice() {
+                    [one] => Some((String::new(), one.to_string())),
+                    ["self", m] if defs.contains_key(&(class.clone(), m.to_string())) => {
+                        Some((class.clone(), m.to_string()))
+                    }
+                    ["self", a, rest @ ..] => {
+                        attrs
+                            .get(&class)
+                            .and_then(|x| x.get(*a))
+                            .map(|k| match rest {
+                                [] => (k.clone(), "forward".to_string()),
+                                [.., m] => (k.clone(), m.to_string()),
+                            })
+                    }
+                    _ => None,
+                };
+                if let Some(r) = reached
+                    && (defs.contains_key(&r) || r.1 == "forward")
+                {
+                    out.insert(r.clone());
+                    if seen.insert(r.clone()) {
+                        work.push(r);
+                    }
+                }
+            }
+            if matches!(n.kind(), "function_definition" | "class_definition") && n.id() != body.id()
+            {
+                continue;
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
+    }
+    out
+}
+
+/// `self.x = K(...)` in an `__init__` body (branches included): attribute -> class name.
+fn collect_self_attrs(src: &Source, body: Node, out: &mut BTreeMap<String, String>) {
+    let mut stack = vec![body];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "assignment"
+            && let (Some(l), Some(r)) = (
+                n.child_by_field_name("left"),
+                n.child_by_field_name("right"),
+            )
+            && let Some(target) = dotted(src, l)
+            && let Some(attr) = target.strip_prefix("self.")
+        {
+            let mut values = vec![r];
+            if r.kind() == "conditional_expression" {
+                let mut c = r.walk();
+                values = r.named_children(&mut c).collect();
+            }
+            for v in values {
+                if v.kind() == "call"
+                    && let Some(k) = v
+                        .child_by_field_name("function")
+                        .and_then(|k| dotted(src, k))
+                {
+                    let k = k.rsplit('.').next().unwrap_or(&k).to_string();
+                    out.entry(attr.to_string()).or_insert(k);
+                }
+            }
+            continue;
+        }
+        if matches!(n.kind(), "function_definition" | "class_definition") {
+            continue;
+        }
+        let mut c = n.walk();
+        stack.extend(n.named_children(&mut c));
+    }
+}
+
 fn dotted(src: &Source, node: Node) -> Option<String> {
     match node.kind() {
         "identifier" => Some(src.text_of(node).to_string()),

@@ -20,6 +20,9 @@ pub struct Source {
     pub tree: Tree,
 }
 
+/// Parses shared within the process (see `Source::share`): a few, by exact text.
+static SHARED: std::sync::Mutex<Vec<(String, Tree)>> = std::sync::Mutex::new(Vec::new());
+
 /// Where tree-sitter found a syntax error: 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SyntaxErrorAt {
@@ -50,6 +53,27 @@ impl Source {
             .with(|p| p.borrow_mut().parse(&text, old))
             .expect("parsing without a timeout always returns a tree");
         Source { text, tree }
+    }
+
+    /// Parse `text`, or take the tree of an earlier parse of exactly this text that was
+    /// shared with `share` (the detail-layer choice and the planner read the model file).
+    pub fn parse_reusing(text: String) -> Source {
+        let shared = SHARED.lock().ok().and_then(|s| {
+            s.iter()
+                .find(|(t, _)| *t == text)
+                .map(|(_, tree)| tree.clone())
+        });
+        match shared {
+            Some(tree) => Source { text, tree },
+            None => Self::parse(text),
+        }
+    }
+
+    /// Offer this parse to later `parse_reusing` calls of the same text.
+    pub fn share(&self) {
+        if let Ok(mut s) = SHARED.lock() {
+            s.push((self.text.clone(), self.tree.clone()));
+        }
     }
 
     /// Parse `new_text`, which is this source with `edits` applied: each edit replaced

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod load;
 
-pub use load::{RuleSet, load_rule_set};
+pub use load::{RuleSet, load_rule_set, load_rule_set_lazy};
 
 /// The rule set used when `--rules` is not given.
 pub const DEFAULT_SET: &str = "memory-prints";
