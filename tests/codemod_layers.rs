@@ -83,6 +83,15 @@ fn a_layer_problem_comes_after_the_whole_drift_report() {
     assert!(err.contains("group 4   would apply"), "{err}");
     assert!(err.contains("decoder_sparse_step"), "{err}");
     assert!(err.contains("pass --detail-layers"), "{err}");
+    // --partial skips group 5, the only one that needs the layers: the rest goes in.
+    let out = instrument(&["add", "qwen3-moe", "--partial"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("(not needed: the groups that use it are skipped)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("6 of 7 groups"), "{}", stderr(&out));
 }
 
 #[test]

@@ -432,9 +432,25 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
     if code == exit::OK {
         return Ok(code);
     }
+    let mut found = Vec::new();
+    if count > 0 {
+        found.push(format!(
+            "{count} instrumented region(s) in {} file(s)",
+            s.files.len()
+        ));
+    }
+    if let Some(i) = &s.interrupted {
+        found.push(format!("an interrupted `{}`", i.command));
+    }
+    if !s.stale_temps.is_empty() {
+        found.push(format!(
+            "{} leftover temporary file(s)",
+            s.stale_temps.len()
+        ));
+    }
     eprintln!(
-        "instrument check: {count} instrumented region(s) in {} file(s); run `instrument remove` before committing",
-        s.files.len()
+        "instrument check: {}; run `instrument remove` before committing",
+        found.join(", ")
     );
     Ok(code)
 }

@@ -162,6 +162,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         params: &opts.params,
     };
     let (expanded, model, literals);
+    let mut problems: Vec<(String, String)> = Vec::new();
     let rule_set = if set.manifest.targets == TargetKind::Functions {
         report.command = format!("instrument add --rules {}", set.manifest.name);
         set.retain_and_compile(|_| true)?;
@@ -205,7 +206,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         literals = filled.literals();
         report.params = filled.params;
         report.notes.extend(filled.notes);
-        report.problems = filled.problems;
+        problems = filled.problems;
         report.model = Some(checkout::display_model(&m));
         model = Some(m);
         &set
@@ -219,6 +220,24 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         style,
     };
     let outcome = session::plan_add(&req);
+    // A parameter that could not be worked out matters only to the groups that apply:
+    // under --partial, one only skipped groups use is no reason to refuse.
+    for (name, problem) in problems {
+        let placeholder = format!("{{{name}}}");
+        let needed = outcome.groups.iter().filter(|g| g.applies()).any(|g| {
+            rule_set
+                .rules
+                .iter()
+                .any(|r| g.rules.contains(&r.id) && r.template.contains(&placeholder))
+        });
+        if needed || !opts.partial {
+            report.problems.push(problem);
+        } else {
+            report.notes.push(format!(
+                "{problem} (not needed: the groups that use it are skipped)"
+            ));
+        }
+    }
     report.groups = outcome.groups.clone();
     report.failures = outcome.file_failures.clone();
     let refused = !outcome.file_failures.is_empty()

@@ -132,8 +132,9 @@ pub struct Filled {
     pub params: Vec<Param>,
     /// Why computed values are what they are (printed for the user to check).
     pub notes: Vec<String>,
-    /// A computed default that could not be worked out: reported after the groups.
-    pub problems: Vec<String>,
+    /// Computed defaults that could not be worked out, by parameter name: reported after
+    /// the groups.
+    pub problems: Vec<(String, String)>,
 }
 
 impl Filled {
@@ -224,7 +225,9 @@ pub fn fill(
                     (Value::None, Origin::Unset)
                 }
                 Err(why) => {
-                    filled.problems.push(format!("{}: {why}", name_of(name)));
+                    filled
+                        .problems
+                        .push((name.clone(), format!("{}: {why}", name_of(name))));
                     // A stand-in, so every group can still be planned and reported.
                     (placeholder(spec), Origin::Computed)
                 }
