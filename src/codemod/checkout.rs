@@ -91,10 +91,10 @@ pub fn walk(root: &Path, dir: &Path) -> Walk {
         if e.path().extension().is_none_or(|x| x != "py") {
             continue;
         }
-        // The same file through two paths (a link and its target both in the tree).
-        if let Ok(real) = e.path().canonicalize()
-            && !seen.insert(real)
-        {
+        // The same file through two paths (a link and its target both in the tree): the
+        // inode from the directory entry, free, with the name against reuse across file
+        // systems.
+        if !seen.insert((walkdir::DirEntryExt::ino(&e), e.file_name().to_owned())) {
             continue;
         }
         if let Some(rel) = relative(root, e.path()) {

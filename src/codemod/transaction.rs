@@ -12,6 +12,10 @@
 //! next `add` or `remove` finishes it (or, when its temporary files are gone, puts the
 //! originals back) before doing anything else. A run killed before step 3 leaves only
 //! temporary files, which the next run deletes.
+//!
+//! Only the journal is synced to disk before the renames: recovery checks every file's
+//! digest, so a temporary file a power loss emptied is found and the originals (hard
+//! links to the old, already durable contents) are put back instead.
 
 use std::fs;
 use std::io::Write;
@@ -93,7 +97,6 @@ fn write_like(tmp: &Path, bytes: &[u8], like: &fs::Metadata) -> std::io::Result<
         .create_new(true)
         .open(tmp)?;
     f.write_all(bytes)?;
-    f.sync_all()?;
     fs::set_permissions(tmp, like.permissions())?;
     // Keep the owner (a run as root must not leave root-owned files); a user who may not
     // give the file away keeps the group and owner the new file already has.
@@ -211,20 +214,13 @@ pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Stri
     Ok(())
 }
 
-/// After every rename: make them durable, drop the originals and the journal.
+/// After every rename: drop the originals and the journal.
 fn finish(root: &Path, entries: &[Entry]) {
-    let mut dirs: Vec<&Path> = entries.iter().filter_map(|e| e.target.parent()).collect();
-    dirs.sort();
-    dirs.dedup();
-    for d in dirs {
-        sync_dir(d);
-    }
     for e in entries {
         let _ = fs::remove_file(&e.orig);
         let _ = fs::remove_file(&e.temp);
     }
     let _ = fs::remove_file(journal_path(root));
-    sync_dir(root);
 }
 
 /// What recovering an interrupted run did.
