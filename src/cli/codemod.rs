@@ -117,13 +117,11 @@ fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 fn print_diffs(changes: &[add::FileChange], colour: Colour) {
     let mut out = std::io::stdout().lock();
     for c in changes {
-        let d = c.diff();
-        let d = if colour.stdout() {
-            diff::colorize(&d)
+        if colour.stdout() {
+            let _ = out.write_all(diff::colorize(&c.diff).as_bytes());
         } else {
-            d
-        };
-        let _ = out.write_all(d.as_bytes());
+            let _ = out.write_all(c.diff.as_bytes());
+        }
     }
 }
 

@@ -48,11 +48,24 @@ pub struct FileChange {
     pub before: String,
     #[serde(skip)]
     pub after: String,
+    /// The unified diff (`git apply` takes it).
+    #[serde(skip)]
+    pub diff: String,
 }
 
 impl FileChange {
-    pub fn diff(&self) -> String {
-        diff::unified(&self.file, &self.before, &self.after)
+    /// The change from `before` to `after`, its diff computed once.
+    pub fn new(file: String, before: String, after: String) -> FileChange {
+        let diff = diff::unified(&file, &before, &after);
+        let (added, removed) = diff::counts_of(&diff);
+        FileChange {
+            file,
+            added,
+            removed,
+            before,
+            after,
+            diff,
+        }
     }
 }
 
@@ -251,16 +264,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         .plans
         .iter()
         .filter(|p| p.before != p.after)
-        .map(|p| {
-            let (added, removed) = diff::counts(&p.before, &p.after);
-            FileChange {
-                file: p.file.clone(),
-                added,
-                removed,
-                before: p.before.clone(),
-                after: p.after.clone(),
-            }
-        })
+        .map(|p| FileChange::new(p.file.clone(), p.before.clone(), p.after.clone()))
         .collect();
     if report.changes.is_empty() {
         report.verdict = Verdict::UpToDate;

@@ -9,7 +9,7 @@ use super::add::FileChange;
 use super::failure::Failure;
 use super::lock::{self, Mode};
 use super::transaction::{self, Change, Recovered};
-use super::{diff, session, status};
+use super::{session, status};
 
 #[derive(Debug, Clone, Default)]
 pub struct RemoveOptions {
@@ -105,14 +105,7 @@ pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, String> {
                 String::from_utf8_lossy(&p.before).to_string(),
                 String::from_utf8_lossy(&p.after).to_string(),
             );
-            let (added, removed) = diff::counts(&before, &after);
-            FileChange {
-                file: p.file.clone(),
-                added,
-                removed,
-                before,
-                after,
-            }
+            FileChange::new(p.file.clone(), before, after)
         })
         .collect();
     super::fault::point("planned");
