@@ -114,7 +114,7 @@ fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
 }
 
 /// Print diffs, coloured when asked.
-fn print_diffs(changes: &[add::FileChange], colour: Colour) {
+fn print_diffs(changes: &[diff::FileChange], colour: Colour) {
     let mut out = std::io::stdout().lock();
     for c in changes {
         if colour.stdout() {

@@ -4,13 +4,12 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::codemod::add::load_rules as load;
 use crate::codemod::{checkout, explain, params, selftest};
 use crate::exit::{self, user_error};
 use crate::rules::{DEFAULT_SET as DEFAULT_RULES, RuleSet};
 
 fn load_rules(spec: &str) -> anyhow::Result<RuleSet> {
-    load(spec).map_err(user_error)
+    crate::rules::load_rule_set(spec).map_err(user_error)
 }
 
 #[derive(Args, Debug)]

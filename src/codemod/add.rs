@@ -8,13 +8,14 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::diff::FileChange;
 use super::expand::{self, FunctionTarget};
 use super::failure::{Failure, FailureKind};
 use super::lock::{self, Mode};
 use super::params::{self, Given, Param, Value};
 use super::session::{self, AddRequest, GroupOutcome};
 use super::transaction::{self, Change};
-use super::{checkout, diff, layers, remove};
+use super::{checkout, layers};
 use crate::python::scan::Tree;
 use crate::python::select::{self, CompiledPolicy, Problem, Severity};
 use crate::python::style::Style;
@@ -36,37 +37,6 @@ pub struct AddOptions {
     pub config: Option<PathBuf>,
     pub partial: bool,
     pub dry_run: bool,
-}
-
-/// One file `add` changes.
-#[derive(Debug, Clone, Serialize)]
-pub struct FileChange {
-    pub file: String,
-    pub added: usize,
-    pub removed: usize,
-    #[serde(skip)]
-    pub before: String,
-    #[serde(skip)]
-    pub after: String,
-    /// The unified diff (`git apply` takes it).
-    #[serde(skip)]
-    pub diff: String,
-}
-
-impl FileChange {
-    /// The change from `before` to `after`, its diff computed once.
-    pub fn new(file: String, before: String, after: String) -> FileChange {
-        let diff = diff::unified(&file, &before, &after);
-        let (added, removed) = diff::counts_of(&diff);
-        FileChange {
-            file,
-            added,
-            removed,
-            before,
-            after,
-            diff,
-        }
-    }
 }
 
 /// How `add` ended.
@@ -116,11 +86,6 @@ impl AddReport {
     }
 }
 
-/// Load the rule set `spec` names (a built-in name or a folder).
-pub fn load_rules(spec: &str) -> Result<RuleSet, String> {
-    rules::load_rule_set(spec)
-}
-
 /// Plan `add` and, unless it is a dry run or refused, write it.
 pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
     // Patterns are compiled once the model is known, for its rules only.
@@ -166,7 +131,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
             ));
         }
     } else {
-        let (recovered, _) = remove::prepare(&scope)?;
+        let (recovered, _) = transaction::prepare(&root, &scope.walk().temps)?;
         report.notes.extend(recovered);
     }
     super::fault::point("locked");

@@ -63,3 +63,34 @@ pub fn counts_of(diff: &str) -> (usize, usize) {
     }
     (added, removed)
 }
+
+/// One file a command changes, with its diff.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileChange {
+    pub file: String,
+    pub added: usize,
+    pub removed: usize,
+    #[serde(skip)]
+    pub before: String,
+    #[serde(skip)]
+    pub after: String,
+    /// The unified diff (`git apply` takes it).
+    #[serde(skip)]
+    pub diff: String,
+}
+
+impl FileChange {
+    /// The change from `before` to `after`, its diff computed once.
+    pub fn new(file: String, before: String, after: String) -> FileChange {
+        let diff = unified(&file, &before, &after);
+        let (added, removed) = counts_of(&diff);
+        FileChange {
+            file,
+            added,
+            removed,
+            before,
+            after,
+            diff,
+        }
+    }
+}

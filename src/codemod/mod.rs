@@ -19,6 +19,7 @@ pub mod plan;
 pub mod remove;
 pub mod selftest;
 pub mod session;
+pub mod signature;
 pub mod status;
 pub mod template;
 pub mod transaction;

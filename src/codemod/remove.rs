@@ -5,10 +5,10 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use super::add::FileChange;
+use super::diff::FileChange;
 use super::failure::Failure;
 use super::lock::{self, Mode};
-use super::transaction::{self, Change, Recovered};
+use super::transaction::{self, Change};
 use super::{session, status};
 
 #[derive(Debug, Clone, Default)]
@@ -36,29 +36,9 @@ pub struct RemoveReport {
     pub refused: bool,
 }
 
-/// Say what recovering an interrupted run did, for the user.
-pub fn describe(r: &Recovered) -> String {
-    match r {
-        Recovered::Completed { command, files } => {
-            format!("finished the interrupted `{command}` ({files} file(s))")
-        }
-        Recovered::RolledBack { command, files } => format!(
-            "undid the interrupted `{command}` (its new texts were gone; {files} file(s) hold their originals)"
-        ),
-    }
-}
-
-/// Everything a writing command does before it plans, with the lock held: finish an
-/// interrupted run and delete leftovers of killed ones.
-pub fn prepare(scope: &super::checkout::Scope) -> Result<(Option<String>, usize), String> {
-    let recovered = transaction::recover(&scope.root)?.map(|r| describe(&r));
-    let walk = scope.walk();
-    Ok((recovered, transaction::clean_stale(&walk.temps)))
-}
-
 pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, String> {
     let only = match &opts.rules {
-        Some(spec) => Some(super::add::load_rules(spec)?),
+        Some(spec) => Some(crate::rules::load_rule_set_lazy(spec)?),
         None => None,
     };
     let scope = super::checkout::scope(
@@ -75,7 +55,7 @@ pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, String> {
     let (recovered, cleaned) = if opts.dry_run {
         (None, 0)
     } else {
-        prepare(&scope)?
+        transaction::prepare(&scope.root, &scope.walk().temps)?
     };
     super::fault::point("locked");
     let files = scope.walk().python;

@@ -289,6 +289,26 @@ pub fn recover(root: &Path) -> Result<Option<Recovered>, String> {
     }))
 }
 
+/// Say what recovering an interrupted run did, for the user.
+pub fn describe(r: &Recovered) -> String {
+    match r {
+        Recovered::Completed { command, files } => {
+            format!("finished the interrupted `{command}` ({files} file(s))")
+        }
+        Recovered::RolledBack { command, files } => format!(
+            "undid the interrupted `{command}` (its new texts were gone; {files} file(s) hold their originals)"
+        ),
+    }
+}
+
+/// Everything a writing command does before it plans, with the lock held: finish an
+/// interrupted run and delete the temporary files (`temps`, found by a walk of the tree)
+/// of killed ones. Says what it did.
+pub fn prepare(root: &Path, temps: &[PathBuf]) -> Result<(Option<String>, usize), String> {
+    let recovered = recover(root)?.map(|r| describe(&r));
+    Ok((recovered, clean_stale(temps)))
+}
+
 /// Delete temporary files that no journal needs (left by a run killed before writing).
 pub fn clean_stale(temps: &[PathBuf]) -> usize {
     temps.iter().filter(|t| fs::remove_file(t).is_ok()).count()

@@ -307,11 +307,11 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
                     continue;
                 }
                 let factory = right.kind() == "call" && first_function_arg(src, right).is_none();
-                if right.kind() == "attribute" || right.kind() == "identifier" || factory {
-                    if let Some(name) = dotted(src, callee(right)) {
-                        let q = qualify(out, &name);
-                        out.insert(src.text_of(left).to_string(), q);
-                    }
+                if (right.kind() == "attribute" || right.kind() == "identifier" || factory)
+                    && let Some(name) = dotted(src, callee(right))
+                {
+                    let q = qualify(out, &name);
+                    out.insert(src.text_of(left).to_string(), q);
                 }
             }
             _ => {}
