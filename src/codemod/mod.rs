@@ -6,6 +6,7 @@ pub mod add;
 pub mod anchor;
 pub mod checkout;
 pub mod diff;
+pub mod edit;
 pub mod expand;
 pub mod explain;
 pub mod failure;

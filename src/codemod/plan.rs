@@ -3,31 +3,20 @@
 //! non-overlapping edits, and check the result (it parses, every name it reads exists).
 //! Nothing is written here; the caller decides once every file is planned.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use tree_sitter::Node;
 
 use super::anchor::{self, AnchorFailure, Problem};
+pub use super::edit::PlanContext;
+use super::edit::{Edit, line_start, next_line_start};
 use super::failure::{Failure, FailureKind};
 use super::imports;
 use super::markers;
 use super::signature;
 use super::template::{self, Original};
-use crate::python::style::Style;
 use crate::python::{self, Source, names};
-use crate::rules::{Position, Rule, RuleSet};
-
-/// What planning needs besides the file: the rule set and the parameter values.
-pub struct PlanContext<'a> {
-    pub rule_set: &'a RuleSet,
-    /// Template parameters (`RANKS` -> `{3, 14}`).
-    pub params: &'a BTreeMap<String, String>,
-    /// Top-level packages isort treats as first party (the rule set's and the checkout's own).
-    pub first_party: &'a [String],
-    /// The checkout's formatting settings.
-    pub style: &'a Style,
-}
+use crate::rules::{Position, Rule};
 
 /// The plan for one file.
 #[derive(Debug, Clone)]
@@ -40,29 +29,6 @@ pub struct FilePlan {
     /// Rules applied, in order.
     pub applied: Vec<String>,
     pub failures: Vec<Failure>,
-}
-
-/// One region to put in, as an edit of the stripped text.
-pub(super) struct Edit {
-    pub(super) start: usize,
-    pub(super) end: usize,
-    /// The region's lines, markers included, without line endings.
-    pub(super) lines: Vec<String>,
-    /// Indices of `lines` whose reads must be checked (template code, not markers,
-    /// kept originals or code copied from the original statement).
-    pub(super) checked: Vec<usize>,
-    pub(super) rule_index: usize,
-    /// The line ending of each kept original (`lines[1..]`): each `# |` line keeps the
-    /// ending its original had, so a CRLF line in an LF file comes back as it was.
-    pub(super) stash_eols: Vec<&'static str>,
-}
-
-pub(super) fn line_start(text: &str, at: usize) -> usize {
-    text[..at].rfind('\n').map_or(0, |i| i + 1)
-}
-
-pub(super) fn next_line_start(text: &str, at: usize) -> usize {
-    text[at..].find('\n').map_or(text.len(), |i| at + i + 1)
 }
 
 /// The file's indentation unit: a tab, or the width of the first indented block.

@@ -4,8 +4,8 @@
 use tree_sitter::Node;
 
 use super::anchor;
+use super::edit::{Edit, PlanContext, line_start, next_line_start};
 use super::markers;
-use super::plan::{Edit, PlanContext, line_start, next_line_start};
 use super::template;
 use crate::python::Source;
 use crate::rules::Rule;
