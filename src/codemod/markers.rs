@@ -94,8 +94,7 @@ fn params_text(params: &[(String, String)]) -> String {
 }
 
 /// Render a region. `stash` are the original lines it replaces (without line endings),
-/// `body` the new lines (already indented). Returns the lines without endings. With
-/// `close_at_end`, the close marker ends the last body line instead of taking a line.
+/// `body` the new lines (already indented). Returns the lines without endings.
 pub fn render(
     indent: &str,
     rule_set: &str,
@@ -107,6 +106,8 @@ pub fn render(
     render_with(indent, rule_set, rule, params, stash, body, false)
 }
 
+/// `render`, and with `close_at_end` the close marker ends the last body line instead of
+/// taking a line of its own (a rewritten `def` header, whose next line is its body).
 pub fn render_with(
     indent: &str,
     rule_set: &str,
