@@ -330,4 +330,64 @@ mod tests {
             "\"all\""
         );
     }
+
+    #[test]
+    fn defaults_flow_from_the_rule_set() {
+        let manifest: Manifest = toml::from_str(
+            r#"
+name = "t"
+description = "t"
+source_dir = "."
+[params.DETAIL_LAYERS]
+kind = "int-tuple"
+flag = "detail-layers"
+default = { computed = "detail-layers" }
+optional = true
+help = "layers"
+[params.STACKS]
+kind = "choice"
+choices = ["python", "all"]
+flag = "stacks"
+default = "python"
+help = "stacks"
+"#,
+        )
+        .unwrap();
+        let style = Style::default();
+        let flags = BTreeMap::new();
+        let given = Given {
+            flags: &flags,
+            params: &[],
+        };
+        // A computed default that cannot be worked out, on an optional parameter: None,
+        // decided at run time, with the reason.
+        let filled = fill(
+            &manifest,
+            &given,
+            &style,
+            |_| Err("no config".into()),
+            |_, _| Ok(None),
+        )
+        .unwrap();
+        let lits = filled.literals();
+        assert_eq!(lits["DETAIL_LAYERS"], "None");
+        assert_eq!(lits["STACKS"], "\"python\"");
+        assert!(filled.notes[0].contains("chosen at run time: no config"));
+        assert!(filled.problems.is_empty());
+        let flags = BTreeMap::from([("stacks".to_string(), "all".to_string())]);
+        let given = Given {
+            flags: &flags,
+            params: &[("DETAIL_LAYERS".into(), "5,6".into())],
+        };
+        let filled = fill(
+            &manifest,
+            &given,
+            &style,
+            |_| Ok((Value::Ints(vec![0, 1]), "why".into())),
+            |_, _| Ok(None),
+        )
+        .unwrap();
+        assert_eq!(filled.literals()["DETAIL_LAYERS"], "(5, 6)");
+        assert_eq!(filled.literals()["STACKS"], "\"all\"");
+    }
 }
