@@ -58,13 +58,16 @@ impl TreeStatus {
     }
 }
 
-/// The rule sets built in, by name, to tell each region's group.
-fn embedded_sets() -> BTreeMap<String, RuleSet> {
-    rules::load::embedded_names()
-        .into_iter()
-        .filter_map(|n| rules::load_rule_set_lazy(&n).ok())
-        .map(|s| (s.manifest.name.clone(), s))
-        .collect()
+/// The rule sets built in, by name, to tell each region's group (read once a process).
+fn embedded_sets() -> &'static BTreeMap<String, RuleSet> {
+    static SETS: std::sync::OnceLock<BTreeMap<String, RuleSet>> = std::sync::OnceLock::new();
+    SETS.get_or_init(|| {
+        rules::load::embedded_names()
+            .into_iter()
+            .filter_map(|n| rules::load_rule_set_lazy(&n).ok())
+            .map(|s| (s.manifest.name.clone(), s))
+            .collect()
+    })
 }
 
 /// The root markers of the built-in rule sets (how a checkout is recognised).
