@@ -210,11 +210,18 @@ fn detail_layers_are_chosen_at_run_time_unless_given() {
     let out = instrument(&["add", "deepseek-v2", "--dry-run"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("detail layers: chosen at run time: each profiled rank takes the first 2 MoE layers it holds"),
+        stderr(&out).contains("detail layers chosen at run time: each profiled rank takes the first 2 MoE layers it holds"),
         "{}",
         stderr(&out)
     );
     assert!(stdout(&out).contains("+_layer_mem_detail_given = None"));
+    // What a rank holding every layer would take, evaluated from the example config.
+    assert!(
+        stderr(&out).contains("a rank holding every layer takes (1, 2)")
+            && stderr(&out).contains("first_k_dense_replace=1"),
+        "{}",
+        stderr(&out)
+    );
 
     // Given layers are checked against the model config: --config wins over the examples.
     let cfg = tempfile::NamedTempFile::new().unwrap();

@@ -103,7 +103,7 @@ pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
 }
 
 fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
-    use crate::nsys::tracejson::{self, Selection, Severity};
+    use crate::nsys::tracejson::{self, Severity};
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
@@ -165,13 +165,17 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
     }
     // nsys wraps the traced functions in Python: inside a fullgraph compile that breaks
     // the graph, so say which selected functions run there.
-    let inside = crate::python::select::run_inside_compiled(&tree, &["torch.compile".to_string()]);
-    let selection = Selection {
-        forwards: !args.no_forwards,
-        matches: &args.matches,
-        compiled: Some((&inside, crate::python::select::CompiledPolicy::Note)),
-    };
-    let (targets, problems) = tracejson::select(&tree, &selection);
+    let compilers: Vec<String> = crate::python::select::TORCH_COMPILERS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let (targets, problems) = crate::python::select::select_functions(
+        &tree,
+        !args.no_forwards,
+        &args.matches,
+        &compilers,
+        crate::python::select::CompiledPolicy::Note,
+    );
     for p in &problems {
         let _ = writeln!(err, "{p}");
     }

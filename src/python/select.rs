@@ -93,26 +93,42 @@ pub enum CompiledPolicy {
     Note,
 }
 
-/// What runs inside a function compiled by one of `decorators` (e.g. `torch.compile`):
+/// What runs inside a function compiled by one of `compilers` (qualified callables such as
+/// `torch.compile`, found through aliases and wrapping assignments: see `compiled`):
 /// the compiled function's `self.attr(...)` calls, resolved through `__init__`'s
 /// `self.attr = Class(...)`, and its plain calls of functions in the tree, followed
 /// transitively. As (class or "", function); the compiled functions themselves are not
 /// included: code around them runs outside the graph.
-pub fn run_inside_compiled(tree: &Tree, decorators: &[String]) -> BTreeSet<(String, String)> {
-    let compiled = |f: &super::scan::Function| {
-        f.decorators
-            .iter()
-            .any(|d| decorators.iter().any(|x| d.contains(x.as_str())))
+pub fn run_inside_compiled(tree: &Tree, compilers: &[String]) -> BTreeSet<(String, String)> {
+    // Compiled functions by (class or "", name), from every module: a class's method may
+    // be compiled by an assignment in another file.
+    let all: Vec<super::compiled::Compiled> = tree
+        .modules
+        .iter()
+        .flat_map(|m| m.compile_facts.compiled(compilers))
+        .collect();
+    let compiled: BTreeSet<(String, String)> = all
+        .iter()
+        .map(|c| (c.class.clone().unwrap_or_default(), c.function.clone()))
+        .collect();
+    let is_compiled = |class: Option<&str>, f: &super::scan::Function| {
+        compiled.contains(&(class.unwrap_or("").to_string(), f.name.clone()))
     };
-    let mut out: BTreeSet<(String, String)> = BTreeSet::new();
+    // A function compiled by assignment is compiled with whatever decorates it: it counts
+    // as inside. One compiled by a decorator is wrapped from outside, above that decorator.
+    let mut out: BTreeSet<(String, String)> = all
+        .iter()
+        .filter(|c| c.wrapped)
+        .map(|c| (c.class.clone().unwrap_or_default(), c.function.clone()))
+        .collect();
     let mut work: Vec<(&Module, Option<&super::scan::Class>, &super::scan::Function)> = Vec::new();
     for m in &tree.modules {
         for c in &m.classes {
-            for f in c.methods.iter().filter(|f| compiled(f)) {
+            for f in c.methods.iter().filter(|f| is_compiled(Some(&c.name), f)) {
                 work.push((m, Some(c), f));
             }
         }
-        for f in m.functions.iter().filter(|f| compiled(f)) {
+        for f in m.functions.iter().filter(|f| is_compiled(None, f)) {
             work.push((m, None, f));
         }
     }
@@ -176,6 +192,31 @@ pub fn run_inside_compiled(tree: &Tree, decorators: &[String]) -> BTreeSet<(Stri
         }
     }
     out
+}
+
+/// The callables that compile what they decorate or wrap, for callers that have no rule
+/// set saying so (the functions-trace JSON).
+pub const TORCH_COMPILERS: &[&str] = &["torch.compile", "torch._dynamo.optimize"];
+
+/// The one function selection both the functions-trace JSON and function-target rule
+/// sets use: what runs inside code compiled by one of `compilers` is found first, then
+/// the selection is resolved with `policy` for those functions.
+pub fn select_functions(
+    tree: &Tree,
+    forwards: bool,
+    matches: &[String],
+    compilers: &[String],
+    policy: CompiledPolicy,
+) -> (Vec<Target>, Vec<Problem>) {
+    let inside = run_inside_compiled(tree, compilers);
+    select(
+        tree,
+        &Selection {
+            forwards,
+            matches,
+            compiled: Some((&inside, policy)),
+        },
+    )
 }
 
 fn loc(m: &Module, line: usize) -> String {
