@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use crate::exit::{self, user_error};
-use crate::nsys::{analyze, command, report, sqlite};
+use crate::nsys::{analyze, command, report};
 
 #[derive(Subcommand, Debug)]
 pub enum NsysCommand {
@@ -55,15 +55,25 @@ pub struct TraceJsonArgs {
 pub struct ReportArgs {
     /// The `.sqlite` file written by `nsys export --type sqlite` / `nsys profile --export sqlite`.
     pub file: PathBuf,
-    /// Print the report as JSON (schema `instrument.nsys.report/1`, see docs/nsys.md).
+    /// Print the report as JSON (schema `instrument.nsys.report/2`, see docs/nsys.md).
     #[arg(long)]
     pub json: bool,
-    /// Also write a self-contained HTML page with a per-process timeline to FILE.
+    /// Also write a self-contained HTML page with all processes on one timeline to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// How many kernels to list per process.
-    #[arg(long, default_value_t = 15)]
+    /// Rows per table (kernels and NVTX ranges per process, the export-wide summaries); the
+    /// rest is summed in one row.
+    #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,
+    /// List every row of every table.
+    #[arg(long, conflicts_with = "top")]
+    pub all: bool,
+    /// Group NVTX ranges by name and input shapes (PyTorch's `sizes = ...`), not by name alone.
+    #[arg(long)]
+    pub by_shape: bool,
+    /// Kernel-classes rules (TOML, the format of the built-in table) tried before the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub kernel_classes: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -213,17 +223,28 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
 }
 
 fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
-    let export = sqlite::load(&args.file)?;
-    let opts = analyze::Options {
-        top: args.top,
-        timeline_buckets: args.html.as_ref().map(|_| 400),
+    use crate::nsys::classify::Classifier;
+    use crate::nsys::names::Grouping;
+    let classifier = match &args.kernel_classes {
+        Some(p) => Classifier::with_file(p)?,
+        None => Classifier::builtin(),
     };
-    let rep = analyze::analyze(&export, &opts);
+    let opts = analyze::Options {
+        top: (!args.all).then_some(args.top),
+        grouping: if args.by_shape {
+            Grouping::NameAndShape
+        } else {
+            Grouping::Name
+        },
+        timeline_buckets: args.html.as_ref().map(|_| 1000),
+        classifier,
+    };
+    let rep = analyze::analyze(&args.file, &opts)?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        stdout.write_all(report::json::render(&rep).as_bytes())?;
+        report::json::write(&rep, &mut stdout)?;
     } else {
-        stdout.write_all(report::text::render(&rep, args.top).as_bytes())?;
+        stdout.write_all(report::text::render(&rep).as_bytes())?;
     }
     if let Some(path) = &args.html {
         std::fs::write(path, report::html::render(&rep)).map_err(|e| {
