@@ -19,9 +19,9 @@ work.
 
 Name grouping (unless --raw-names): PyTorch's getNvtxStr suffix
 `, seq = N, op_id = M, sizes = [[...]], input_op_ids = [(a,b), ...]` is taken off (`--by-shape`
-keeps `sizes`); names that differ only in their digit runs, more than 16 of them per process,
-domain and style, averaging fewer than two instances each, become one name with the digit runs
-written `N`.
+keeps `sizes`); names with one run of digits that differ only in it, more than 16 of them per
+process, domain and style, averaging fewer than two instances each, become one name with the
+digits written `N`.
 
 Prints JSON: {"cuda_gpu_kern_sum": [...], "nvtx_gpu_proj_sum": [...]} with nsys column names
 (plus "Shapes" with --by-shape). Used by tests/nsys_report.rs as an independent reference; small
@@ -139,7 +139,7 @@ def proj_sum(db, raw, by_shape):
             counts[(gpid, domain, style, name, shapes)] += 1
         families = defaultdict(list)
         for (gpid, domain, style, name, shapes), n in counts.items():
-            if re.search(r"\d", name):
+            if len(re.findall(r"\d+", name)) == 1:
                 families[(gpid, domain, style, re.sub(r"\d+", "N", name), shapes)].append(n)
         folded = {k for k, ns in families.items() if len(ns) > FOLD_MIN_NAMES and sum(ns) < 2 * len(ns)}
         out = []

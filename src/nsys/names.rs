@@ -15,8 +15,10 @@
 //! taken off when what follows the name parses as exactly that grammar to the end.
 //!
 //! Other per-instance counters (`step 12`, `iteration 3`) are handled by counter families: the
-//! name with every digit run replaced by `N`. `nvtx` folds a family into one row when it has many
-//! distinct names with about one instance each.
+//! name with every digit run replaced by `N`. `nvtx` folds a family of names that differ in one
+//! number into one row when it has many distinct names with about one instance each (names with
+//! several numbers, such as `layer05.stage1_f`, stay apart), and any family at all once it
+//! reaches thousands of names, so memory stays bounded.
 
 use std::collections::HashMap;
 
@@ -139,6 +141,14 @@ pub fn family(name: &str) -> Option<String> {
         }
     }
     Some(out)
+}
+
+/// How many runs of ASCII digits a name has (`step 12`: one; `layer05.stage1_f`: two).
+pub fn digit_runs(name: &str) -> usize {
+    let b = name.as_bytes();
+    (0..b.len())
+        .filter(|&i| b[i].is_ascii_digit() && (i == 0 || !b[i - 1].is_ascii_digit()))
+        .count()
 }
 
 /// How range texts become grouping keys.
@@ -275,6 +285,9 @@ mod tests {
         assert_eq!(family("step 12").as_deref(), Some("step N"));
         assert_eq!(family("layer05.stage2_f").as_deref(), Some("layerN.stageN_f"));
         assert_eq!(family("aten::mm"), None);
+        assert_eq!(digit_runs("step 12"), 1);
+        assert_eq!(digit_runs("layer05.stage1_f"), 2);
+        assert_eq!(digit_runs("aten::mm"), 0);
     }
 
     #[test]

@@ -42,8 +42,8 @@ pub const NVTXT_PUSHPOP_RANGE: i64 = 70;
 pub const NVTXT_STARTEND_RANGE: i64 = 71;
 pub const NVTX_DOMAIN_CREATE: i64 = 75;
 
-/// A counter family with more distinct names than this in one process, averaging under two
-/// instances per name, becomes one row (`step N`).
+/// A family of names that differ in one number, with more distinct names than this in one
+/// process averaging under two instances per name, becomes one row (`step N`).
 pub const FOLD_MIN_NAMES: usize = 16;
 /// A counter family reaching this many distinct names in one process is folded while reading,
 /// so memory stays bounded whatever the names.
@@ -123,7 +123,6 @@ pub struct Options {
     pub timeline: bool,
 }
 
-#[derive(Default)]
 struct ThreadState {
     /// The thread's ops in `ops` (sorted by launch time), when it launched any.
     slice: Option<(usize, usize)>,
@@ -132,6 +131,17 @@ struct ThreadState {
     cover: IntMap<u32, i64>,
     /// Ends of the ranges open at the last start (for the timeline depth).
     open: Vec<i64>,
+}
+
+impl Default for ThreadState {
+    fn default() -> Self {
+        ThreadState {
+            slice: None,
+            last_start: i64::MIN,
+            cover: IntMap::default(),
+            open: Vec::new(),
+        }
+    }
 }
 
 struct OutOfOrder;
@@ -515,7 +525,9 @@ fn fold_families(proj: &mut Projection, ops: &mut [Op], family_of: Vec<u32>) {
             continue;
         }
         let fam = family_of.get(a.name as usize).copied().unwrap_or(NONE);
-        if fam != NONE && fam != a.name {
+        // Names that differ in one number only; `layer05.stage1_f` keeps its own row.
+        let single = names::digit_runs(&proj.names.get(a.name).name) == 1;
+        if fam != NONE && fam != a.name && single {
             groups
                 .entry((a.proc, a.domain, a.style, fam))
                 .or_default()
