@@ -341,6 +341,9 @@ def build_autograd(ex, rng, kernels_target, ranks):
                 for _ in range(4):
                     ex.launch(th, [k("adam", COMPUTE, 20000, 50000, rng)])
                 ex.pop(th)
+            # The step ends with a synchronisation: the CPU waits for the GPU to drain.
+            ex.launch(th, [], api="cudaStreamSynchronize_v3020")
+            th["t"] = bwd["t"] = max([th["t"]] + list(p["streams"].values()))
         step += 1
     for p, th, bwd, ids in ranks_state:
         th["t"] = max(th["t"], bwd["t"]) + 1000

@@ -160,7 +160,8 @@ fn timeline(out: &mut String, t: &Timeline, processes: &[Process]) {
 fn nvtx_rows(out: &mut String, pt: &ProcessTimeline, y0: f64, x: &impl Fn(i64) -> f64) {
     out.push_str("<g class=\"lane\" data-lane=\"nvtx\">");
     for r in &pt.ranges {
-        let (x0, x1) = (x(r.start_ns), x(r.end_ns));
+        // Clipped to the axis (the GPU work's span; ranges can open before it and end after).
+        let (x0, x1) = (x(r.start_ns).max(LABEL_W), x(r.end_ns).min(LABEL_W + PLOT_W));
         let w = x1 - x0;
         if w < 1.0 {
             continue;
