@@ -93,6 +93,15 @@ pub struct CommandArgs {
     /// Leave out --cudabacktrace / --python-backtrace (inert without CPU sampling).
     #[arg(long)]
     pub no_backtraces: bool,
+    /// Where nsys records: `cudaProfilerApi` (between cudaProfilerStart and Stop, which
+    /// pithtrain calls at training.nsys_start / nsys_stop), `none` (the whole run), or `auto`
+    /// (cudaProfilerApi for a pithtrain launcher).
+    #[arg(long, value_name = "RANGE", default_value = "auto", value_parser = ["auto", "cudaProfilerApi", "none"])]
+    pub capture_range: String,
+    /// Run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (changes how the run allocates
+    /// memory; off unless asked for).
+    #[arg(long)]
+    pub expandable_segments: bool,
     /// The nsys binary to use and check (default: `nsys` on PATH).
     #[arg(long, value_name = "PATH")]
     pub nsys: Option<PathBuf>,
@@ -173,15 +182,18 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
         );
         return Ok(if errors > 0 { exit::FOUND } else { exit::OK });
     }
-    // nsys wraps the traced functions in Python: inside a fullgraph compile that breaks
-    // the graph, so say which selected functions run there.
-    let inside = crate::python::select::run_inside_compiled(&tree, &["torch.compile".to_string()]);
     let selection = Selection {
         forwards: !args.no_forwards,
         matches: &args.matches,
-        compiled: Some((&inside, crate::python::select::CompiledPolicy::Note)),
+        compiled: None,
     };
-    let (targets, problems) = tracejson::select(&tree, &selection);
+    let (targets, mut problems) = tracejson::select(&tree, &selection);
+    // nsys wraps the traced functions in Python: inside a fullgraph compile that breaks the
+    // graph, so what runs there is left out.
+    let inside = crate::python::select::run_inside_compiled(&tree, &["torch.compile".to_string()]);
+    let (targets, compiled_problems, left_out) =
+        tracejson::leave_out_compiled(targets, &inside, &args.matches);
+    problems.extend(compiled_problems);
     for p in &problems {
         let _ = writeln!(err, "{p}");
     }
@@ -212,12 +224,17 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
     }
     let _ = writeln!(
         err,
-        "{} functions in {} modules{}",
+        "{} functions in {} modules{}{}",
         targets.len(),
         merged.len(),
         base_path
             .map(|p| format!(", merged after {}", p.display()))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if left_out > 0 {
+            format!("; {left_out} forward(s) that run inside torch.compile left out")
+        } else {
+            String::new()
+        }
     );
     Ok(exit::OK)
 }
@@ -266,6 +283,12 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         trace_json: args.trace_json.clone(),
         sqlite: !args.no_sqlite,
         backtraces: !args.no_backtraces,
+        capture_range: match args.capture_range.as_str() {
+            "cudaProfilerApi" => command::CaptureRange::ProfilerApi,
+            "none" => command::CaptureRange::Whole,
+            _ => command::CaptureRange::Auto,
+        },
+        expandable_segments: args.expandable_segments,
         nsys: args.nsys.clone(),
         launch: args.launch.clone(),
     };

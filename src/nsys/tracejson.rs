@@ -12,6 +12,44 @@ use serde::{Deserialize, Serialize};
 use crate::python::scan::{Module, Tree};
 pub use crate::python::select::{Problem, Selection, Severity, Target, glob, select};
 
+/// Leave out the selected functions that run inside compiled code (`inside`, from
+/// `select::run_inside_compiled`): nsys wraps a traced function in Python, which inside a
+/// fullgraph `torch.compile` breaks the graph (and the frame does not run there anyway). A
+/// function named exactly by a `--match` is an error, one a `--match` glob picked a warning, and
+/// the forwards chosen by default are left out without a word; returns the kept targets, the
+/// problems and how many default picks were left out.
+pub fn leave_out_compiled(
+    targets: Vec<Target>,
+    inside: &BTreeSet<(String, String)>,
+    matches: &[String],
+) -> (Vec<Target>, Vec<Problem>, usize) {
+    let mut kept = Vec::with_capacity(targets.len());
+    let mut problems = Vec::new();
+    let mut quiet = 0;
+    for t in targets {
+        let key = (t.class.clone().unwrap_or_default(), t.function.clone());
+        if !inside.contains(&key) {
+            kept.push(t);
+            continue;
+        }
+        let name = t.name();
+        let exact = matches.iter().any(|m| !m.contains(['*', '?']) && *m == name);
+        let by_glob = matches.iter().any(|m| m.contains(['*', '?']) && glob(m, &name));
+        if exact || by_glob {
+            problems.push(Problem {
+                severity: if exact { Severity::Error } else { Severity::Warning },
+                location: format!("{}:{}", t.file, t.line),
+                message: format!(
+                    "`{name}` runs inside a function compiled with torch.compile: nsys's Python wrapper would break the graph, and the frame does not run there; left out"
+                ),
+            });
+        } else {
+            quiet += 1;
+        }
+    }
+    (kept, problems, quiet)
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Group {
     pub domain: String,
