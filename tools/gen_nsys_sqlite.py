@@ -129,9 +129,16 @@ class Writer:
             cols = self.cols[t]
             names = [c[0] for c in cols]
             fill = [None if not c[2] or c[3] is not None else ("" if "TEXT" in (c[1] or "").upper() else 0) for c in cols]
-            values = [tuple(r.get(n, f) for n, f in zip(names, fill)) for r in rows]
-            self.db.executemany(f"INSERT INTO {t} VALUES ({','.join('?' * len(names))})", values)
+            values = [(r.get("_rowid"),) + tuple(r.get(n, f) for n, f in zip(names, fill)) for r in rows]
+            self.db.executemany(f"INSERT INTO {t} (rowid, {', '.join(names)}) VALUES ({','.join('?' * (len(names) + 1))})", values)
+            for r in rows:
+                r["_flushed"] = True
             self.pending[t] = []
+
+    def update_nvtx_end(self, row):
+        """A range row written before it ended (see Export._drain) gets its end."""
+        self.db.execute("UPDATE NVTX_EVENTS SET end = ?, endGlobalTid = ? WHERE rowid = ?",
+                        (row["end"], row["endGlobalTid"], row["_rowid"]))
 
     def close(self):
         self.flush()
@@ -215,9 +222,12 @@ class Export:
         return row
 
     def _drain(self, th):
+        """Write the thread's rows in start order: every complete row at the head, and open ones
+        too once many rows wait behind them (a range open for the whole run); those get their end
+        when they close."""
         p = th["pending"]
         k = 0
-        while k < len(p) and p[k]["_done"]:
+        while k < len(p) and (p[k]["_done"] or len(p) - k > 2000):
             k += 1
         for row in p[:k]:
             self._emit(row)
@@ -225,6 +235,8 @@ class Export:
 
     def _emit(self, row):
         self.n_nvtx += 1
+        row["_rowid"] = self.n_nvtx
+        row["_written"] = True
         if self.shuffle_nvtx:
             self.nvtx_out.append(row)
         else:
@@ -261,6 +273,8 @@ class Export:
         if end_th is not None:
             row["endGlobalTid"] = end_th["gtid"]
         row["_done"] = True
+        if row.get("_flushed") and not self.shuffle_nvtx:
+            self.w.update_nvtx_end(row)
         if inst in th["open"]:
             th["open"].remove(inst)
         self._drain(th)
@@ -350,6 +364,7 @@ class Export:
         if self.shuffle_nvtx:
             # Not in start order per thread: by end time, unended last.
             for row in sorted(self.nvtx_out, key=lambda r: (r["end"] is None, r["end"] or 0, r["start"])):
+                row["_rowid"] = None  # the table's order is the insertion order
                 w.insert("NVTX_EVENTS", row)
         product, schema = VERSIONS[version]
         meta = "EXPORT_META_DATA" if version < "2023.3" else "META_DATA_EXPORT"
