@@ -267,10 +267,19 @@ fn run_executes_the_checked_nsys_with_the_environment() {
     assert_eq!(&ran[..2], &["-o", out_name.to_str().unwrap()]);
     assert_eq!(&ran[ran.len() - 5..], &LAUNCH[1..]);
     let env = std::fs::read_to_string(fake.path().join("ran-env.txt")).unwrap();
-    assert_eq!(env.trim(), "", "PYTORCH_CUDA_ALLOC_CONF is not set unless asked for");
+    assert_eq!(
+        env.trim(),
+        "",
+        "PYTORCH_CUDA_ALLOC_CONF is not set unless asked for"
+    );
     assert!(fake.path().join("results").is_dir());
     // --expandable-segments sets it for the run, and says so.
-    let mut args = vec!["--run", "--expandable-segments", "--out", out_name.to_str().unwrap()];
+    let mut args = vec![
+        "--run",
+        "--expandable-segments",
+        "--out",
+        out_name.to_str().unwrap(),
+    ];
     args.extend(LAUNCH);
     let o = Command::new(bin())
         .args(["nsys", "command"])
@@ -281,8 +290,14 @@ fn run_executes_the_checked_nsys_with_the_environment() {
         .unwrap();
     assert!(o.status.success());
     let (out, err) = text(&o);
-    assert!(out.starts_with("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "), "{out}");
-    assert!(err.contains("note: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set"), "{err}");
+    assert!(
+        out.starts_with("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "),
+        "{out}"
+    );
+    assert!(
+        err.contains("note: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set"),
+        "{err}"
+    );
     let env = std::fs::read_to_string(fake.path().join("ran-env.txt")).unwrap();
     assert_eq!(env.trim(), "expandable_segments:True");
 }
@@ -303,9 +318,18 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
         "from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch\ncfg = PretrainLMCfg()\nlaunch(cfg)\n",
     )
     .unwrap();
-    let launch = ["--", "torchrun", "--nproc-per-node=gpu", script.to_str().unwrap()];
+    let launch = [
+        "--",
+        "torchrun",
+        "--nproc-per-node=gpu",
+        script.to_str().unwrap(),
+    ];
     let (out, err) = text(&run(&path_with(fake.path()), &launch));
-    let flat = out.replace(" \\\n", " ").split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = out
+        .replace(" \\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     assert!(
         flat.contains("--capture-range=cudaProfilerApi --capture-range-end=stop-shutdown"),
         "{out}"
@@ -325,11 +349,22 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
     .unwrap();
     let (_, err) = text(&run(&path_with(fake.path()), &launch));
     assert!(!err.contains("warning:"), "{err}");
-    assert!(err.contains("note: --capture-range=cudaProfilerApi: nsys records the steps from training.nsys_start"), "{err}");
+    assert!(
+        err.contains(
+            "note: --capture-range=cudaProfilerApi: nsys records the steps from training.nsys_start"
+        ),
+        "{err}"
+    );
     // A module launch: the reminder.
     let (out, err) = text(&run(
         &path_with(fake.path()),
-        &["--", "torchrun", "--nproc_per_node=8", "-m", "pithtrain.tasks.pretrain_lm"],
+        &[
+            "--",
+            "torchrun",
+            "--nproc_per_node=8",
+            "-m",
+            "pithtrain.tasks.pretrain_lm",
+        ],
     ));
     assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
     assert!(err.contains("set both in the config"), "{err}");
@@ -338,7 +373,10 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
     args.extend(launch);
     let (out, err) = text(&run(&path_with(fake.path()), &args));
     assert!(!out.contains("--capture-range"), "{out}");
-    assert!(err.contains("records the whole run, initialisation and warm-up included"), "{err}");
+    assert!(
+        err.contains("records the whole run, initialisation and warm-up included"),
+        "{err}"
+    );
     // Any launcher can ask for the profiler-API window.
     let mut args = vec!["--capture-range", "cudaProfilerApi"];
     args.extend(LAUNCH);

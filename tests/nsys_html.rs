@@ -66,7 +66,10 @@ fn rects(lane: &str) -> Vec<(f64, f64)> {
 #[test]
 fn page_is_self_contained_with_every_rank_on_one_timeline() {
     let d = tempfile::tempdir().unwrap();
-    let (db, truth) = generate(d.path(), &["--kernels", "1200", "--ranks", "3", "--seed", "5"]);
+    let (db, truth) = generate(
+        d.path(),
+        &["--kernels", "1200", "--ranks", "3", "--seed", "5"],
+    );
     let page = write_html(&db, &d.path().join("report.html"));
     assert!(page.starts_with("<!DOCTYPE html>"));
     let lower = page.to_ascii_lowercase();
@@ -76,21 +79,39 @@ fn page_is_self_contained_with_every_rank_on_one_timeline() {
     assert_eq!(page.matches("<svg class=\"timeline\"").count(), 1);
     let timeline = between(&page, "<svg class=\"timeline\"", "</svg>");
     for (pid, t) in truth["processes"].as_object().unwrap() {
-        let rank = between(timeline, &format!("<g class=\"rank\" data-pid=\"{pid}\">"), "</g>\n</g>");
+        let rank = between(
+            timeline,
+            &format!("<g class=\"rank\" data-pid=\"{pid}\">"),
+            "</g>\n</g>",
+        );
         for lane in ["nvtx", "compute", "communication"] {
-            assert!(rank.contains(&format!("data-lane=\"{lane}\"")), "pid {pid} lane {lane}");
+            assert!(
+                rank.contains(&format!("data-lane=\"{lane}\"")),
+                "pid {pid} lane {lane}"
+            );
         }
         let comm = between(rank, "data-lane=\"communication\"", "</g>");
         let ran_comm = t["categories"]["communication"][0].as_i64().unwrap() > 0;
-        assert_eq!(!rects(comm).is_empty(), ran_comm, "pid {pid} communication lane");
+        assert_eq!(
+            !rects(comm).is_empty(),
+            ran_comm,
+            "pid {pid} communication lane"
+        );
         assert!(!rects(between(rank, "data-lane=\"compute\"", "</g>")).is_empty());
         // The NVTX row names what the process ran (tooltips).
         let nvtx = between(rank, "data-lane=\"nvtx\"", "</g>");
         assert!(nvtx.contains("<title>step ("), "pid {pid}: {nvtx:.300}");
         // The tables below: the overlap figures of each process.
-        let s = between(&page, &format!("<section class=\"process\" id=\"pid-{pid}\">"), "</section>");
+        let s = between(
+            &page,
+            &format!("<section class=\"process\" id=\"pid-{pid}\">"),
+            "</section>",
+        );
         let hidden = t["overlap"]["hidden_ns"].as_i64().unwrap() as f64 / 1e6;
-        assert!(s.contains(&format!("{hidden:.3} ms hidden under compute")), "process {pid}");
+        assert!(
+            s.contains(&format!("{hidden:.3} ms hidden under compute")),
+            "process {pid}"
+        );
     }
 }
 
@@ -104,7 +125,11 @@ fn lanes_are_placed_on_the_common_axis() {
     let (db, _truth) = generate(d.path(), &["--scenario", "edge"]);
     let page = write_html(&db, &d.path().join("report.html"));
     let timeline = between(&page, "<svg class=\"timeline\"", "</svg>");
-    let rank = between(timeline, "<g class=\"rank\" data-pid=\"2002\">", "</g>\n</g>");
+    let rank = between(
+        timeline,
+        "<g class=\"rank\" data-pid=\"2002\">",
+        "</g>\n</g>",
+    );
     let busy = rects(between(rank, "data-lane=\"communication\"", "</g>"));
     let lo = busy.iter().map(|r| r.0).fold(f64::MAX, f64::min);
     let hi = busy.iter().map(|r| r.0 + r.1).fold(f64::MIN, f64::max);
@@ -112,7 +137,10 @@ fn lanes_are_placed_on_the_common_axis() {
     let x = |ns: f64| label + ns / span * width;
     assert!((lo - x(20_000.0)).abs() < 2.0, "{lo} vs {}", x(20_000.0));
     assert!((hi - x(60_000.0)).abs() < 2.0, "{hi} vs {}", x(60_000.0));
-    assert!(timeline.contains(">0.130 ms</text>"), "axis ends at the last op of any process");
+    assert!(
+        timeline.contains(">0.130 ms</text>"),
+        "axis ends at the last op of any process"
+    );
 }
 
 #[test]
@@ -126,7 +154,10 @@ fn page_renders_in_headless_chromium() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let (db, truth) = generate(d.path(), &["--kernels", "1200", "--ranks", "3", "--seed", "5"]);
+    let (db, truth) = generate(
+        d.path(),
+        &["--kernels", "1200", "--ranks", "3", "--seed", "5"],
+    );
     let html = d.path().join("report.html");
     write_html(&db, &html);
     let profile = tempfile::tempdir().unwrap();
@@ -151,8 +182,14 @@ fn page_renders_in_headless_chromium() {
     // The parsed DOM holds the one timeline with a block per process, and every section.
     assert_eq!(dom.matches("<svg class=\"timeline\"").count(), 1);
     for pid in truth["processes"].as_object().unwrap().keys() {
-        assert!(dom.contains(&format!("id=\"pid-{pid}\"")), "pid {pid} in DOM");
-        assert!(dom.contains(&format!("class=\"rank\" data-pid=\"{pid}\"")), "pid {pid} row");
+        assert!(
+            dom.contains(&format!("id=\"pid-{pid}\"")),
+            "pid {pid} in DOM"
+        );
+        assert!(
+            dom.contains(&format!("class=\"rank\" data-pid=\"{pid}\"")),
+            "pid {pid} row"
+        );
     }
     assert!(dom.contains("</svg>") && dom.contains("<rect"));
 }

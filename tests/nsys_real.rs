@@ -13,7 +13,12 @@ use serde_json::Value;
 fn load(name: &str) -> (PathBuf, tempfile::TempDir) {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join(format!("{name}.sqlite"));
-    let sql = std::fs::read_to_string(repo().join("fixtures/nsys/real").join(format!("{name}.sql"))).unwrap();
+    let sql = std::fs::read_to_string(
+        repo()
+            .join("fixtures/nsys/real")
+            .join(format!("{name}.sql")),
+    )
+    .unwrap();
     // The CREATE TABLE text names tables the cut left out (REFERENCES CUDA_CALLCHAINS ...).
     let c = rusqlite::Connection::open(&db).unwrap();
     c.execute_batch("PRAGMA foreign_keys = OFF;").unwrap();
@@ -37,9 +42,22 @@ fn nsys_2026_autograd_ranges_and_an_all_to_all_run_as_sendrecv() {
     assert_eq!(rep["capture"]["cuda_graph_trace"], "graph");
     assert!(i(&rep["grouping"]["stripped_suffixes"]) > 300);
     for p in rows(&rep, "processes") {
-        let names: Vec<&str> = rows(p, "nvtx").iter().map(|r| r["name"].as_str().unwrap()).collect();
-        assert!(!names.iter().any(|n| n.contains("op_id") || n.contains("seq =")), "{names:?}");
-        for n in ["aten::copy_", "c10d::alltoall_base_", "nccl:all_to_all", "ncclGroupEnd"] {
+        let names: Vec<&str> = rows(p, "nvtx")
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert!(
+            !names
+                .iter()
+                .any(|n| n.contains("op_id") || n.contains("seq =")),
+            "{names:?}"
+        );
+        for n in [
+            "aten::copy_",
+            "c10d::alltoall_base_",
+            "nccl:all_to_all",
+            "ncclGroupEnd",
+        ] {
             assert!(names.contains(&n), "{n} in {names:?}");
         }
         // Every SendRecv kernel of the window ran inside the all-to-all's ranges.
@@ -47,11 +65,17 @@ fn nsys_2026_autograd_ranges_and_an_all_to_all_run_as_sendrecv() {
         assert_eq!(rows(comm, "by_op").len(), 1);
         assert_eq!(comm["by_op"][0]["op"], "AllToAll");
         assert_eq!(comm["from_sendrecv"][0]["count"], comm["by_op"][0]["count"]);
-        let a2a = rows(p, "nvtx").iter().find(|r| r["name"] == "c10d::alltoall_base_").unwrap();
+        let a2a = rows(p, "nvtx")
+            .iter()
+            .find(|r| r["name"] == "c10d::alltoall_base_")
+            .unwrap();
         assert_eq!(a2a["collective"], "AllToAll");
     }
     // Two ranks, one GPU each.
-    let devices: Vec<&Value> = rows(&rep, "processes").iter().map(|p| &p["devices"]).collect();
+    let devices: Vec<&Value> = rows(&rep, "processes")
+        .iter()
+        .map(|p| &p["devices"])
+        .collect();
     assert_eq!(devices, [&serde_json::json!([0]), &serde_json::json!([1])]);
 }
 
@@ -63,12 +87,18 @@ fn nsys_2025_cuda_graphs_traced_whole() {
     check_against_reference(&db, &["--all"], &[]);
     let rep = report_json(&db);
     assert_eq!(rep["capture"]["cuda_graph_trace"], "graph");
-    assert_eq!(rep["capture"]["traced"], serde_json::json!(["osrt", "nvtx", "cuda"]));
+    assert_eq!(
+        rep["capture"]["traced"],
+        serde_json::json!(["osrt", "nvtx", "cuda"])
+    );
     let t = &rep["totals"];
     assert_eq!((i(&t["graph_count"]), i(&t["graph_ns"])), (2, 1728 + 1376));
     assert_eq!(i(&t["kernel_count"]), 3);
     assert_eq!(i(&t["gpu_ns"]), i(&t["kernel_ns"]) + 3104);
-    let graph = rows(t, "categories").iter().find(|c| c["category"] == "cuda_graph").unwrap();
+    let graph = rows(t, "categories")
+        .iter()
+        .find(|c| c["category"] == "cuda_graph")
+        .unwrap();
     assert_eq!(i(&graph["count"]), 2);
     assert_eq!(rep["gpus"][0]["name"], "NVIDIA GeForce RTX 3060");
     assert_eq!(rep["processes"][0]["devices"], serde_json::json!([0]));
@@ -84,7 +114,10 @@ fn nsys_2022_export_metadata_and_a_named_domain() {
     assert_eq!(rep["export"]["metadata_table"], "EXPORT_META_DATA");
     assert_eq!(rep["export"]["nsys_version"], "2022.2.1.31");
     assert_eq!(rep["export"]["schema_version"], "2.9.1");
-    let names: Vec<&str> = rows(&rep["processes"][0], "nvtx").iter().map(|r| r["nsys_name"].as_str().unwrap()).collect();
+    let names: Vec<&str> = rows(&rep["processes"][0], "nvtx")
+        .iter()
+        .map(|r| r["nsys_name"].as_str().unwrap())
+        .collect();
     for n in ["MPI:MPI_Init", "MPI:MPI_Send", ":saxpy"] {
         assert!(names.contains(&n), "{n} in {names:?}");
     }

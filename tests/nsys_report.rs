@@ -12,7 +12,11 @@ use serde_json::Value;
 
 fn comm_rows(rows: &Value, truth: &Value, what: &str) {
     let rows = rows.as_array().unwrap();
-    assert_eq!(rows.len(), truth.as_object().unwrap().len(), "{what}: {rows:?} vs {truth}");
+    assert_eq!(
+        rows.len(),
+        truth.as_object().unwrap().len(),
+        "{what}: {rows:?} vs {truth}"
+    );
     for o in rows {
         let to = &truth[o["op"].as_str().unwrap()];
         assert_eq!(i(&o["time_ns"]), i(&to[0]), "{what} {}", o["op"]);
@@ -51,7 +55,10 @@ fn check_against_truth(rep: &Value, truth: &Value) {
             let tc = &t["categories"][name];
             assert_eq!(i(&c["time_ns"]), i(&tc[0]), "process {pid}: {name} time");
             assert_eq!(i(&c["count"]), i(&tc[1]), "process {pid}: {name} count");
-            assert!(close(f(&c["share"]), i(&tc[0]) as f64 / i(&t["gpu_ns"]) as f64));
+            assert!(close(
+                f(&c["share"]),
+                i(&tc[0]) as f64 / i(&t["gpu_ns"]) as f64
+            ));
         }
         let comm_t = i(&t["categories"]["communication"][0]);
         assert_eq!(i(&p["communication"]["time_ns"]), comm_t);
@@ -59,7 +66,11 @@ fn check_against_truth(rep: &Value, truth: &Value) {
             f(&p["communication"]["share_of_gpu_time"]),
             comm_t as f64 / i(&t["gpu_ns"]) as f64
         ));
-        comm_rows(&p["communication"]["by_op"], &t["comm_ops"], &format!("process {pid} by_op"));
+        comm_rows(
+            &p["communication"]["by_op"],
+            &t["comm_ops"],
+            &format!("process {pid} by_op"),
+        );
         comm_rows(
             &p["communication"]["from_sendrecv"],
             &t["from_sendrecv"],
@@ -77,9 +88,19 @@ fn check_against_truth(rep: &Value, truth: &Value) {
         let tn = t["nvtx"].as_object().unwrap();
         let keys: Vec<String> = rows
             .iter()
-            .map(|r| format!("{}|{}", r["nsys_name"].as_str().unwrap(), r["style"].as_str().unwrap()))
+            .map(|r| {
+                format!(
+                    "{}|{}",
+                    r["nsys_name"].as_str().unwrap(),
+                    r["style"].as_str().unwrap()
+                )
+            })
             .collect();
-        assert_eq!(rows.len(), tn.len(), "process {pid}: NVTX range names {keys:?}");
+        assert_eq!(
+            rows.len(),
+            tn.len(),
+            "process {pid}: NVTX range names {keys:?}"
+        );
         for r in rows {
             let key = format!(
                 "{}|{}",
@@ -113,7 +134,10 @@ fn check_against_truth(rep: &Value, truth: &Value) {
     assert_eq!(i(&rep["totals"]["kernel_count"]), total_kernels);
     assert_eq!(i(&truth["kernel_count"]), total_kernels);
     assert_eq!(i(&rep["totals"]["graph_count"]), i(&truth["graph_count"]));
-    assert_eq!(rep["capture"]["cuda_graph_trace"], truth["cuda_graph_trace"]);
+    assert_eq!(
+        rep["capture"]["cuda_graph_trace"],
+        truth["cuda_graph_trace"]
+    );
 
     // Whole-export kernel summary.
     let ks = rep["kernel_summary"].as_array().unwrap();
@@ -201,20 +225,46 @@ fn mixed_workload_three_ranks_two_sharing_a_gpu() {
     }
     // The per-step counter range folded into one row, the all-to-all named by its ranges.
     let p = &rep["processes"][0];
-    let it = p["nvtx"].as_array().unwrap().iter().find(|r| r["name"] == "iteration N").unwrap();
+    let it = p["nvtx"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "iteration N")
+        .unwrap();
     assert!(i(&it["folded_names"]) > 16);
-    assert!(p["communication"]["from_sendrecv"].as_array().unwrap().iter().any(|r| r["op"] == "AllToAll"));
+    assert!(
+        p["communication"]["from_sendrecv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["op"] == "AllToAll")
+    );
 }
 
 #[test]
 fn mixed_workload_nsys_2022_schema_two_ranks() {
     // EXPORT_META_DATA, the 2022.2 column set; 13 steps: the counter stays per name.
-    let (db, truth, _d) = generate(&["--kernels", "1500", "--ranks", "2", "--seed", "7", "--nsys-version", "2022.2"]);
+    let (db, truth, _d) = generate(&[
+        "--kernels",
+        "1500",
+        "--ranks",
+        "2",
+        "--seed",
+        "7",
+        "--nsys-version",
+        "2022.2",
+    ]);
     let rep = report_json(&db);
     check_against_truth(&rep, &truth);
     assert_eq!(rep["export"]["metadata_table"], "EXPORT_META_DATA");
     assert_eq!(rep["export"]["schema_version"], "2.9.1");
-    assert!(rep["processes"][0]["nvtx"].as_array().unwrap().iter().any(|r| r["name"] == "iteration 3"));
+    assert!(
+        rep["processes"][0]["nvtx"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "iteration 3")
+    );
 }
 
 #[test]
@@ -231,7 +281,18 @@ fn edge_scenario_shared_gpu_and_restarting_correlation_ids() {
 
 #[test]
 fn autograd_names_grouped_ranks_mapped_to_gpus() {
-    let (db, truth, _d) = generate(&["--scenario", "autograd", "--kernels", "2500", "--ranks", "2", "--seed", "4", "--nsys-version", "2025.5"]);
+    let (db, truth, _d) = generate(&[
+        "--scenario",
+        "autograd",
+        "--kernels",
+        "2500",
+        "--ranks",
+        "2",
+        "--seed",
+        "4",
+        "--nsys-version",
+        "2025.5",
+    ]);
     let rep = report_json(&db);
     check_against_truth(&rep, &truth);
     // Every rank ran on CUDA ordinal 0; TARGET_INFO_CUDA_DEVICE says which GPU that was.
@@ -243,7 +304,10 @@ fn autograd_names_grouped_ranks_mapped_to_gpus() {
         .iter()
         .map(|r| r["name"].as_str().unwrap())
         .collect();
-    assert!(names.contains(&"aten::mm") && names.contains(&"autograd::engine::evaluate_function: MmBackward0"));
+    assert!(
+        names.contains(&"aten::mm")
+            && names.contains(&"autograd::engine::evaluate_function: MmBackward0")
+    );
     assert!(!names.iter().any(|n| n.contains("op_id")));
     check_against_reference(&db, &["--all"], &[]);
     check_against_reference(&db, &["--all", "--by-shape"], &["--by-shape"]);
@@ -251,10 +315,24 @@ fn autograd_names_grouped_ranks_mapped_to_gpus() {
 
 #[test]
 fn shuffled_nvtx_table_is_read_in_thread_order() {
-    let (db, truth, _d) = generate(&["--kernels", "1200", "--ranks", "2", "--seed", "9", "--shuffle-nvtx"]);
+    let (db, truth, _d) = generate(&[
+        "--kernels",
+        "1200",
+        "--ranks",
+        "2",
+        "--seed",
+        "9",
+        "--shuffle-nvtx",
+    ]);
     let rep = report_json(&db);
     check_against_truth(&rep, &truth);
-    assert!(rep["notes"].as_array().unwrap().iter().any(|n| n["kind"] == "nvtx_reordered"));
+    assert!(
+        rep["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|n| n["kind"] == "nvtx_reordered")
+    );
 }
 
 #[test]
@@ -266,20 +344,42 @@ fn cuda_graphs_traced_whole_count_as_gpu_work() {
     let share = f(&rep["totals"]["communication_share"]);
     assert!((share - 5.0 / 35.0).abs() < 1e-9, "{share}");
     assert_eq!(rep["capture"]["cuda_graph_trace"], "graph");
-    assert!(rep["capture"]["cuda_graphs"].as_str().unwrap().contains("--cuda-graph-trace=node"));
+    assert!(
+        rep["capture"]["cuda_graphs"]
+            .as_str()
+            .unwrap()
+            .contains("--cuda-graph-trace=node")
+    );
     // The replays are projected onto the range that launched them.
-    let row = rep["processes"][0]["nvtx"].as_array().unwrap().iter().find(|r| r["name"] == "cuda_graph_replay").unwrap();
+    let row = rep["processes"][0]["nvtx"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "cuda_graph_replay")
+        .unwrap();
     assert!(i(&row["inclusive_ns"]) > 0);
     check_against_reference(&db, &["--all"], &[]);
 }
 
 #[test]
 fn cuda_graphs_traced_by_node_are_not_counted_twice() {
-    let (db, truth, _d) = generate(&["--scenario", "graphs-node", "--kernels", "60", "--ranks", "1"]);
+    let (db, truth, _d) = generate(&[
+        "--scenario",
+        "graphs-node",
+        "--kernels",
+        "60",
+        "--ranks",
+        "1",
+    ]);
     let rep = report_json(&db);
     check_against_truth(&rep, &truth);
     assert_eq!(rep["capture"]["cuda_graph_trace"], "node");
-    let note = rep["notes"].as_array().unwrap().iter().find(|n| n["kind"] == "graph_rows_with_nodes").unwrap();
+    let note = rep["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "graph_rows_with_nodes")
+        .unwrap();
     assert_eq!(i(&note["count"]), 1);
 }
 
@@ -300,25 +400,53 @@ fn matches_nsys_stats_report_definitions() {
 
 #[test]
 fn tables_are_bounded_and_the_rest_is_summed() {
-    let (db, _truth, _d) = generate(&["--scenario", "autograd", "--kernels", "2500", "--ranks", "2", "--seed", "5"]);
+    let (db, _truth, _d) = generate(&[
+        "--scenario",
+        "autograd",
+        "--kernels",
+        "2500",
+        "--ranks",
+        "2",
+        "--seed",
+        "5",
+    ]);
     let all = report_json(&db);
     let top = report_json_with(&db, &["--top", "5"]);
-    for (pa, pt) in all["processes"].as_array().unwrap().iter().zip(top["processes"].as_array().unwrap()) {
+    for (pa, pt) in all["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(top["processes"].as_array().unwrap())
+    {
         let rows = pt["nvtx"].as_array().unwrap();
         let every = pa["nvtx"].as_array().unwrap();
         assert_eq!(rows.len(), 5);
         assert!(every.len() > 5);
         let rest = &pt["nvtx_rest"];
         assert_eq!(i(&rest["rows"]) as usize + 5, every.len());
-        for (k, rk) in [("instances", "instances"), ("cpu_ns", "cpu_ns"), ("exclusive_ns", "exclusive_ns")] {
+        for (k, rk) in [
+            ("instances", "instances"),
+            ("cpu_ns", "cpu_ns"),
+            ("exclusive_ns", "exclusive_ns"),
+        ] {
             let sum_all: i64 = every.iter().map(|r| i(&r[k])).sum();
             let sum_top: i64 = rows.iter().map(|r| i(&r[k])).sum();
             assert_eq!(sum_top + i(&rest[rk]), sum_all, "{k}");
         }
         assert_eq!(&rows[..], &every[..5]);
         let kr = &pt["kernels_rest"];
-        let ksum: i64 = pa["kernels"].as_array().unwrap().iter().map(|r| i(&r["total_ns"])).sum();
-        let ktop: i64 = pt["kernels"].as_array().unwrap().iter().map(|r| i(&r["total_ns"])).sum();
+        let ksum: i64 = pa["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| i(&r["total_ns"]))
+            .sum();
+        let ktop: i64 = pt["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| i(&r["total_ns"]))
+            .sum();
         assert_eq!(ktop + i(&kr["total_ns"]), ksum);
     }
     assert_eq!(top["kernel_summary"].as_array().unwrap().len(), 5);

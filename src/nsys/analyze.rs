@@ -64,7 +64,11 @@ fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool) -> anyhow::Error {
     match &meta.capture {
         Some(c) if !c.traced.iter().any(|t| t == "cuda") => user_error(format!(
             "{file}: no CUDA kernel data ({what}): the capture traced {} but not cuda; profile with --trace cuda,nvtx (`instrument nsys command` prints the whole command)",
-            if c.traced.is_empty() { "nothing".to_string() } else { c.traced.join(",") }
+            if c.traced.is_empty() {
+                "nothing".to_string()
+            } else {
+                c.traced.join(",")
+            }
         )),
         Some(_) => user_error(format!(
             "{file}: no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded (pithtrain: set training.nsys_start and nsys_stop)"
@@ -203,7 +207,13 @@ pub fn analyze(path: &Path, opts: &Options) -> Result<Report> {
     build(&db, &meta, ops, &mut proj, opts)
 }
 
-fn build(db: &Db, meta: &Meta, mut ops: Ops, proj: &mut Projection, opts: &Options) -> Result<Report> {
+fn build(
+    db: &Db,
+    meta: &Meta,
+    mut ops: Ops,
+    proj: &mut Projection,
+    opts: &Options,
+) -> Result<Report> {
     let classifier = &opts.classifier;
     let classes = ops.classes;
     let n_cat = classes.categories as usize;
@@ -266,12 +276,15 @@ fn build(db: &Db, meta: &Meta, mut ops: Ops, proj: &mut Projection, opts: &Optio
     let span = acc
         .iter()
         .filter(|a| a.first <= a.last)
-        .fold((i64::MAX, i64::MIN), |(s, e), a| (s.min(a.first), e.max(a.last)));
+        .fold((i64::MAX, i64::MIN), |(s, e), a| {
+            (s.min(a.first), e.max(a.last))
+        });
     let buckets = opts.timeline_buckets.unwrap_or(0);
     let mut lanes: Vec<(Vec<i64>, Vec<i64>)> = vec![(vec![0; buckets], vec![0; buckets]); nprocs];
 
     // Overlap per (process, device): unions of communication and compute intervals.
-    ops.ops.sort_unstable_by_key(|o| (o.proc, o.device, o.start));
+    ops.ops
+        .sort_unstable_by_key(|o| (o.proc, o.device, o.start));
     let mut overlaps: Vec<Overlap> = (0..nprocs).map(|_| Overlap::default()).collect();
     let mut i = 0;
     let mut comm_u: Vec<(i64, i64)> = Vec::new();
@@ -343,7 +356,8 @@ fn build(db: &Db, meta: &Meta, mut ops: Ops, proj: &mut Projection, opts: &Optio
                 durs.push(ops.ops[m].dur());
                 m += 1;
             }
-            per_proc_rows[p as usize].push(row(stats::summarize(&mut durs), acc[p as usize].gpu_ns()));
+            per_proc_rows[p as usize]
+                .push(row(stats::summarize(&mut durs), acc[p as usize].gpu_ns()));
             k = m;
         }
         durs.clear();
@@ -379,8 +393,9 @@ fn build(db: &Db, meta: &Meta, mut ops: Ops, proj: &mut Projection, opts: &Optio
             .unwrap_or_default()
     };
     let mut nvtx_rows: Vec<Vec<RangeRow>> = (0..nprocs).map(|_| Vec::new()).collect();
-    let mut export_proj: HashMap<(String, Option<String>, &'static str), (Vec<i64>, i64, u64)> =
-        HashMap::new();
+    // (nsys name, shapes, style) -> (projected spans, range ns, GPU ops), over all processes.
+    type ProjKey = (String, Option<String>, &'static str);
+    let mut export_proj: HashMap<ProjKey, (Vec<i64>, i64, u64)> = HashMap::new();
     for agg in proj.aggs.iter_mut() {
         if agg.instances == 0 {
             continue; // folded into a family row
@@ -449,12 +464,14 @@ fn build(db: &Db, meta: &Meta, mut ops: Ops, proj: &mut Projection, opts: &Optio
     }
     let mut nvtx_gpu_proj_sum: Vec<ProjRow> = export_proj
         .into_iter()
-        .map(|((nsys_name, shapes, style), (mut spans, range_ns, gpu_ops))| ProjRow {
-            nsys_name,
-            shapes,
-            style,
-            proj: proj_stats(&mut spans, range_ns, gpu_ops),
-        })
+        .map(
+            |((nsys_name, shapes, style), (mut spans, range_ns, gpu_ops))| ProjRow {
+                nsys_name,
+                shapes,
+                style,
+                proj: proj_stats(&mut spans, range_ns, gpu_ops),
+            },
+        )
         .collect();
     nvtx_gpu_proj_sum.sort_by(|a, b| {
         b.proj

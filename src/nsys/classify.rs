@@ -126,8 +126,14 @@ struct Matcher {
 }
 
 impl Matcher {
-    fn new(prefix: Vec<String>, all: Vec<String>, any: Vec<String>, none: Vec<String>) -> Option<Matcher> {
-        let low = |v: Vec<String>| -> Vec<String> { v.into_iter().map(|s| s.to_lowercase()).collect() };
+    fn new(
+        prefix: Vec<String>,
+        all: Vec<String>,
+        any: Vec<String>,
+        none: Vec<String>,
+    ) -> Option<Matcher> {
+        let low =
+            |v: Vec<String>| -> Vec<String> { v.into_iter().map(|s| s.to_lowercase()).collect() };
         let m = Matcher {
             prefix: low(prefix),
             all: low(all),
@@ -175,7 +181,12 @@ pub struct Classifier {
 }
 
 fn parse(text: &str, origin: &str) -> Result<TableFile> {
-    toml::from_str(text).map_err(|e| user_error(format!("{origin}: not a kernel-classes table: {}", one_line(&e.to_string()))))
+    toml::from_str(text).map_err(|e| {
+        user_error(format!(
+            "{origin}: not a kernel-classes table: {}",
+            one_line(&e.to_string())
+        ))
+    })
 }
 
 fn one_line(s: &str) -> String {
@@ -210,8 +221,14 @@ impl Classifier {
                 }
             }
         }
-        let communication = categories.iter().position(|c| c == "communication").expect("builtin has communication") as u8;
-        let other = categories.iter().position(|c| c == "other").expect("builtin has other") as u8;
+        let communication = categories
+            .iter()
+            .position(|c| c == "communication")
+            .expect("builtin has communication") as u8;
+        let other = categories
+            .iter()
+            .position(|c| c == "other")
+            .expect("builtin has other") as u8;
         if categories.len() > 250 {
             return Err(user_error("kernel-classes: more than 250 categories"));
         }
@@ -244,7 +261,9 @@ impl Classifier {
                     )));
                 }
                 let Some(matcher) = Matcher::new(r.prefix, r.all, r.any, r.none) else {
-                    return Err(user_error(format!("{at}: give at least one of `prefix`, `all`, `any`")));
+                    return Err(user_error(format!(
+                        "{at}: give at least one of `prefix`, `all`, `any`"
+                    )));
                 };
                 rules.push(Rule {
                     family: r.family,
@@ -397,7 +416,10 @@ mod tests {
         // A cutlass kernel's short name says nothing; the demangled name is what is classified.
         assert_eq!(cat("Kernel2"), "other");
         // Point-to-point inside PyTorch's all-to-all names the collective through the range.
-        assert_eq!(c.collective_of_range("c10d::alltoall_base_"), Some(CommOp::AllToAll));
+        assert_eq!(
+            c.collective_of_range("c10d::alltoall_base_"),
+            Some(CommOp::AllToAll)
+        );
         assert_eq!(c.collective_of_range("pipeline send/recv"), None);
         assert_eq!(c.collective_of_range("layer05.stage2_f"), None);
     }
@@ -428,15 +450,32 @@ examples = ["_build_expert_idxs_kernel"]
         )
         .unwrap();
         let e = Classifier::with_file(&p).unwrap_err().to_string();
-        assert!(e.contains("mine.toml") && e.contains("\"late\"") && e.contains("example"), "{e}");
-        std::fs::write(&p, "[[rule]]\nfamily = \"x\"\ncategory = \"nope\"\nany = [\"a\"]\n").unwrap();
+        assert!(
+            e.contains("mine.toml") && e.contains("\"late\"") && e.contains("example"),
+            "{e}"
+        );
+        std::fs::write(
+            &p,
+            "[[rule]]\nfamily = \"x\"\ncategory = \"nope\"\nany = [\"a\"]\n",
+        )
+        .unwrap();
         let e = Classifier::with_file(&p).unwrap_err().to_string();
-        assert!(e.contains("rule 1") && e.contains("\"nope\" is not declared"), "{e}");
-        std::fs::write(&p, "[[rule]]\nfamily = \"x\"\ncategory = \"communication\"\nany = [\"a\"]\n").unwrap();
+        assert!(
+            e.contains("rule 1") && e.contains("\"nope\" is not declared"),
+            "{e}"
+        );
+        std::fs::write(
+            &p,
+            "[[rule]]\nfamily = \"x\"\ncategory = \"communication\"\nany = [\"a\"]\n",
+        )
+        .unwrap();
         let e = Classifier::with_file(&p).unwrap_err().to_string();
         assert!(e.contains("needs `op`"), "{e}");
         std::fs::write(&p, "[[rule]\n").unwrap();
         let e = Classifier::with_file(&p).unwrap_err().to_string();
-        assert!(e.contains("not a kernel-classes table") && !e.contains('\n'), "{e}");
+        assert!(
+            e.contains("not a kernel-classes table") && !e.contains('\n'),
+            "{e}"
+        );
     }
 }

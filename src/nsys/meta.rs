@@ -80,7 +80,9 @@ fn read_pairs(db: &Db, table: &str) -> Result<Vec<(String, String)>> {
     if !cols.iter().any(|c| c == "name") || !cols.iter().any(|c| c == "value") {
         return Ok(Vec::new());
     }
-    let mut stmt = db.conn.prepare(&format!("SELECT name, value FROM {table}"))?;
+    let mut stmt = db
+        .conn
+        .prepare(&format!("SELECT name, value FROM {table}"))?;
     let mut rows = stmt.raw_query();
     let mut out = Vec::new();
     while let Some(r) = rows.next()? {
@@ -134,7 +136,9 @@ pub fn read(db: &Db) -> Result<Meta> {
             .iter()
             .all(|c| cols.iter().any(|x| x == c))
     {
-        let mut stmt = db.conn.prepare("SELECT globalPid, pid, name FROM PROCESSES")?;
+        let mut stmt = db
+            .conn
+            .prepare("SELECT globalPid, pid, name FROM PROCESSES")?;
         let mut rows = stmt.raw_query();
         while let Some(row) = rows.next()? {
             let Some(gpid) = int(row.get_ref(0)?) else {

@@ -47,7 +47,7 @@ fn integer(s: &str) -> Option<&str> {
 
 /// A bracketed list at the start of `s` made only of `allowed` characters (nesting allowed);
 /// returns (the list, the rest).
-fn bracketed<'a>(s: &'a str, allowed: impl Fn(u8) -> bool) -> Option<(&'a str, &'a str)> {
+fn bracketed(s: &str, allowed: impl Fn(u8) -> bool) -> Option<(&str, &str)> {
     let b = s.as_bytes();
     if b.first() != Some(&b'[') {
         return None;
@@ -77,21 +77,25 @@ fn suffix(mut s: &str) -> Option<Option<&str>> {
     let mut any = false;
     while !s.is_empty() {
         let rest = s.strip_prefix(", ")?;
-        let (k, after) = CLAUSES
-            .iter()
-            .enumerate()
-            .skip(next)
-            .find_map(|(k, c)| rest.strip_prefix(c).and_then(|r| r.strip_prefix(" = ")).map(|r| (k, r)))?;
+        let (k, after) = CLAUSES.iter().enumerate().skip(next).find_map(|(k, c)| {
+            rest.strip_prefix(c)
+                .and_then(|r| r.strip_prefix(" = "))
+                .map(|r| (k, r))
+        })?;
         next = k + 1;
         s = match CLAUSES[k] {
             "seq" | "stashed seq" | "op_id" => integer(after)?,
             "sizes" => {
-                let (v, r) = bracketed(after, |c| c.is_ascii_digit() || matches!(c, b',' | b' ' | b'-'))?;
+                let (v, r) = bracketed(after, |c| {
+                    c.is_ascii_digit() || matches!(c, b',' | b' ' | b'-')
+                })?;
                 sizes = Some(v);
                 r
             }
             _ => {
-                let (_, r) = bracketed(after, |c| c.is_ascii_digit() || matches!(c, b',' | b' ' | b'-' | b'(' | b')'))?;
+                let (_, r) = bracketed(after, |c| {
+                    c.is_ascii_digit() || matches!(c, b',' | b' ' | b'-' | b'(' | b')')
+                })?;
                 r
             }
         };
@@ -242,20 +246,30 @@ mod tests {
     #[test]
     fn pytorch_suffixes_come_off() {
         // Forward op with shapes (autograd-shapes-nvtx).
-        let s = split("aten::mm, seq = 1204, op_id = 88231, sizes = [[4096, 2048], [2048, 768]], input_op_ids = [(88230,0), (-1,-1)]");
+        let s = split(
+            "aten::mm, seq = 1204, op_id = 88231, sizes = [[4096, 2048], [2048, 768]], input_op_ids = [(88230,0), (-1,-1)]",
+        );
         assert_eq!(s.name, "aten::mm");
         assert_eq!(s.sizes, Some("[[4096, 2048], [2048, 768]]"));
         // Without shapes (autograd-nvtx): op_id only, or seq and op_id.
         assert_eq!(split("aten::view, op_id = 314290").name, "aten::view");
-        assert_eq!(split("aten::linear, seq = 7, op_id = 12").name, "aten::linear");
+        assert_eq!(
+            split("aten::linear, seq = 7, op_id = 12").name,
+            "aten::linear"
+        );
         // Backward functions carry the forward's sequence number.
         assert_eq!(
             split("autograd::engine::evaluate_function: MmBackward0, seq = 1204, op_id = 90001, sizes = [], input_op_ids = []").name,
             "autograd::engine::evaluate_function: MmBackward0"
         );
         // Empty inputs and empty tensors.
-        let s = split("aten::empty, op_id = 5, sizes = [[], [], [], [], [], []], input_op_ids = [(-1,-1), (-1,-1)]");
-        assert_eq!((s.name, s.sizes), ("aten::empty", Some("[[], [], [], [], [], []]")));
+        let s = split(
+            "aten::empty, op_id = 5, sizes = [[], [], [], [], [], []], input_op_ids = [(-1,-1), (-1,-1)]",
+        );
+        assert_eq!(
+            (s.name, s.sizes),
+            ("aten::empty", Some("[[], [], [], [], [], []]"))
+        );
         // A name with a comma of its own keeps it.
         assert_eq!(split("my, range, op_id = 3").name, "my, range");
         // The legacy form (older PyTorch) and the documented `stashed seq`.
@@ -267,10 +281,10 @@ mod tests {
         for text in [
             "step, seq = x",
             "a, sizes = [[1, 2]] trailing",
-            "a, op_id = 1x",                // not a number
-            "a, op_id = 1, trailing",       // text after the clauses
-            "a, sizes = [[1, 2]",           // unbalanced
-            "a, sizes = [[x]]",             // not a shape
+            "a, op_id = 1x",          // not a number
+            "a, op_id = 1, trailing", // text after the clauses
+            "a, sizes = [[1, 2]",     // unbalanced
+            "a, sizes = [[x]]",       // not a shape
             "layer05.stage2_f",
             "forward chunk 0 (phase0) backward chunk 1 (phase1)",
             "rank=3; pp=0/2 dp=0/1 cp=0/1 ep=3/4; mbs=1 seq=2048",
@@ -283,7 +297,10 @@ mod tests {
     #[test]
     fn families_replace_digit_runs() {
         assert_eq!(family("step 12").as_deref(), Some("step N"));
-        assert_eq!(family("layer05.stage2_f").as_deref(), Some("layerN.stageN_f"));
+        assert_eq!(
+            family("layer05.stage2_f").as_deref(),
+            Some("layerN.stageN_f")
+        );
         assert_eq!(family("aten::mm"), None);
         assert_eq!(digit_runs("step 12"), 1);
         assert_eq!(digit_runs("layer05.stage1_f"), 2);
@@ -297,9 +314,12 @@ mod tests {
         let b = n.intern("aten::mm, seq = 9, op_id = 10, sizes = [[5, 2], [2, 3]], input_op_ids = [(4,0), (-1,-1)]");
         assert_eq!(a, b);
         let mut n = Names::new(Grouping::NameAndShape);
-        let a = n.intern("aten::mm, seq = 1, op_id = 2, sizes = [[1, 2], [2, 3]], input_op_ids = []");
-        let b = n.intern("aten::mm, seq = 9, op_id = 10, sizes = [[5, 2], [2, 3]], input_op_ids = []");
-        let c = n.intern("aten::mm, seq = 11, op_id = 12, sizes = [[1, 2], [2, 3]], input_op_ids = []");
+        let a =
+            n.intern("aten::mm, seq = 1, op_id = 2, sizes = [[1, 2], [2, 3]], input_op_ids = []");
+        let b =
+            n.intern("aten::mm, seq = 9, op_id = 10, sizes = [[5, 2], [2, 3]], input_op_ids = []");
+        let c =
+            n.intern("aten::mm, seq = 11, op_id = 12, sizes = [[1, 2], [2, 3]], input_op_ids = []");
         assert!(a != b && a == c);
         assert_eq!(n.get(b).shapes.as_deref(), Some("[[5, 2], [2, 3]]"));
     }

@@ -539,12 +539,17 @@ fn fold_families(proj: &mut Projection, ops: &mut [Op], family_of: Vec<u32>) {
     keys.sort();
     for key in keys {
         let members = &groups[&key];
-        let instances: u64 = members.iter().map(|&m| proj.aggs[m as usize].instances).sum();
+        let instances: u64 = members
+            .iter()
+            .map(|&m| proj.aggs[m as usize].instances)
+            .sum();
         let hard = proj
             .aggs
             .iter()
             .position(|a| a.folded_names > 0 && (a.proc, a.domain, a.style, a.name) == key);
-        if hard.is_none() && (members.len() <= FOLD_MIN_NAMES || instances >= 2 * members.len() as u64) {
+        if hard.is_none()
+            && (members.len() <= FOLD_MIN_NAMES || instances >= 2 * members.len() as u64)
+        {
             continue;
         }
         let target = match hard {

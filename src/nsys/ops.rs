@@ -185,9 +185,8 @@ impl Reader<'_> {
         } else {
             "NULL"
         };
-        let sql = format!(
-            "SELECT start, end, globalPid, correlationId, deviceId, {name} FROM {table}"
-        );
+        let sql =
+            format!("SELECT start, end, globalPid, correlationId, deviceId, {name} FROM {table}");
         let mut stmt = self.db.conn.prepare(&sql)?;
         let mut rows = stmt.raw_query();
         let (mut last_gpid, mut last_proc) = (i64::MIN, 0u16);
@@ -326,12 +325,16 @@ fn join_runtime(db: &Db, out: &mut Ops, proc_index: &IntMap<i64, u16>) -> Result
     let Some(cols) = db.columns(RUNTIME)? else {
         return Ok(false);
     };
-    db.require(RUNTIME, &cols, &["start", "end", "globalTid", "correlationId"])?;
+    db.require(
+        RUNTIME,
+        &cols,
+        &["start", "end", "globalTid", "correlationId"],
+    )?;
     let index = corr_indexes(&out.ops, out.procs.len());
     let mut thread_index: IntMap<i64, u32> = IntMap::default();
-    let mut stmt = db
-        .conn
-        .prepare(&format!("SELECT start, end, globalTid, correlationId FROM {RUNTIME}"))?;
+    let mut stmt = db.conn.prepare(&format!(
+        "SELECT start, end, globalTid, correlationId FROM {RUNTIME}"
+    ))?;
     let mut rows = stmt.raw_query();
     let (mut last_gpid, mut last_proc) = (i64::MIN, None::<u16>);
     let ops = &mut out.ops;

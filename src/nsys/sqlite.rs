@@ -66,7 +66,9 @@ impl Db {
         if !self.has(table) {
             return Ok(None);
         }
-        let mut stmt = self.conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT name FROM pragma_table_info(?1)")?;
         let cols: Vec<String> = stmt
             .query_map([table], |r| r.get::<_, String>(0))?
             .collect::<rusqlite::Result<_>>()?;

@@ -33,8 +33,12 @@ pub fn leave_out_compiled(
             continue;
         }
         let name = t.name();
-        let exact = matches.iter().any(|m| !m.contains(['*', '?']) && *m == name);
-        let by_glob = matches.iter().any(|m| m.contains(['*', '?']) && glob(m, &name));
+        let exact = matches
+            .iter()
+            .any(|m| !m.contains(['*', '?']) && *m == name);
+        let by_glob = matches
+            .iter()
+            .any(|m| m.contains(['*', '?']) && glob(m, &name));
         if exact || by_glob {
             problems.push(Problem {
                 severity: if exact { Severity::Error } else { Severity::Warning },

@@ -31,7 +31,11 @@ pub fn generate(args: &[&str]) -> (PathBuf, Value, tempfile::TempDir) {
         .args(args)
         .output()
         .expect("python3 runs the generator");
-    assert!(o.status.success(), "generator failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "generator failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let expected: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("x.expected.json")).unwrap())
             .unwrap();
@@ -86,7 +90,11 @@ pub fn check_against_reference(db: &Path, ours_args: &[&str], reference_args: &[
         .args(reference_args)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let reference: Value = serde_json::from_slice(&out.stdout).unwrap();
     let rep = report_json_with(db, ours_args);
 
@@ -117,7 +125,8 @@ pub fn check_against_reference(db: &Path, ours_args: &[&str], reference_args: &[
             .find(|o| {
                 o["nsys_name"] == r["Range"]
                     && o["style"] == r["Style"]
-                    && o.get("shapes").unwrap_or(&Value::Null) == r.get("Shapes").unwrap_or(&Value::Null)
+                    && o.get("shapes").unwrap_or(&Value::Null)
+                        == r.get("Shapes").unwrap_or(&Value::Null)
             })
             .unwrap_or_else(|| panic!("range {} missing", r["Range"]));
         for (a, b) in [
@@ -130,9 +139,12 @@ pub fn check_against_reference(db: &Path, ours_args: &[&str], reference_args: &[
         ] {
             assert_eq!(i(&r[a]), i(&o[b]), "{}: {a}", r["Range"]);
         }
-        for (a, b) in [("Proj Med", "med_ns"), ("Proj Avg", "avg_ns"), ("Proj StdDev", "stddev_ns")] {
+        for (a, b) in [
+            ("Proj Med", "med_ns"),
+            ("Proj Avg", "avg_ns"),
+            ("Proj StdDev", "stddev_ns"),
+        ] {
             assert!(close(f(&r[a]), f(&o[b])), "{}: {a}", r["Range"]);
         }
     }
 }
-

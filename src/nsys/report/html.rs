@@ -66,7 +66,9 @@ fn lane(out: &mut String, busy: &[i64], bucket_ns: f64, y: f64, color: &str, nam
         if b <= 0 {
             0
         } else {
-            ((b as f64 / bucket_ns).clamp(0.0, 1.0) * 20.0).ceil().max(1.0) as u32
+            ((b as f64 / bucket_ns).clamp(0.0, 1.0) * 20.0)
+                .ceil()
+                .max(1.0) as u32
         }
     };
     let mut i = 0;
@@ -124,7 +126,14 @@ fn timeline(out: &mut String, t: &Timeline, processes: &[Process]) {
             y0 + 3.0 * NVTX_ROW + 2.0 * LANE - 3.0
         );
         nvtx_rows(out, pt, y0, &x);
-        lane(out, &pt.compute, bucket_ns, y0 + 3.0 * NVTX_ROW, COMPUTE, "compute");
+        lane(
+            out,
+            &pt.compute,
+            bucket_ns,
+            y0 + 3.0 * NVTX_ROW,
+            COMPUTE,
+            "compute",
+        );
         lane(
             out,
             &pt.communication,
@@ -150,7 +159,13 @@ fn timeline(out: &mut String, t: &Timeline, processes: &[Process]) {
             "<line x1=\"{tx:.1}\" y1=\"{ay:.1}\" x2=\"{tx:.1}\" y2=\"{:.1}\" stroke=\"#888\"/><text x=\"{tx:.1}\" y=\"{:.1}\" text-anchor=\"{}\">{} ms</text>",
             ay + 4.0,
             ay + 16.0,
-            if i == 0 { "start" } else if i == 10 { "end" } else { "middle" },
+            if i == 0 {
+                "start"
+            } else if i == 10 {
+                "end"
+            } else {
+                "middle"
+            },
             ms(ns - t.start_ns)
         );
     }
@@ -161,7 +176,10 @@ fn nvtx_rows(out: &mut String, pt: &ProcessTimeline, y0: f64, x: &impl Fn(i64) -
     out.push_str("<g class=\"lane\" data-lane=\"nvtx\">");
     for r in &pt.ranges {
         // Clipped to the axis (the GPU work's span; ranges can open before it and end after).
-        let (x0, x1) = (x(r.start_ns).max(LABEL_W), x(r.end_ns).min(LABEL_W + PLOT_W));
+        let (x0, x1) = (
+            x(r.start_ns).max(LABEL_W),
+            x(r.end_ns).min(LABEL_W + PLOT_W),
+        );
         let w = x1 - x0;
         if w < 1.0 {
             continue;
@@ -209,13 +227,21 @@ td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;
         ms(t.kernel_ns),
         t.kernel_count,
         if t.graph_count > 0 {
-            format!("; CUDA graphs {} ms in {} launches", ms(t.graph_ns), t.graph_count)
+            format!(
+                "; CUDA graphs {} ms in {} launches",
+                ms(t.graph_ns),
+                t.graph_count
+            )
         } else {
             String::new()
         },
         t.communication_share * 100.0
     );
-    let _ = writeln!(o, "<p>CUDA graphs: {}</p>", esc(&report.capture.cuda_graphs));
+    let _ = writeln!(
+        o,
+        "<p>CUDA graphs: {}</p>",
+        esc(&report.capture.cuda_graphs)
+    );
     let _ = writeln!(
         o,
         "<p><span class=\"sw\" style=\"background:{COMPUTE}\"></span>compute (kernels that are not communication, CUDA graphs)<span class=\"sw\" style=\"background:{COMMUNICATION}\"></span>communication; opacity: share of each time slice the GPU was busy. NVTX: the longest ranges at nesting depth 0 to 2 (hover for names).</p>"
@@ -294,7 +320,10 @@ td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;
                     ms(r.proj.total_ns),
                     r.instances,
                     esc(&r.nsys_name),
-                    r.shapes.as_deref().map(|s| format!(" {}", esc(s))).unwrap_or_default()
+                    r.shapes
+                        .as_deref()
+                        .map(|s| format!(" {}", esc(s)))
+                        .unwrap_or_default()
                 );
             }
             if let Some(r) = &p.nvtx_rest {

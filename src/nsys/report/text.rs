@@ -42,7 +42,12 @@ fn process(out: &mut String, p: &Process) {
         p.kernel_count
     );
     if p.graph_count > 0 {
-        let _ = write!(line, "; CUDA graphs {} ms in {} launches", ms(p.graph_ns), p.graph_count);
+        let _ = write!(
+            line,
+            "; CUDA graphs {} ms in {} launches",
+            ms(p.graph_ns),
+            p.graph_count
+        );
     }
     let _ = writeln!(
         out,
@@ -199,7 +204,12 @@ pub fn render(report: &Report) -> String {
         t.kernel_count
     );
     if t.graph_count > 0 {
-        let _ = write!(line, "; CUDA graphs {} ms in {} launches", ms(t.graph_ns), t.graph_count);
+        let _ = write!(
+            line,
+            "; CUDA graphs {} ms in {} launches",
+            ms(t.graph_ns),
+            t.graph_count
+        );
     }
     let _ = writeln!(
         out,
