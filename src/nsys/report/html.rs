@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::nsys::report::{Process, ProcessTimeline, Report, Timeline};
+use crate::nsys::report::{Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line};
 
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -25,10 +25,6 @@ fn esc(s: &str) -> String {
 const COMPUTE: &str = "#1f77b4";
 const COMMUNICATION: &str = "#d62728";
 
-fn ms(ns: i64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
-
 /// A stable colour per range name.
 fn name_color(name: &str) -> String {
     let mut h: u32 = 2166136261;
@@ -36,16 +32,6 @@ fn name_color(name: &str) -> String {
         h = (h ^ b as u32).wrapping_mul(16777619);
     }
     format!("hsl({},55%,62%)", h % 360)
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
 }
 
 const LABEL_W: f64 = 170.0;
@@ -222,19 +208,9 @@ td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;
     let t = &report.totals;
     let _ = writeln!(
         o,
-        "<p id=\"totals\">{} process(es); kernels {} ms in {} launches{}; communication {:.1}% of GPU time.</p>",
+        "<p id=\"totals\">{} process(es); {}; communication {:.1}% of GPU time.</p>",
         report.processes.len(),
-        ms(t.kernel_ns),
-        t.kernel_count,
-        if t.graph_count > 0 {
-            format!(
-                "; CUDA graphs {} ms in {} launches",
-                ms(t.graph_ns),
-                t.graph_count
-            )
-        } else {
-            String::new()
-        },
+        work_line(t.kernel_ns, t.kernel_count, t.graph_ns, t.graph_count),
         t.communication_share * 100.0
     );
     let _ = writeln!(

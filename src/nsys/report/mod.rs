@@ -13,6 +13,34 @@ use crate::nsys::stats::Summary;
 
 pub const SCHEMA: &str = "instrument.nsys.report/2";
 
+/// Nanoseconds as milliseconds with three decimals (text and HTML).
+pub(crate) fn ms(ns: i64) -> String {
+    format!("{:.3}", ns as f64 / 1e6)
+}
+
+/// At most `n` characters, an ellipsis marking a cut.
+pub(crate) fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    }
+}
+
+/// "kernels X ms in N launches[; CUDA graphs Y ms in M launches]".
+pub(crate) fn work_line(kernel_ns: i64, kernels: u64, graph_ns: i64, graphs: u64) -> String {
+    let mut line = format!("kernels {} ms in {kernels} launches", ms(kernel_ns));
+    if graphs > 0 {
+        line.push_str(&format!(
+            "; CUDA graphs {} ms in {graphs} launches",
+            ms(graph_ns)
+        ));
+    }
+    line
+}
+
 #[derive(Debug, Serialize)]
 pub struct Report {
     pub schema: &'static str,

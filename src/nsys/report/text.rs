@@ -2,24 +2,10 @@
 
 use std::fmt::Write;
 
-use crate::nsys::report::{Process, Report};
-
-fn ms(ns: i64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
+use crate::nsys::report::{Process, Report, ms, truncate, work_line};
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
-}
-
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
 }
 
 fn process(out: &mut String, p: &Process) {
@@ -36,19 +22,7 @@ fn process(out: &mut String, p: &Process) {
             devices.join(",")
         }
     );
-    let mut line = format!(
-        "kernels {} ms in {} launches",
-        ms(p.kernel_ns),
-        p.kernel_count
-    );
-    if p.graph_count > 0 {
-        let _ = write!(
-            line,
-            "; CUDA graphs {} ms in {} launches",
-            ms(p.graph_ns),
-            p.graph_count
-        );
-    }
+    let line = work_line(p.kernel_ns, p.kernel_count, p.graph_ns, p.graph_count);
     let _ = writeln!(
         out,
         "{line}; memcpy {} ms ({}); memset {} ms ({})",
@@ -197,20 +171,11 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "GPU {}: {}", g.id, g.name);
     }
     let t = &report.totals;
-    let mut line = format!(
-        "{} process(es); kernels {} ms in {} launches",
+    let line = format!(
+        "{} process(es); {}",
         report.processes.len(),
-        ms(t.kernel_ns),
-        t.kernel_count
+        work_line(t.kernel_ns, t.kernel_count, t.graph_ns, t.graph_count)
     );
-    if t.graph_count > 0 {
-        let _ = write!(
-            line,
-            "; CUDA graphs {} ms in {} launches",
-            ms(t.graph_ns),
-            t.graph_count
-        );
-    }
     let _ = writeln!(
         out,
         "{line}; communication {} of GPU time",
