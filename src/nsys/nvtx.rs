@@ -180,6 +180,29 @@ impl Pass<'_> {
         Ok(t)
     }
 
+    /// A range's grouped name: a registered string (textId) wins over inline text, as in nsys's
+    /// reports.
+    fn name(&mut self, text_id: Option<i64>, text: ValueRef<'_>) -> Result<u32> {
+        Ok(match text_id {
+            Some(t) => match self.text_ids.get(&t) {
+                Some(&n) => n,
+                None => {
+                    let s = self.db.string(t)?.unwrap_or_default();
+                    let n = self.proj.names.intern(&s);
+                    self.text_ids.insert(t, n);
+                    n
+                }
+            },
+            None => match text {
+                ValueRef::Text(b) => match std::str::from_utf8(b) {
+                    Ok(s) => self.proj.names.intern(s),
+                    Err(_) => self.proj.names.intern(&String::from_utf8_lossy(b)),
+                },
+                _ => self.proj.names.intern(""),
+            },
+        })
+    }
+
     fn family(&mut self, name: u32) -> u32 {
         while self.family_of.len() <= name as usize {
             let id = self.family_of.len() as u32;
@@ -376,25 +399,7 @@ fn pass(
             p.proj.negative_timestamps += 1;
         }
         let end_gtid = int(row.get_ref(4)?);
-        // The name: a registered string (textId) wins over inline text, as in nsys's reports.
-        let name = match text_id {
-            Some(t) => match p.text_ids.get(&t) {
-                Some(&n) => n,
-                None => {
-                    let s = db.string(t)?.unwrap_or_default();
-                    let n = p.proj.names.intern(&s);
-                    p.text_ids.insert(t, n);
-                    n
-                }
-            },
-            None => match row.get_ref(6)? {
-                ValueRef::Text(b) => match std::str::from_utf8(b) {
-                    Ok(s) => p.proj.names.intern(s),
-                    Err(_) => p.proj.names.intern(&String::from_utf8_lossy(b)),
-                },
-                _ => p.proj.names.intern(""),
-            },
-        };
+        let name = p.name(text_id, row.get_ref(6)?)?;
         if end_gtid.is_some_and(|t| t != gtid) {
             p.proj.cross_thread_ranges += 1;
             let n = &p.proj.names.get(name).name;
@@ -435,70 +440,11 @@ fn pass(
         let collective = p.proj.aggs[a as usize].collective;
         let st = p.threads.entry(gtid).or_default();
         if p.timeline {
-            while st.open.last().is_some_and(|&e| e <= start) {
-                st.open.pop();
-            }
-            let depth = st.open.len();
-            st.open.push(end);
-            if depth <= 2 {
-                if p.heaps.len() <= proc as usize {
-                    p.heaps.resize_with(proc as usize + 1, BinaryHeap::new);
-                }
-                let h = &mut p.heaps[proc as usize];
-                h.push(Reverse(TimelineRange {
-                    dur: end - start,
-                    start,
-                    end,
-                    depth: depth as u8,
-                    agg: a,
-                }));
-                if h.len() > TIMELINE_RANGES {
-                    h.pop();
-                }
-            }
+            keep_for_timeline(st, &mut p.heaps, proc, start, end, a);
         }
-        let Some((lo, hi)) = st.slice else {
-            continue;
-        };
-        if start < st.last_start {
-            return Ok(Err(OutOfOrder));
-        }
-        st.last_start = start;
-        let cover = st.cover.get(&a).copied().unwrap_or(i64::MIN);
         let agg = &mut p.proj.aggs[a as usize];
-        let mut k = lo + ops_v[lo..hi].partition_point(|o| o.launch_start < start);
-        let (mut first, mut last, mut n_ops, mut last_corr) = (i64::MAX, i64::MIN, 0u64, NONE);
-        let mut first_op = true;
-        while k < hi && ops_v[k].launch_start <= end {
-            let op = &mut ops_v[k];
-            k += 1;
-            if op.launch_end > end {
-                continue;
-            }
-            first = first.min(op.start);
-            last = last.max(op.end);
-            if first_op || op.corr != last_corr {
-                n_ops += 1;
-                last_corr = op.corr;
-                first_op = false;
-            }
-            if op.launch_end > cover {
-                let d = op.end - op.start;
-                agg.inclusive_ns += d;
-                agg.inclusive_by_class[op.class as usize] += d;
-            }
-            op.innermost = a;
-            if let Some(c) = collective {
-                op.coll = c.index() as u8 + 1;
-            }
-        }
-        if end > cover {
-            st.cover.insert(a, end);
-        }
-        if n_ops > 0 {
-            agg.proj_ns.push(last - first);
-            agg.proj_range_ns += end - start;
-            agg.gpu_ops += n_ops;
+        if project_range(ops_v, st, agg, a, start, end, collective).is_err() {
+            return Ok(Err(OutOfOrder));
         }
     }
     drop(rows);
@@ -514,6 +460,95 @@ fn pass(
         .collect();
     fold_families(&mut proj, ops_v, p.family_of);
     Ok(Ok(proj))
+}
+
+/// Keep a range for the HTML timeline when it is among the longest of its process at nesting
+/// depth 0 to 2 (depth from the ranges still open on its thread).
+fn keep_for_timeline(
+    st: &mut ThreadState,
+    heaps: &mut Vec<BinaryHeap<Reverse<TimelineRange>>>,
+    proc: u16,
+    start: i64,
+    end: i64,
+    agg: u32,
+) {
+    while st.open.last().is_some_and(|&e| e <= start) {
+        st.open.pop();
+    }
+    let depth = st.open.len();
+    st.open.push(end);
+    if depth > 2 {
+        return;
+    }
+    if heaps.len() <= proc as usize {
+        heaps.resize_with(proc as usize + 1, BinaryHeap::new);
+    }
+    let h = &mut heaps[proc as usize];
+    h.push(Reverse(TimelineRange {
+        dur: end - start,
+        start,
+        end,
+        depth: depth as u8,
+        agg,
+    }));
+    if h.len() > TIMELINE_RANGES {
+        h.pop();
+    }
+}
+
+/// One range instance against its thread's launches (`st.slice` of `ops`, by launch start):
+/// inclusive time (once per name, see `ThreadState::cover`), each op's innermost range and
+/// collective, and nsys's projected span. `Err` when the thread's ranges are not in start order.
+fn project_range(
+    ops: &mut [Op],
+    st: &mut ThreadState,
+    agg: &mut Agg,
+    a: u32,
+    start: i64,
+    end: i64,
+    collective: Option<CommOp>,
+) -> std::result::Result<(), OutOfOrder> {
+    let Some((lo, hi)) = st.slice else {
+        return Ok(());
+    };
+    if start < st.last_start {
+        return Err(OutOfOrder);
+    }
+    st.last_start = start;
+    let cover = st.cover.get(&a).copied().unwrap_or(i64::MIN);
+    let mut k = lo + ops[lo..hi].partition_point(|o| o.launch_start < start);
+    let (mut first, mut last, mut n_ops, mut last_corr) = (i64::MAX, i64::MIN, 0u64, None);
+    while k < hi && ops[k].launch_start <= end {
+        let op = &mut ops[k];
+        k += 1;
+        if op.launch_end > end {
+            continue;
+        }
+        first = first.min(op.start);
+        last = last.max(op.end);
+        if last_corr != Some(op.corr) {
+            n_ops += 1;
+            last_corr = Some(op.corr);
+        }
+        if op.launch_end > cover {
+            let d = op.end - op.start;
+            agg.inclusive_ns += d;
+            agg.inclusive_by_class[op.class as usize] += d;
+        }
+        op.innermost = a;
+        if let Some(c) = collective {
+            op.coll = c.index() as u8 + 1;
+        }
+    }
+    if end > cover {
+        st.cover.insert(a, end);
+    }
+    if n_ops > 0 {
+        agg.proj_ns.push(last - first);
+        agg.proj_range_ns += end - start;
+        agg.gpu_ops += n_ops;
+    }
+    Ok(())
 }
 
 /// Fold counter families with many one-off names into one row per family (`step N`).
