@@ -401,6 +401,21 @@ pub fn read(db: &Db, meta: &Meta, classifier: &Classifier) -> Result<Ops> {
         device_index: IntMap::default(),
         name_index: IntMap::default(),
     };
+    // One allocation of the right size (max(rowid) is the row count of a table nsys wrote, and
+    // costs one b-tree descent): growing by doubling would hold the old and new arrays at once.
+    let mut rows: i64 = 0;
+    for t in [KERNEL, MEMCPY, MEMSET, GRAPH_TRACE] {
+        if db.has(t) {
+            let n: Option<i64> = db
+                .conn
+                .query_row(&format!("SELECT max(rowid) FROM {t}"), [], |r| r.get(0))
+                .unwrap_or(None);
+            rows += n.unwrap_or(0).max(0);
+        }
+    }
+    // A row takes more than 32 bytes on disk: never reserve past what the file can hold.
+    let file_len = std::fs::metadata(&db.path).map(|m| m.len()).unwrap_or(0);
+    r.out.ops.reserve((rows.max(0) as u64).min(file_len / 32) as usize);
     r.out.has_kernel_table = r.table(KERNEL, None)?;
     r.table(MEMCPY, Some(classes.memcpy()))?;
     r.table(MEMSET, Some(classes.memset()))?;
