@@ -472,3 +472,75 @@ fn text_report_names_processes_categories_and_ranges() {
     )));
     assert!(text.contains(":diffusion") && text.contains(":trunk"));
 }
+
+/// Names that are all different (a framework numbering every call twice over) are folded while
+/// reading once a family reaches 4,096 names, so memory stays bounded; the whole family ends in
+/// one row. A few numbered names stay apart.
+#[test]
+fn unbounded_name_families_are_folded_while_reading() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("names.sqlite");
+    let gtid: i64 = (1 << 48) | (77 << 24) | 77;
+    let c = rusqlite::Connection::open(&p).unwrap();
+    c.execute_batch(
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         INSERT INTO StringIds VALUES (1, 'nvjet_tst_64x8_64x16_4x1_v_bz_TNN'), (2, 'cudaLaunchKernel_v7000');
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL);
+         CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, globalTid INTEGER, correlationId INTEGER, nameId INTEGER NOT NULL);
+         CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT, globalTid INTEGER, endGlobalTid INTEGER, textId INTEGER, domainId INTEGER);",
+    )
+    .unwrap();
+    let gpid = gtid & !0xFF_FFFF;
+    c.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (500, 900, 0, 7, 1, ?1, 1)",
+        [gpid],
+    )
+    .unwrap();
+    c.execute(
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (100, 200, ?1, 1, 2)",
+        [gtid],
+    )
+    .unwrap();
+    let tx = c.unchecked_transaction().unwrap();
+    for i in 0..5000i64 {
+        tx.execute(
+            "INSERT INTO NVTX_EVENTS VALUES (?1, ?2, 59, ?3, ?4, NULL, NULL, 0)",
+            rusqlite::params![
+                1000 + 10 * i,
+                1005 + 10 * i,
+                format!("call{i}.part{}", i % 7),
+                gtid
+            ],
+        )
+        .unwrap();
+    }
+    for i in 0..3i64 {
+        tx.execute(
+            "INSERT INTO NVTX_EVENTS VALUES (?1, ?2, 59, ?3, ?4, NULL, NULL, 0)",
+            rusqlite::params![
+                100_000 + 10 * i,
+                100_005 + 10 * i,
+                format!("iteration {i}"),
+                gtid
+            ],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    drop(c);
+    let rep = report_json(&p);
+    let rows = rep["processes"][0]["nvtx"].as_array().unwrap();
+    let fam = rows
+        .iter()
+        .find(|r| r["name"] == "callN.partN")
+        .expect("the family's row");
+    assert_eq!(i(&fam["folded_names"]), 5000);
+    assert_eq!(i(&fam["instances"]), 5000);
+    assert_eq!(
+        rows.len(),
+        1 + 3,
+        "{:?}",
+        rows.iter().map(|r| &r["name"]).collect::<Vec<_>>()
+    );
+    assert!(rows.iter().any(|r| r["name"] == "iteration 2"));
+}

@@ -553,42 +553,40 @@ fn project_range(
 
 /// Fold counter families with many one-off names into one row per family (`step N`).
 fn fold_families(proj: &mut Projection, ops: &mut [Op], family_of: Vec<u32>) {
-    // (proc, domain, style, family) -> member aggregates.
-    let mut groups: HashMap<(u16, i64, Style, u32), Vec<u32>> = HashMap::new();
+    // (proc, domain, style, family) -> member aggregates, and the rows folded while reading.
+    let mut groups: HashMap<(u16, i64, Style, u32), (Vec<u32>, bool)> = HashMap::new();
+    let mut hard_rows: HashMap<(u16, i64, Style, u32), u32> = HashMap::new();
     for (i, a) in proj.aggs.iter().enumerate() {
         if a.folded_names > 0 {
+            hard_rows.insert((a.proc, a.domain, a.style, a.name), i as u32);
             continue;
         }
         let fam = family_of.get(a.name as usize).copied().unwrap_or(NONE);
-        // Names that differ in one number only; `layer05.stage1_f` keeps its own row.
-        let single = names::digit_runs(&proj.names.get(a.name).name) == 1;
-        if fam != NONE && fam != a.name && single {
-            groups
-                .entry((a.proc, a.domain, a.style, fam))
-                .or_default()
-                .push(i as u32);
+        if fam != NONE && fam != a.name {
+            let g = groups.entry((a.proc, a.domain, a.style, fam)).or_default();
+            g.0.push(i as u32);
+            // Names that differ in one number only; `layer05.stage1_f` keeps its own row
+            // (unless its family was folded while reading).
+            g.1 = names::digit_runs(&proj.names.get(a.name).name) == 1;
         }
     }
     let mut remap: IntMap<u32, u32> = IntMap::default();
     let mut keys: Vec<_> = groups.keys().copied().collect();
     keys.sort();
     for key in keys {
-        let members = &groups[&key];
+        let (members, single) = &groups[&key];
         let instances: u64 = members
             .iter()
             .map(|&m| proj.aggs[m as usize].instances)
             .sum();
-        let hard = proj
-            .aggs
-            .iter()
-            .position(|a| a.folded_names > 0 && (a.proc, a.domain, a.style, a.name) == key);
-        if hard.is_none()
-            && (members.len() <= FOLD_MIN_NAMES || instances >= 2 * members.len() as u64)
-        {
+        let hard = hard_rows.get(&key).copied();
+        let one_offs =
+            *single && members.len() > FOLD_MIN_NAMES && instances < 2 * members.len() as u64;
+        if hard.is_none() && !one_offs {
             continue;
         }
         let target = match hard {
-            Some(t) => t as u32,
+            Some(t) => t,
             None => {
                 let (proc, domain, style, fam) = key;
                 let mut a = proj.aggs[members[0] as usize].clone();

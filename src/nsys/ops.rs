@@ -415,7 +415,9 @@ pub fn read(db: &Db, meta: &Meta, classifier: &Classifier) -> Result<Ops> {
     }
     // A row takes more than 32 bytes on disk: never reserve past what the file can hold.
     let file_len = std::fs::metadata(&db.path).map(|m| m.len()).unwrap_or(0);
-    r.out.ops.reserve((rows.max(0) as u64).min(file_len / 32) as usize);
+    r.out
+        .ops
+        .reserve((rows.max(0) as u64).min(file_len / 32) as usize);
     r.out.has_kernel_table = r.table(KERNEL, None)?;
     r.table(MEMCPY, Some(classes.memcpy()))?;
     r.table(MEMSET, Some(classes.memset()))?;
