@@ -553,9 +553,11 @@ fn project_range(
 
 /// Fold counter families with many one-off names into one row per family (`step N`).
 fn fold_families(proj: &mut Projection, ops: &mut [Op], family_of: Vec<u32>) {
-    // (proc, domain, style, family) -> member aggregates, and the rows folded while reading.
-    let mut groups: HashMap<(u16, i64, Style, u32), (Vec<u32>, bool)> = HashMap::new();
-    let mut hard_rows: HashMap<(u16, i64, Style, u32), u32> = HashMap::new();
+    // (proc, domain, style, family) -> (member aggregates, names with one number), and the
+    // rows folded while reading.
+    type FamilyKey = (u16, i64, Style, u32);
+    let mut groups: HashMap<FamilyKey, (Vec<u32>, bool)> = HashMap::new();
+    let mut hard_rows: HashMap<FamilyKey, u32> = HashMap::new();
     for (i, a) in proj.aggs.iter().enumerate() {
         if a.folded_names > 0 {
             hard_rows.insert((a.proc, a.domain, a.style, a.name), i as u32);
