@@ -337,7 +337,7 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
     assert!(flat.contains("--cuda-graph-trace=node"), "{out}");
     assert!(
         err.contains("warning: --capture-range=cudaProfilerApi")
-            && err.contains("sets neither")
+            && err.contains("does not set both")
             && err.contains("training.nsys_start = 5"),
         "{err}"
     );
@@ -377,11 +377,16 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
         err.contains("records the whole run, initialisation and warm-up included"),
         "{err}"
     );
-    // Any launcher can ask for the profiler-API window.
+    // Any launcher can ask for the profiler-API window; the reminder is then about its own calls.
     let mut args = vec!["--capture-range", "cudaProfilerApi"];
     args.extend(LAUNCH);
-    let (out, _) = text(&run(&path_with(fake.path()), &args));
+    let (out, err) = text(&run(&path_with(fake.path()), &args));
     assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
+    assert!(
+        err.contains("the program's cudaProfilerStart and cudaProfilerStop calls")
+            && !err.contains("nsys_start"),
+        "{err}"
+    );
 }
 
 #[test]

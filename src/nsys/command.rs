@@ -500,6 +500,10 @@ pub fn plan(req: &Request) -> Plan {
 /// The reminder a profiler-API capture needs: pithtrain only calls cudaProfilerStart/Stop
 /// when `training.nsys_start` / `nsys_stop` are set.
 fn capture_notes(launcher: &Launcher, warnings: &mut Vec<String>, notes: &mut Vec<String>) {
+    if !launcher.pithtrain {
+        notes.push("--capture-range=cudaProfilerApi: nsys records only between the program's cudaProfilerStart and cudaProfilerStop calls (torch.cuda.cudart().cudaProfilerStart()); without them nothing is recorded".into());
+        return;
+    }
     let unset: Vec<String> = launcher
         .scripts
         .iter()
@@ -514,7 +518,7 @@ fn capture_notes(launcher: &Launcher, warnings: &mut Vec<String>, notes: &mut Ve
         .collect();
     if !unset.is_empty() && set.is_empty() {
         warnings.push(format!(
-            "--capture-range=cudaProfilerApi: nsys records only between cudaProfilerStart and cudaProfilerStop, which pithtrain calls at training.nsys_start and training.nsys_stop; {} sets neither, so nothing would be recorded: set e.g. `training.nsys_start = 5` and `training.nsys_stop = 6` (profiles step 5)",
+            "--capture-range=cudaProfilerApi: nsys records only between cudaProfilerStart and cudaProfilerStop, which pithtrain calls at training.nsys_start and training.nsys_stop; {} does not set both, so nothing may be recorded: set e.g. `training.nsys_start = 5` and `training.nsys_stop = 6` (profiles step 5)",
             unset.join(", ")
         ));
     } else if !set.is_empty() {
