@@ -14,7 +14,9 @@ Per command: median wall time of --runs runs, the largest peak RSS, and output s
 
 Usage: bench/nsys/run.py [--kernels N] [--runs R] [--dir DIR] [--check]
    --kernels 950000  ~350 MB export (the default); --kernels 5500000  ~2 GB
-   --check           also compare every figure with tools/nsys_stats_reference.py (slow)
+   --check           also compare every figure with tools/nsys_stats_reference.py: for small
+                     exports (--kernels 60000 takes about a minute); its range join is
+                     quadratic per thread, so at 350 MB it does not finish in reasonable time
 Big exports live in DIR (default: $TMPDIR/instrument-nsys-bench), generated once and reused.
 """
 
