@@ -17,7 +17,7 @@ use super::session::{self, AddRequest, GroupOutcome};
 use super::transaction::{self, Change};
 use super::{checkout, layers};
 use crate::python::scan::Tree;
-use crate::python::select::{self, CompiledPolicy, Problem, Severity};
+use crate::python::select::{self, Problem, Severity};
 use crate::python::style::Style;
 use crate::rules::{self, ComputedDefault, RuleSet, TargetKind};
 
@@ -304,8 +304,11 @@ fn select_targets(
         .iter()
         .map(|f| f.decorator.clone())
         .collect();
-    let (picked, problems) =
-        select::select_functions(&tree, false, selectors, &compilers, CompiledPolicy::Refuse);
+    let select::Selected {
+        targets: picked,
+        problems,
+        ..
+    } = select::select_functions(&tree, false, selectors, &compilers);
     report.selection = problems.iter().map(Problem::to_string).collect();
     if problems.iter().any(|p| p.severity == Severity::Error) {
         return Ok(None);

@@ -79,18 +79,19 @@ pub struct Selection<'a> {
     /// Every `forward` of an `nn.Module` subclass.
     pub forwards: bool,
     pub matches: &'a [String],
-    /// Functions that run inside compiled code (see `run_inside_compiled`), and what to do
-    /// when one is picked.
-    pub compiled: Option<(&'a BTreeSet<(String, String)>, CompiledPolicy)>,
+    /// Functions that run inside compiled code (see `run_inside_compiled`): left out, since
+    /// code wrapped around them (a range, a trace hook) would break the graph. Named exactly
+    /// that is an error, picked by a glob a warning, picked by default (`forwards`) silent.
+    pub compiled: Option<&'a BTreeSet<(String, String)>>,
 }
 
-/// What a selection does with a function that runs inside compiled code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompiledPolicy {
-    /// Leave it out: an error when it was asked for by name, a warning otherwise.
-    Refuse,
-    /// Keep it, with a warning that the profile will not show it.
-    Note,
+/// What a selection picked.
+pub struct Selected {
+    pub targets: Vec<Target>,
+    pub problems: Vec<Problem>,
+    /// Default picks (`forwards`) left out without a word because they run inside
+    /// compiled code.
+    pub compiled_left_out: usize,
 }
 
 /// What runs inside a function compiled by one of `compilers` (qualified callables such as
@@ -200,21 +201,20 @@ pub const TORCH_COMPILERS: &[&str] = &["torch.compile", "torch._dynamo.optimize"
 
 /// The one function selection both the functions-trace JSON and function-target rule
 /// sets use: what runs inside code compiled by one of `compilers` is found first, then
-/// the selection is resolved with `policy` for those functions.
+/// the selection is resolved, leaving those functions out.
 pub fn select_functions(
     tree: &Tree,
     forwards: bool,
     matches: &[String],
     compilers: &[String],
-    policy: CompiledPolicy,
-) -> (Vec<Target>, Vec<Problem>) {
+) -> Selected {
     let inside = run_inside_compiled(tree, compilers);
     select(
         tree,
         &Selection {
             forwards,
             matches,
-            compiled: Some((&inside, policy)),
+            compiled: Some(&inside),
         },
     )
 }
@@ -224,9 +224,10 @@ fn loc(m: &Module, line: usize) -> String {
 }
 
 /// Resolve a selection against the tree.
-pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
+pub fn select(tree: &Tree, sel: &Selection) -> Selected {
     let mut targets: BTreeSet<Target> = BTreeSet::new();
     let mut problems = Vec::new();
+    let mut compiled_left_out = 0;
     let mut matched = vec![false; sel.matches.len()];
     for m in &tree.modules {
         let module_name = m.import_path.clone().unwrap_or_else(|_| m.file.clone());
@@ -234,8 +235,9 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                         function: &str,
                         line: usize,
                         nested: bool,
-                        explicit: bool,
+                        how: Picked,
                         problems: &mut Vec<Problem>| {
+            let explicit = how == Picked::Exactly;
             let name = class.map_or(function.to_string(), |c| format!("{c}.{function}"));
             if nested {
                 problems.push(Problem {
@@ -245,35 +247,24 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                 });
                 return;
             }
-            if let Some((inside, policy)) = sel.compiled
+            if let Some(inside) = sel.compiled
                 && inside.contains(&(class.unwrap_or("").to_string(), function.to_string()))
             {
-                let (severity, message) = match policy {
-                    CompiledPolicy::Refuse => (
-                        if explicit {
+                match how {
+                    Picked::ByDefault => compiled_left_out += 1,
+                    Picked::Exactly | Picked::ByGlob => problems.push(Problem {
+                        severity: if how == Picked::Exactly {
                             Severity::Error
                         } else {
                             Severity::Warning
                         },
-                        format!(
-                            "`{name}` runs inside a function compiled with torch.compile (fullgraph): code added around it would break the graph; left out"
+                        location: loc(m, line),
+                        message: format!(
+                            "`{name}` runs inside a function compiled with torch.compile (fullgraph): code added around it would break the graph, and its Python frame does not run there; left out"
                         ),
-                    ),
-                    CompiledPolicy::Note => (
-                        Severity::Warning,
-                        format!(
-                            "`{name}` runs inside a function compiled with torch.compile: its Python frame does not run there, so the profile will not show it"
-                        ),
-                    ),
-                };
-                problems.push(Problem {
-                    severity,
-                    location: loc(m, line),
-                    message,
-                });
-                if policy == CompiledPolicy::Refuse {
-                    return;
+                    }),
                 }
+                return;
             }
             if let Err(why) = &m.import_path {
                 problems.push(Problem {
@@ -312,13 +303,13 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                 }
                 if !hits.is_empty() || (nn && f.name == "forward") {
                     // Named exactly (no wildcard): a refusal is an error, not a skip.
-                    let exact = hits.iter().any(|&i| !is_glob(&sel.matches[i]));
+                    let how = Picked::of(&hits, sel.matches);
                     pick(
                         Some(&c.name),
                         &f.name,
                         f.line,
                         c.nested || f.nested,
-                        exact,
+                        how,
                         &mut problems,
                     );
                 }
@@ -333,7 +324,8 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                         && tree.has_method(m, c, meth)
                     {
                         matched[i] = true;
-                        pick(Some(&c.name), meth, c.line, c.nested, true, &mut problems);
+                        let how = Picked::Exactly;
+                        pick(Some(&c.name), meth, c.line, c.nested, how, &mut problems);
                     }
                 }
             }
@@ -350,8 +342,8 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                 matched[i] = true;
             }
             if !hits.is_empty() {
-                let exact = hits.iter().any(|&i| !is_glob(&sel.matches[i]));
-                pick(None, &f.name, f.line, f.nested, exact, &mut problems);
+                let how = Picked::of(&hits, sel.matches);
+                pick(None, &f.name, f.line, f.nested, how, &mut problems);
             }
         }
     }
@@ -370,7 +362,33 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
             });
         }
     }
-    (targets.into_iter().collect(), problems)
+    Selected {
+        targets: targets.into_iter().collect(),
+        problems,
+        compiled_left_out,
+    }
+}
+
+/// How a function came to be picked: what a refusal of it is worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Picked {
+    /// Named by a `--match` without a wildcard.
+    Exactly,
+    ByGlob,
+    /// A `forward` picked because `forwards` is on.
+    ByDefault,
+}
+
+impl Picked {
+    fn of(hits: &[usize], matches: &[String]) -> Picked {
+        if hits.iter().any(|&i| !is_glob(&matches[i])) {
+            Picked::Exactly
+        } else if hits.is_empty() {
+            Picked::ByDefault
+        } else {
+            Picked::ByGlob
+        }
+    }
 }
 
 fn nearest_names(tree: &Tree, pattern: &str) -> Vec<String> {
