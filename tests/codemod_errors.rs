@@ -149,7 +149,18 @@ fn a_hand_edited_region_is_not_removed_without_force() {
             "--force",
         ],
     );
-    refused(dir.path(), &["add", "qwen3-moe"], &["edited by hand"]);
+    let err = refused(
+        dir.path(),
+        &["add", "qwen3-moe"],
+        &[
+            "pithtrain/models/qwen3_moe.py:",
+            "rule 5D.return was edited by hand",
+            "instrument remove --force",
+        ],
+    );
+    // The region's own rule, and no advice about anchors that are fine.
+    assert!(!err.contains("rule 5A."), "{err}");
+    assert!(!err.contains("explain"), "{err}");
     let out = instrument(&["remove", "--force"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(snapshot_tree(dir.path()), clean);

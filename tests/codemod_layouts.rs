@@ -1,6 +1,6 @@
 //! Trees the rules were not written for: two older pithtrain layouts (made from the
 //! fixture by the changes pithtrain's history made), all-or-nothing refusal with its
-//! report, `--partial`, and the automatic choice of detail layers.
+//! report, `--partial`, and how the detail layers are chosen.
 
 mod common;
 
@@ -203,60 +203,49 @@ fn a_missing_target_file_is_reported_per_group() {
 }
 
 #[test]
-fn detail_layers_follow_the_models_moe_condition() {
+fn detail_layers_are_chosen_at_run_time_unless_given() {
     let dir = scratch_copy(&fixture());
-    // deepseek-v2: first_k_dense_replace = 1 in the example config, so layers 1 and 2.
+    // Which layers a rank holds depends on the pipeline layout, so by default each
+    // profiled rank chooses its first two MoE layers when it runs (rule 1B.layer-helpers).
     let out = instrument(&["add", "deepseek-v2", "--dry-run"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
     assert!(
-        err.contains(
-            "detail layers (1, 2): first 2 MoE layers by `layer_id >= config.first_k_dense_replace`"
-        ),
-        "{err}"
+        stderr(&out).contains("detail layers chosen at run time: each profiled rank takes the first 2 MoE layers it holds"),
+        "{}",
+        stderr(&out)
     );
+    assert!(stdout(&out).contains("+_layer_mem_detail_given = None"));
+    // What a rank holding every layer would take, evaluated from the example config.
     assert!(
-        err.contains(
-            "first_k_dense_replace=1 from examples/pretrain_lm/deepseek-v2-tiny/config.json"
-        ),
-        "{err}"
+        stderr(&out).contains("a rank holding every layer takes (1, 2)")
+            && stderr(&out).contains("first_k_dense_replace=1"),
+        "{}",
+        stderr(&out)
     );
-    assert!(stdout(&out).contains("layer.idx in (1, 2)"));
 
-    // With a config of our own: --config wins over the examples.
+    // Given layers are checked against the model config: --config wins over the examples.
     let cfg = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
         cfg.path(),
         r#"{"model_type": "deepseek_v2", "num_hidden_layers": 6, "first_k_dense_replace": 3}"#,
     )
     .unwrap();
-    let out = instrument(
-        &[
-            "add",
-            "deepseek-v2",
-            "--dry-run",
-            "--config",
-            cfg.path().to_str().unwrap(),
-        ],
-        dir.path(),
-    );
-    assert!(
-        stderr(&out).contains("detail layers (3, 4)"),
-        "{}",
-        stderr(&out)
-    );
-    let out = instrument(
-        &[
+    let with = |layers: &str| {
+        let args = [
             "add",
             "deepseek-v2",
             "--dry-run",
             "--config",
             cfg.path().to_str().unwrap(),
             "--detail-layers",
-            "6",
-        ],
-        dir.path(),
-    );
+            layers,
+        ];
+        instrument(&args, dir.path())
+    };
+    let out = with("3,4");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("+_layer_mem_detail_given = (3, 4)"));
+    let out = with("6");
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("--detail-layers 6: the model has 6 layers"),
@@ -264,29 +253,10 @@ fn detail_layers_follow_the_models_moe_condition() {
         stderr(&out)
     );
 
-    // Without any config the condition cannot be evaluated: say so, never guess.
-    std::fs::remove_dir_all(dir.path().join("examples/pretrain_lm/deepseek-v2-tiny")).unwrap();
-    let out = instrument(&["add", "deepseek-v2", "--dry-run"], dir.path());
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.contains("`layer_id >= config.first_k_dense_replace`")
-            && err.contains("needs the model config")
-            && err.contains("--detail-layers"),
-        "{err}"
-    );
-
-    // Every layer of qwen3-moe has experts: no config needed.
+    // Without any config the default needs nothing: the run decides.
     std::fs::remove_dir_all(dir.path().join("examples")).unwrap();
-    let out = instrument(&["add", "qwen3-moe", "--dry-run"], dir.path());
-    assert_eq!(out.status.code(), Some(0));
-    assert!(
-        stderr(&out).contains(
-            "detail layers (0, 1): every decoder layer builds the MoE block unconditionally"
-        ),
-        "{}",
-        stderr(&out)
-    );
+    let out = instrument(&["add", "deepseek-v2", "--dry-run"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]

@@ -55,7 +55,7 @@ fn add_with_other_ranks_updates_in_place() {
     assert_eq!(snapshot_tree(dir.path()), snapshot_tree(fresh.path()));
     let text = std::fs::read_to_string(dir.path().join("pithtrain/dualpipe/execution.py")).unwrap();
     assert!(text.contains("_layer_mem_ranks = {0, 7}"));
-    assert!(text.contains("layer.idx in (1,)"));
+    assert!(text.contains("_layer_mem_detail_given = (1,)"));
 }
 
 #[test]

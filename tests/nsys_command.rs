@@ -80,16 +80,16 @@ fn without_nsys_prints_the_recommended_command_and_says_it_is_unchecked() {
     assert!(o.status.success());
     let (out, err) = text(&o);
     let flat = out.replace(" \\\n", " ");
-    assert!(
-        flat.starts_with(
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True nsys profile -o prof/run1 "
-        ),
-        "{out}"
-    );
+    // The allocator setting changes the run being profiled: not set unless asked for.
+    assert!(flat.starts_with("nsys profile -o prof/run1 "), "{out}");
+    assert!(!out.contains("PYTORCH_CUDA_ALLOC_CONF") && !err.contains("PYTORCH_CUDA_ALLOC_CONF"));
+    // Not a pithtrain launcher: the whole run is recorded.
+    assert!(!out.contains("--capture-range"), "{out}");
     for needle in [
         "--export sqlite",
         "--trace cuda,nvtx,osrt",
         "--force-overwrite true",
+        "--cuda-graph-trace=node",
         "--cuda-memory-usage true",
         "--pytorch=autograd-shapes-nvtx",
         &format!("--python-functions-trace={}", tj.display()),
@@ -197,6 +197,7 @@ fn old_release_warns_about_version_and_drops_unknown_options() {
         "--python-functions-trace",
         "--python-backtrace",
         "--cuda-memory-usage",
+        "--cuda-graph-trace",
     ] {
         assert!(!out.contains(opt), "{opt} should be dropped: {out}");
         assert!(
@@ -266,8 +267,126 @@ fn run_executes_the_checked_nsys_with_the_environment() {
     assert_eq!(&ran[..2], &["-o", out_name.to_str().unwrap()]);
     assert_eq!(&ran[ran.len() - 5..], &LAUNCH[1..]);
     let env = std::fs::read_to_string(fake.path().join("ran-env.txt")).unwrap();
-    assert_eq!(env.trim(), "expandable_segments:True");
+    assert_eq!(
+        env.trim(),
+        "",
+        "PYTORCH_CUDA_ALLOC_CONF is not set unless asked for"
+    );
     assert!(fake.path().join("results").is_dir());
+    // --expandable-segments sets it for the run, and says so.
+    let mut args = vec![
+        "--run",
+        "--expandable-segments",
+        "--out",
+        out_name.to_str().unwrap(),
+    ];
+    args.extend(LAUNCH);
+    let o = Command::new(bin())
+        .args(["nsys", "command"])
+        .args(&args)
+        .env("PATH", path_with(fake.path()))
+        .env_remove("FAKE_NSYS_EXIT")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let (out, err) = text(&o);
+    assert!(
+        out.starts_with("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "),
+        "{out}"
+    );
+    assert!(
+        err.contains("note: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set"),
+        "{err}"
+    );
+    let env = std::fs::read_to_string(fake.path().join("ran-env.txt")).unwrap();
+    assert_eq!(env.trim(), "expandable_segments:True");
+}
+
+/// A pithtrain launcher drives the capture window itself: the command follows the CUDA profiler
+/// API, as pithtrain's own capture script does, and reminds (or warns) about nsys_start/stop.
+#[test]
+fn pithtrain_launcher_captures_the_profiler_api_window() {
+    let fake = fake_nsys(
+        "help-current.txt",
+        "status-ok.txt",
+        "2025.1.1.131-251135540420v0",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let script = d.path().join("script.py");
+    std::fs::write(
+        &script,
+        "from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch\ncfg = PretrainLMCfg()\nlaunch(cfg)\n",
+    )
+    .unwrap();
+    let launch = [
+        "--",
+        "torchrun",
+        "--nproc-per-node=gpu",
+        script.to_str().unwrap(),
+    ];
+    let (out, err) = text(&run(&path_with(fake.path()), &launch));
+    let flat = out
+        .replace(" \\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("--capture-range=cudaProfilerApi --capture-range-end=stop-shutdown"),
+        "{out}"
+    );
+    assert!(flat.contains("--cuda-graph-trace=node"), "{out}");
+    assert!(
+        err.contains("warning: --capture-range=cudaProfilerApi")
+            && err.contains("does not set both")
+            && err.contains("training.nsys_start = 5"),
+        "{err}"
+    );
+    // A script that sets both: a note naming it, no warning.
+    std::fs::write(
+        &script,
+        "from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch\ncfg = PretrainLMCfg()\ncfg.training.nsys_start = 5\ncfg.training.nsys_stop = 6\nlaunch(cfg)\n",
+    )
+    .unwrap();
+    let (_, err) = text(&run(&path_with(fake.path()), &launch));
+    assert!(!err.contains("warning:"), "{err}");
+    assert!(
+        err.contains(
+            "note: --capture-range=cudaProfilerApi: nsys records the steps from training.nsys_start"
+        ),
+        "{err}"
+    );
+    // A module launch: the reminder.
+    let (out, err) = text(&run(
+        &path_with(fake.path()),
+        &[
+            "--",
+            "torchrun",
+            "--nproc_per_node=8",
+            "-m",
+            "pithtrain.tasks.pretrain_lm",
+        ],
+    ));
+    assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
+    assert!(err.contains("set both in the config"), "{err}");
+    // --capture-range none: the whole run, with the consequence spelled out.
+    let mut args = vec!["--capture-range", "none"];
+    args.extend(launch);
+    let (out, err) = text(&run(&path_with(fake.path()), &args));
+    assert!(!out.contains("--capture-range"), "{out}");
+    assert!(
+        err.contains("records the whole run, initialisation and warm-up included"),
+        "{err}"
+    );
+    // Any launcher can ask for the profiler-API window; the reminder is then about its own calls.
+    let mut args = vec!["--capture-range", "cudaProfilerApi"];
+    args.extend(LAUNCH);
+    let (out, err) = text(&run(&path_with(fake.path()), &args));
+    assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
+    assert!(
+        err.contains("the program's cudaProfilerStart and cudaProfilerStop calls")
+            && !err.contains("nsys_start"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -78,7 +78,10 @@ fn export_without_kernels_or_with_a_missing_column() {
         &p,
         "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);",
     );
-    assert_user_error(&p, "no CUPTI_ACTIVITY_KIND_KERNEL table");
+    assert_user_error(
+        &p,
+        "no CUDA kernel data (no CUPTI_ACTIVITY_KIND_KERNEL or CUPTI_ACTIVITY_KIND_GRAPH_TRACE table); profile with --trace cuda",
+    );
     let q = d.path().join("odd.sqlite");
     db(
         &q,
@@ -88,6 +91,36 @@ fn export_without_kernels_or_with_a_missing_column() {
     assert_user_error(
         &q,
         "CUPTI_ACTIVITY_KIND_KERNEL has no column `correlationId`",
+    );
+}
+
+/// What the capture recorded (META_DATA_CAPTURE) decides what the one line tells the user.
+#[test]
+fn export_without_kernels_says_what_was_traced_and_what_to_add() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("nvtx_only.sqlite");
+    db(
+        &p,
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE META_DATA_CAPTURE (name TEXT NOT NULL, value TEXT);
+         INSERT INTO META_DATA_CAPTURE VALUES ('CAPTURE_EVENT_TYPE', 'OSRuntime'), ('CAPTURE_EVENT_TYPE', 'NvtxEvents');",
+    );
+    assert_user_error(
+        &p,
+        "the capture traced osrt,nvtx but not cuda; profile with --trace cuda,nvtx",
+    );
+    // cuda traced, but nothing ran on the GPU while nsys recorded (a capture window that never opened).
+    let q = d.path().join("empty_window.sqlite");
+    db(
+        &q,
+        "CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+         CREATE TABLE META_DATA_CAPTURE (name TEXT NOT NULL, value TEXT);
+         INSERT INTO META_DATA_CAPTURE VALUES ('CAPTURE_EVENT_TYPE', 'Cuda');
+         CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL, deviceId INTEGER NOT NULL, streamId INTEGER NOT NULL, correlationId INTEGER, globalPid INTEGER, demangledName INTEGER NOT NULL);",
+    );
+    assert_user_error(
+        &q,
+        "nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi",
     );
 }
 

@@ -1,22 +1,23 @@
-//! `instrument nsys report --html FILE`: one self-contained page with a per-process timeline of
-//! kernel categories. Rendered in headless Chromium when /usr/bin/chromium exists (required
-//! when INSTRUMENT_REQUIRE_CHROMIUM=1).
+//! `instrument nsys report --html FILE`: one self-contained page with every process on one time
+//! axis (an NVTX row, a compute lane and a communication lane per process) and the tables.
+//! Rendered in headless Chromium when /usr/bin/chromium exists (required when
+//! INSTRUMENT_REQUIRE_CHROMIUM=1).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::Value;
 
-fn generate(dir: &Path) -> (PathBuf, Value) {
+fn generate(dir: &Path, args: &[&str]) -> (PathBuf, Value) {
     let out = dir.join("x.sqlite");
-    let status =
-        Command::new(std::env::var("INSTRUMENT_PYTHON").unwrap_or_else(|_| "python3".into()))
-            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/gen_nsys_sqlite.py"))
-            .args(["--kernels", "1200", "--ranks", "3", "--seed", "5", "--out"])
-            .arg(&out)
-            .status()
-            .unwrap();
-    assert!(status.success());
+    let o = Command::new(std::env::var("INSTRUMENT_PYTHON").unwrap_or_else(|_| "python3".into()))
+        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/gen_nsys_sqlite.py"))
+        .args(args)
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let truth =
         serde_json::from_str(&std::fs::read_to_string(dir.join("x.expected.json")).unwrap())
             .unwrap();
@@ -35,51 +36,111 @@ fn write_html(db: &Path, html: &Path) -> String {
     std::fs::read_to_string(html).unwrap()
 }
 
-/// The `<section>` of one process.
-fn section<'a>(page: &'a str, pid: &str) -> &'a str {
-    let start = page
-        .find(&format!("<section class=\"process\" id=\"pid-{pid}\">"))
-        .unwrap_or_else(|| panic!("no section for {pid}"));
-    let end = page[start..].find("</section>").unwrap() + start;
-    &page[start..end]
+/// The slice of `page` from `start` to the end of the first `end` after it.
+fn between<'a>(page: &'a str, start: &str, end: &str) -> &'a str {
+    let s = page
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in the page"));
+    let e = page[s..]
+        .find(end)
+        .unwrap_or_else(|| panic!("no {end} after {start}"))
+        + s;
+    &page[s..e + end.len()]
+}
+
+/// (x, width) of every busy rect in a lane group.
+fn rects(lane: &str) -> Vec<(f64, f64)> {
+    lane.split("<rect ")
+        .skip(1)
+        .filter(|r| !r.starts_with("class=\"bg\""))
+        .map(|r| {
+            let attr = |name: &str| -> f64 {
+                let at = r.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                r[at..at + r[at..].find('"').unwrap()].parse().unwrap()
+            };
+            (attr("x"), attr("width"))
+        })
+        .collect()
 }
 
 #[test]
-fn page_is_self_contained_with_a_timeline_per_process() {
+fn page_is_self_contained_with_every_rank_on_one_timeline() {
     let d = tempfile::tempdir().unwrap();
-    let (db, truth) = generate(d.path());
+    let (db, truth) = generate(
+        d.path(),
+        &["--kernels", "1200", "--ranks", "3", "--seed", "5"],
+    );
     let page = write_html(&db, &d.path().join("report.html"));
     assert!(page.starts_with("<!DOCTYPE html>"));
     let lower = page.to_ascii_lowercase();
     for banned in ["<script", "http://", "https://", "<link", "@import", "src="] {
         assert!(!lower.contains(banned), "page must not contain {banned}");
     }
+    assert_eq!(page.matches("<svg class=\"timeline\"").count(), 1);
+    let timeline = between(&page, "<svg class=\"timeline\"", "</svg>");
     for (pid, t) in truth["processes"].as_object().unwrap() {
-        let s = section(&page, pid);
-        assert_eq!(
-            s.matches("<svg class=\"timeline\"").count(),
-            1,
-            "process {pid}"
+        let rank = between(
+            timeline,
+            &format!("<g class=\"rank\" data-pid=\"{pid}\">"),
+            "</g>\n</g>",
         );
-        // Every category the process ran has a timeline row with at least one busy bucket;
-        // categories it never ran have none.
-        for (cat, tc) in t["categories"].as_object().unwrap() {
-            let marker = format!("data-category=\"{cat}\"");
-            let ran = tc[0].as_i64().unwrap() > 0;
-            assert_eq!(s.contains(&marker), ran, "process {pid} category {cat}");
-            if ran {
-                let g = &s[s.find(&marker).unwrap()..];
-                let g = &g[..g.find("</g>").unwrap()];
-                assert!(g.contains("<rect"), "process {pid} {cat} has busy buckets");
-            }
+        for lane in ["nvtx", "compute", "communication"] {
+            assert!(
+                rank.contains(&format!("data-lane=\"{lane}\"")),
+                "pid {pid} lane {lane}"
+            );
         }
-        // The overlap figures are printed.
+        let comm = between(rank, "data-lane=\"communication\"", "</g>");
+        let ran_comm = t["categories"]["communication"][0].as_i64().unwrap() > 0;
+        assert_eq!(
+            !rects(comm).is_empty(),
+            ran_comm,
+            "pid {pid} communication lane"
+        );
+        assert!(!rects(between(rank, "data-lane=\"compute\"", "</g>")).is_empty());
+        // The NVTX row names what the process ran (tooltips).
+        let nvtx = between(rank, "data-lane=\"nvtx\"", "</g>");
+        assert!(nvtx.contains("<title>step ("), "pid {pid}: {nvtx:.300}");
+        // The tables below: the overlap figures of each process.
+        let s = between(
+            &page,
+            &format!("<section class=\"process\" id=\"pid-{pid}\">"),
+            "</section>",
+        );
         let hidden = t["overlap"]["hidden_ns"].as_i64().unwrap() as f64 / 1e6;
         assert!(
             s.contains(&format!("{hidden:.3} ms hidden under compute")),
             "process {pid}"
         );
     }
+}
+
+/// All processes share one time axis: in the edge scenario (see tools/nsys_scenarios.py) the
+/// GPU work spans 0..130_000 ns over both processes, and process 2002's all-gather runs from
+/// 20_000 to 60_000 ns: its communication lane covers that stretch of the common axis, not the
+/// whole width (which it would on a per-process axis).
+#[test]
+fn lanes_are_placed_on_the_common_axis() {
+    let d = tempfile::tempdir().unwrap();
+    let (db, _truth) = generate(d.path(), &["--scenario", "edge"]);
+    let page = write_html(&db, &d.path().join("report.html"));
+    let timeline = between(&page, "<svg class=\"timeline\"", "</svg>");
+    let rank = between(
+        timeline,
+        "<g class=\"rank\" data-pid=\"2002\">",
+        "</g>\n</g>",
+    );
+    let busy = rects(between(rank, "data-lane=\"communication\"", "</g>"));
+    let lo = busy.iter().map(|r| r.0).fold(f64::MAX, f64::min);
+    let hi = busy.iter().map(|r| r.0 + r.1).fold(f64::MIN, f64::max);
+    let (label, width, span) = (170.0, 1200.0, 130_000.0);
+    let x = |ns: f64| label + ns / span * width;
+    assert!((lo - x(20_000.0)).abs() < 2.0, "{lo} vs {}", x(20_000.0));
+    assert!((hi - x(60_000.0)).abs() < 2.0, "{hi} vs {}", x(60_000.0));
+    assert!(
+        timeline.contains(">0.130 ms</text>"),
+        "axis ends at the last op of any process"
+    );
 }
 
 #[test]
@@ -93,7 +154,10 @@ fn page_renders_in_headless_chromium() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let (db, truth) = generate(d.path());
+    let (db, truth) = generate(
+        d.path(),
+        &["--kernels", "1200", "--ranks", "3", "--seed", "5"],
+    );
     let html = d.path().join("report.html");
     write_html(&db, &html);
     let profile = tempfile::tempdir().unwrap();
@@ -115,14 +179,17 @@ fn page_renders_in_headless_chromium() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let dom = String::from_utf8_lossy(&o.stdout);
-    // The parsed DOM holds every process section and its SVG timeline.
+    // The parsed DOM holds the one timeline with a block per process, and every section.
+    assert_eq!(dom.matches("<svg class=\"timeline\"").count(), 1);
     for pid in truth["processes"].as_object().unwrap().keys() {
         assert!(
             dom.contains(&format!("id=\"pid-{pid}\"")),
             "pid {pid} in DOM"
         );
+        assert!(
+            dom.contains(&format!("class=\"rank\" data-pid=\"{pid}\"")),
+            "pid {pid} row"
+        );
     }
-    let n = truth["processes"].as_object().unwrap().len();
-    assert_eq!(dom.matches("<svg class=\"timeline\"").count(), n);
     assert!(dom.contains("</svg>") && dom.contains("<rect"));
 }

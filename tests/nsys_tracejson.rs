@@ -147,7 +147,8 @@ fn bad_selections_write_nothing() {
 }
 
 #[test]
-fn functions_run_inside_compiled_code_are_flagged() {
+fn functions_run_inside_compiled_code_are_left_out() {
+    // Named exactly: an error, nothing written.
     let out = instrument(
         &[
             "nsys",
@@ -160,11 +161,63 @@ fn functions_run_inside_compiled_code_are_flagged() {
         ],
         &tracepkg(),
     );
-    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("`scale` runs inside a function compiled with torch.compile"),
+        stderr(&out).contains(
+            "error: mypkg/base.py:17: `scale` runs inside a function compiled with torch.compile"
+        ),
         "{}",
         stderr(&out)
+    );
+    assert!(stdout(&out).is_empty());
+    // Picked by a glob: a warning, left out of what is written.
+    let out = instrument(
+        &[
+            "nsys",
+            "trace-json",
+            "mypkg",
+            "--no-base",
+            "--no-forwards",
+            "--match",
+            "sca*",
+        ],
+        &tracepkg(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: mypkg/base.py:17: `scale` runs inside"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!stdout(&out).contains("\"scale\""));
+}
+
+/// On the miniature pithtrain, the forwards `torch.compile` bodies call (gates, MLPs) are left
+/// out of the default selection silently: it chose them itself. The last line says how many.
+#[test]
+fn default_forwards_inside_compiled_code_are_left_out_quietly() {
+    let out = instrument(
+        &["nsys", "trace-json", ".", "--no-base"],
+        &repo_root().join("fixtures/pithtrain"),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        !err.contains("torch.compile:") && !err.contains("runs inside"),
+        "{err}"
+    );
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.contains("forward(s) that run inside torch.compile left out"),
+        "{last}"
+    );
+    let got = functions(&json_of(&out));
+    let all: Vec<&String> = got.values().flatten().collect();
+    assert!(!all.iter().any(|f| *f == "Qwen3MoeGate.forward"), "{all:?}");
+    assert!(
+        all.iter()
+            .any(|f| *f == "Qwen3MoeDecoderLayer.forward" || f.ends_with(".forward")),
+        "{all:?}"
     );
 }
 

@@ -170,7 +170,14 @@ fn a_missing_torch_import_is_added_where_isort_wants_it() {
         "{heads}"
     );
     assert_ruff_clean(&ruff, dir.path(), Some(&fixture().join("pyproject.toml")));
-    assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
+    // Not a pithtrain checkout: remove needs to be told where.
+    assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(2));
+    assert_eq!(
+        instrument(&["remove", "--root", "."], dir.path())
+            .status
+            .code(),
+        Some(0)
+    );
     assert_eq!(snapshot_tree(dir.path()), before);
 }
 

@@ -1,19 +1,19 @@
-//! `instrument add | remove | status | check`: argument definitions and the glue that
-//! turns them into engine calls, prints the outcome and picks the exit code.
+//! `instrument add | remove | status | check`: the flags, one engine call each, and how
+//! the outcome is shown. Nothing here decides anything the engine could.
 
 use std::collections::BTreeMap;
-use std::io::{IsTerminal, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::codemod::session::{self, AddOutcome, AddRequest};
-use crate::codemod::{checkout, diff, layers, write};
+use super::Colour;
+use crate::codemod::add::{self, AddOptions, AddReport, Verdict};
+use crate::codemod::diff;
+use crate::codemod::remove::{self, RemoveOptions};
+use crate::codemod::status::{self, TreeStatus};
 use crate::exit::{self, user_error};
-use crate::rules::{self, RuleSet, TargetKind};
-
-/// The rule set used when `--rules` is not given.
-pub const DEFAULT_RULES: &str = "memory-prints";
+use crate::rules::DEFAULT_SET;
 
 #[derive(Args, Debug)]
 pub struct AddArgs {
@@ -21,48 +21,62 @@ pub struct AddArgs {
     /// `--rules nvtx`, the functions to wrap (`*.forward`, `DualPipeV.step`, `layer_forward`).
     #[arg(required = true, num_args = 1..)]
     pub targets: Vec<String>,
-    /// Global ranks that print, comma-separated (e.g. `3,14`).
-    #[arg(long, default_value = "0", allow_hyphen_values = true)]
-    pub ranks: String,
-    /// Layer indices profiled in detail, comma-separated; by default the first two MoE layers.
-    #[arg(long, allow_hyphen_values = true)]
+    /// Global ranks that print, comma-separated (e.g. `3,14`; memory-prints default: 0).
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
+    pub ranks: Option<String>,
+    /// Layer indices profiled in detail, comma-separated; by default each profiled rank takes
+    /// the first two MoE layers it holds (chosen at run time).
+    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
     pub detail_layers: Option<String>,
     /// The training step that prints per-step detail and takes the snapshot; by default the
     /// first step the process runs (0, or the step a resumed run starts from).
-    #[arg(long)]
-    pub step: Option<u64>,
-    /// Where the memory snapshots are written.
-    #[arg(long, default_value = "/tmp")]
-    pub snapshot_dir: String,
+    #[arg(long, allow_hyphen_values = true, value_name = "N")]
+    pub step: Option<String>,
+    /// Where the memory snapshots are written (memory-prints default: /tmp).
+    #[arg(long, allow_hyphen_values = true, value_name = "DIR")]
+    pub snapshot_dir: Option<String>,
+    /// The frames memory history records: `python` (default; fast to dump) or `all` (adds
+    /// C++ frames, which torch symbolizes when the snapshot is taken: minutes on large models).
+    #[arg(long, value_name = "python|all")]
+    pub stacks: Option<String>,
+    /// Set a rule-set parameter that has no flag of its own (repeatable).
+    #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
+    pub params: Vec<(String, String)>,
     /// A Hugging Face config.json to evaluate the MoE-vs-dense condition with.
-    #[arg(long)]
+    #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
-    #[command(flatten)]
-    pub common: CommonArgs,
+    /// The checkout (default: the current folder or the first parent holding pithtrain/).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// A built-in rule set name or a folder with ruleset.toml.
+    #[arg(long, default_value = DEFAULT_SET, value_name = "NAME-or-DIR")]
+    pub rules: String,
     /// Print the diff instead of writing.
     #[arg(long)]
     pub dry_run: bool,
     /// Apply the groups whose anchors all resolve and list the rest, instead of all or nothing.
     #[arg(long)]
     pub partial: bool,
+    /// Print the report as JSON (schema `instrument.add/1`) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
-#[derive(Args, Debug)]
-pub struct CommonArgs {
-    /// The checkout (default: the current folder or the first parent holding pithtrain/).
-    #[arg(long)]
-    pub root: Option<PathBuf>,
-    /// A built-in rule set name or a folder with ruleset.toml.
-    #[arg(long, default_value = DEFAULT_RULES)]
-    pub rules: String,
+fn parse_param(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .ok_or_else(|| format!("`{text}`: expected NAME=VALUE"))
 }
 
 #[derive(Args, Debug)]
 pub struct RemoveArgs {
-    #[arg(long)]
+    /// Files or folders to take regions out of (default: the whole checkout).
+    pub paths: Vec<PathBuf>,
+    /// The checkout (default: the first folder at or above the current one that is one).
+    #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// Only take out this rule set's regions (default: every instrument region).
-    #[arg(long)]
+    #[arg(long, value_name = "NAME-or-DIR")]
     pub rules: Option<String>,
     /// Print the diff instead of writing.
     #[arg(long)]
@@ -70,481 +84,307 @@ pub struct RemoveArgs {
     /// Take out regions even if they were edited by hand (their originals are restored).
     #[arg(long)]
     pub force: bool,
+    /// Print the report as JSON (schema `instrument.remove/1`) instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct StatusArgs {
-    #[arg(long)]
+    /// Files or folders to look at (default: the whole checkout).
+    pub paths: Vec<PathBuf>,
+    /// The checkout (default: the first folder at or above the current one that is one).
+    #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// Machine-readable output.
+    /// Print the status as JSON (schema `instrument.status/1`).
     #[arg(long)]
     pub json: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    #[arg(long)]
+    /// Files or folders to check, as pre-commit passes them (default: the whole checkout).
+    pub paths: Vec<PathBuf>,
+    /// The checkout (default: the first folder at or above the current one that is one).
+    #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
+    /// Print the findings as JSON (schema `instrument.status/1`).
+    #[arg(long)]
+    pub json: bool,
 }
 
-pub fn load_rules(spec: &str) -> anyhow::Result<RuleSet> {
-    rules::load_rule_set(spec).map_err(user_error)
+fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
 }
 
-/// The checkout root: `--root` (or the current folder), walked up to the rule set's marker.
-pub fn root_for(root: &Option<PathBuf>, set: &RuleSet) -> anyhow::Result<PathBuf> {
-    let start = root.clone().unwrap_or_else(|| PathBuf::from("."));
-    if !start.exists() {
-        return Err(user_error(format!(
-            "--root {}: no such folder",
-            start.display()
-        )));
-    }
-    match &set.manifest.root_marker {
-        Some(marker) => checkout::find_root(&start, marker).map_err(user_error),
-        None => start
-            .canonicalize()
-            .map_err(|e| user_error(format!("{}: {e}", start.display()))),
-    }
-}
-
-/// For commands that work on any tree: `--root`, else the checkout above the current
-/// folder if there is one, else the current folder.
-fn scan_root(root: &Option<PathBuf>) -> anyhow::Result<PathBuf> {
-    if let Some(r) = root {
-        if !r.is_dir() {
-            return Err(user_error(format!(
-                "--root {}: no such folder",
-                r.display()
-            )));
-        }
-        return Ok(r.clone());
-    }
-    let marker = rules::load_rule_set(DEFAULT_RULES)
-        .ok()
-        .and_then(|s| s.manifest.root_marker)
-        .unwrap_or_default();
-    Ok(checkout::find_root(Path::new("."), &marker).unwrap_or_else(|_| PathBuf::from(".")))
-}
-
-/// Parse `3,14` into sorted, distinct non-negative integers.
-pub fn parse_int_list(flag: &str, text: &str) -> anyhow::Result<Vec<u64>> {
-    let mut out = Vec::new();
-    if text.trim().is_empty() {
-        return Err(user_error(format!(
-            "--{flag} is empty; give comma-separated non-negative integers, e.g. --{flag} 3,14"
-        )));
-    }
-    for part in text.split(',') {
-        let p = part.trim();
-        let n: u64 = p.parse().map_err(|_| {
-            user_error(format!(
-                "--{flag} {text}: `{p}` is not a non-negative integer (expected e.g. --{flag} 3,14)"
-            ))
-        })?;
-        if !out.contains(&n) {
-            out.push(n);
-        }
-    }
-    out.sort_unstable();
-    Ok(out)
-}
-
-/// The template parameters `add`'s flags set, as Python literals.
-pub fn template_params(
-    ranks: &[u64],
-    layers: &[u64],
-    step: Option<u64>,
-    snapshot_dir: &str,
-) -> BTreeMap<String, String> {
-    BTreeMap::from([
-        ("RANKS".to_string(), python_set(ranks)),
-        ("DETAIL_LAYERS".to_string(), python_tuple(layers)),
-        (
-            "STEP".to_string(),
-            step.map_or("None".to_string(), |s| s.to_string()),
-        ),
-        ("SNAPSHOT_DIR".to_string(), python_str(snapshot_dir)),
-    ])
-}
-
-fn python_set(values: &[u64]) -> String {
-    format!(
-        "{{{}}}",
-        values
-            .iter()
-            .map(|v| v.to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
-    )
-}
-
-fn python_tuple(values: &[u64]) -> String {
-    match values {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            values
-                .iter()
-                .map(|v| v.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-fn python_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
-fn print_failures_report(outcome: &AddOutcome, what: &str) {
-    let failing = outcome.groups.iter().filter(|g| !g.applies()).count();
-    let mut err = std::io::stderr().lock();
-    for f in &outcome.file_failures {
-        let _ = writeln!(err, "error: {f}");
-    }
-    for g in &outcome.groups {
-        let state = if g.applies() {
-            "would apply"
-        } else if g.skipped_for_dependency {
-            "cannot apply (needs a group that cannot)"
+/// Print diffs, coloured when asked.
+fn print_diffs(changes: &[diff::FileChange], colour: Colour) {
+    let mut out = std::io::stdout().lock();
+    for c in changes {
+        if colour.stdout() {
+            let _ = out.write_all(diff::colorize(&c.diff).as_bytes());
         } else {
-            "cannot apply"
-        };
-        let files: Vec<&str> = g.files.iter().map(|s| s.as_str()).collect();
-        let _ = writeln!(
-            err,
-            "group {:<3} {:<12} {} rule(s) in {}",
-            g.group,
-            state,
-            g.rules.len(),
-            files.join(", ")
-        );
-        for f in &g.failures {
+            let _ = out.write_all(c.diff.as_bytes());
+        }
+    }
+}
+
+pub fn add(args: AddArgs, colour: Colour) -> anyhow::Result<u8> {
+    let mut flags = BTreeMap::new();
+    for (flag, value) in [
+        ("ranks", &args.ranks),
+        ("detail-layers", &args.detail_layers),
+        ("step", &args.step),
+        ("snapshot-dir", &args.snapshot_dir),
+        ("stacks", &args.stacks),
+    ] {
+        if let Some(v) = value {
+            flags.insert(flag.to_string(), v.clone());
+        }
+    }
+    let opts = AddOptions {
+        rules: args.rules,
+        root: args.root,
+        targets: args.targets,
+        flags,
+        params: args.params,
+        config: args.config,
+        partial: args.partial,
+        dry_run: args.dry_run,
+    };
+    let report = add::run(&opts).map_err(user_error)?;
+    let code = if report.verdict == Verdict::Refused {
+        exit::USER_ERROR
+    } else {
+        exit::OK
+    };
+    if args.json {
+        print_json(&report)?;
+        return Ok(code);
+    }
+    if report.dry_run {
+        print_diffs(&report.changes, colour);
+    }
+    render_add(&report);
+    // The process ends here: freeing every planned text and tree is wasted work.
+    std::mem::forget(report);
+    Ok(code)
+}
+
+fn render_add(r: &AddReport) {
+    let mut err = std::io::stderr().lock();
+    for s in &r.selection {
+        let _ = writeln!(err, "{s}");
+    }
+    if r.verdict == Verdict::Refused {
+        for f in &r.failures {
             let _ = writeln!(err, "error: {f}");
         }
-    }
-    let _ = writeln!(
-        err,
-        "{what}: {failing} of {} groups cannot apply; nothing was changed. Fix the anchors (`instrument explain` shows where each resolves), pass --partial to apply the groups that fit, or --rules DIR with rules for this revision",
-        outcome.groups.len()
-    );
-}
-
-/// Print diffs or write the planned files.
-fn emit(root: &Path, plans: &[(String, String, String)], dry_run: bool) -> anyhow::Result<()> {
-    if dry_run {
-        let mut out = std::io::stdout().lock();
-        let colour = std::io::stdout().is_terminal();
-        for (file, before, after) in plans {
-            let d = diff::unified(file, before, after);
-            let _ = out.write_all(if colour { diff::colorize(&d) } else { d }.as_bytes());
+        for g in &r.groups {
+            let state = if g.applies() {
+                "would apply"
+            } else if g.skipped_for_dependency {
+                "cannot apply (needs a group that cannot)"
+            } else {
+                "cannot apply"
+            };
+            let files: Vec<&str> = g.files.iter().map(|s| s.as_str()).collect();
+            let _ = writeln!(
+                err,
+                "group {:<3} {:<12} {} rule(s) in {}",
+                g.group,
+                state,
+                g.rules.len(),
+                files.join(", ")
+            );
+            for f in &g.failures {
+                let _ = writeln!(err, "error: {f}");
+            }
         }
-        return Ok(());
-    }
-    let files: Vec<(String, String)> = plans
-        .iter()
-        .map(|(f, _, a)| (f.clone(), a.clone()))
-        .collect();
-    write::write_all(root, &files).map_err(|e| anyhow::anyhow!(e))
-}
-
-pub fn add(args: AddArgs) -> anyhow::Result<u8> {
-    let set = load_rules(&args.common.rules)?;
-    let root = root_for(&args.common.root, &set)?;
-    if set.manifest.targets == TargetKind::Functions {
-        return add_functions(&args, &set, &root);
-    }
-    let [typed] = args.targets.as_slice() else {
-        return Err(user_error(format!(
-            "rule set {} takes one model, got {} arguments ({})",
-            set.manifest.name,
-            args.targets.len(),
-            args.targets.join(" ")
-        )));
-    };
-    let model = checkout::resolve_model(&root, &set.manifest, typed).map_err(user_error)?;
-    let supported: Vec<String> = {
-        let mut m: Vec<String> = set
-            .rules
-            .iter()
-            .flat_map(|r| r.models.iter().cloned())
-            .collect();
-        m.sort();
-        m.dedup();
-        m
-    };
-    if !supported.is_empty() && !supported.contains(&model) {
-        let names: Vec<String> = supported
-            .iter()
-            .map(|m| checkout::display_model(m))
-            .collect();
-        return Err(user_error(format!(
-            "rule set {} has no rules for model {} yet (it has rules for: {})",
-            set.manifest.name,
-            checkout::display_model(&model),
-            names.join(", ")
-        )));
-    }
-    let ranks = parse_int_list("ranks", &args.ranks)?;
-    let (layers, why) = match &args.detail_layers {
-        Some(text) => {
-            let l = parse_int_list("detail-layers", text)?;
-            let choice =
-                layers::check_explicit(&root, &set.manifest, &model, args.config.as_deref(), &l)
-                    .map_err(user_error)?;
-            (l, choice)
+        for p in &r.problems {
+            let _ = writeln!(err, "error: {p}");
         }
-        None => {
-            let choice = layers::auto(&root, &set.manifest, &model, args.config.as_deref())
-                .map_err(user_error)?;
-            (choice.layers.clone(), choice.reason)
-        }
-    };
-    let params = template_params(&ranks, &layers, args.step, &args.snapshot_dir);
-    for name in set.manifest.params.keys() {
-        if !params.contains_key(name) {
-            return Err(user_error(format!(
-                "rule set {} uses parameter {name}, which `instrument add` does not set",
-                set.manifest.name
-            )));
-        }
+        let _ = writeln!(
+            err,
+            "{}: {}",
+            r.command,
+            r.advice.as_deref().unwrap_or("nothing was changed")
+        );
+        return;
     }
-    let req = AddRequest {
-        root: &root,
-        rule_set: &set,
-        model: Some(&model),
-        params: &params,
-        partial: args.partial,
-    };
-    let what = format!("instrument add {}", checkout::display_model(&model));
-    let Some(applied) = plan_and_write(&req, &what, args.dry_run)? else {
-        return Ok(exit::USER_ERROR);
-    };
-    let mut err = std::io::stderr().lock();
-    if let Some(reason) = why {
-        let _ = writeln!(err, "detail layers {}: {reason}", python_tuple(&layers));
-    }
-    let _ = writeln!(err, "{what}: {applied}, ranks {}", python_set(&ranks));
-    Ok(exit::OK)
-}
-
-/// Plan `add`, then print the diff or write. `None` when it was refused (the report is
-/// printed); otherwise a summary of what was applied and changed.
-fn plan_and_write(req: &AddRequest, what: &str, dry_run: bool) -> anyhow::Result<Option<String>> {
-    let outcome = session::plan_add(req);
-    if !outcome.file_failures.is_empty() || (!req.partial && !outcome.ok()) {
-        print_failures_report(&outcome, what);
-        return Ok(None);
-    }
-    let changed: Vec<(String, String, String)> = outcome
-        .plans
-        .iter()
-        .filter(|p| p.before != p.after)
-        .map(|p| (p.file.clone(), p.before.clone(), p.after.clone()))
-        .collect();
-    emit(req.root, &changed, dry_run)?;
-    let mut err = std::io::stderr().lock();
-    for g in outcome.groups.iter().filter(|g| !g.applies()) {
+    for g in r.groups.iter().filter(|g| !g.applies()) {
         let _ = writeln!(err, "skipped group {} (--partial):", g.group);
         for f in &g.failures {
             let _ = writeln!(err, "  {f}");
         }
     }
-    let (mut plus, mut minus) = (0, 0);
-    for (_, b, a) in &changed {
-        let (p, m) = diff::counts(b, a);
-        plus += p;
-        minus += m;
+    for n in &r.notes {
+        let _ = writeln!(err, "{n}");
     }
-    let applied = outcome.groups.iter().filter(|g| g.applies()).count();
-    let verb = if dry_run { "would change" } else { "changed" };
-    let tail = if changed.is_empty() {
+    let (plus, minus) = r
+        .changes
+        .iter()
+        .fold((0, 0), |(p, m), c| (p + c.added, m + c.removed));
+    let verb = if r.dry_run { "would change" } else { "changed" };
+    let tail = if r.verdict == Verdict::UpToDate {
         ", already up to date"
     } else {
         ""
     };
-    Ok(Some(format!(
-        "{applied} of {} groups; {verb} {} file(s) (+{plus} -{minus} lines){tail}",
-        outcome.groups.len(),
-        changed.len()
-    )))
-}
-
-/// `add` for a rule set whose targets are functions: select them with the same scan and
-/// refusals as the functions-trace JSON, expand the rule templates, plan as usual.
-fn add_functions(args: &AddArgs, set: &RuleSet, root: &Path) -> anyhow::Result<u8> {
-    use crate::codemod::expand::{self, FunctionTarget};
-    use crate::python::scan::Tree;
-    use crate::python::select::{self, CompiledPolicy, Selection, Severity};
-    let tree = Tree::scan(&[root.join(&set.manifest.source_dir)], None).map_err(user_error)?;
-    let forbidden: Vec<String> = set
-        .manifest
-        .forbid_inside
-        .iter()
-        .map(|f| f.decorator.clone())
-        .collect();
-    let inside = select::run_inside_compiled(&tree, &forbidden);
-    let selection = Selection {
-        forwards: false,
-        matches: &args.targets,
-        compiled: Some((&inside, CompiledPolicy::Refuse)),
+    let what = if r.functions.is_empty() {
+        String::new()
+    } else {
+        format!(" {} function(s);", r.functions.len())
     };
-    let (picked, problems) = select::select(&tree, &selection);
-    let mut err = std::io::stderr().lock();
-    for p in &problems {
-        let _ = writeln!(err, "{p}");
-    }
-    if problems.iter().any(|p| p.severity == Severity::Error) {
-        let _ = writeln!(
-            err,
-            "instrument add --rules {}: nothing was changed",
-            set.manifest.name
-        );
-        return Ok(exit::USER_ERROR);
-    }
-    let targets: Vec<FunctionTarget> = picked
+    // The values the user set, as the inserted code has them.
+    let params: Vec<String> = r
+        .params
         .iter()
-        .map(|t| FunctionTarget {
-            file: t
-                .path
-                .strip_prefix(root)
-                .unwrap_or(&t.path)
-                .to_string_lossy()
-                .replace('\\', "/"),
-            class: t.class.clone(),
-            function: t.function.clone(),
+        .filter(|p| p.origin == crate::codemod::params::Origin::Flag)
+        .map(|p| {
+            format!(
+                ", {} {}",
+                p.name.to_lowercase().replace('_', " "),
+                p.literal
+            )
         })
         .collect();
-    let expanded = expand::for_functions(set, &targets).map_err(user_error)?;
-    let params = BTreeMap::new();
-    let req = AddRequest {
-        root,
-        rule_set: &expanded,
-        model: None,
-        params: &params,
-        partial: args.partial,
-    };
-    let what = format!("instrument add --rules {}", set.manifest.name);
-    drop(err);
-    let Some(applied) = plan_and_write(&req, &what, args.dry_run)? else {
-        return Ok(exit::USER_ERROR);
-    };
-    eprintln!("{what}: {} function(s); {applied}", targets.len());
-    Ok(exit::OK)
+    let _ = writeln!(
+        err,
+        "{}:{what} {} of {} groups; {verb} {} file(s) (+{plus} -{minus} lines){tail}{}",
+        r.command,
+        r.applied_groups(),
+        r.groups.len(),
+        r.changes.len(),
+        params.join("")
+    );
 }
 
-pub fn remove(args: RemoveArgs) -> anyhow::Result<u8> {
-    let root = scan_root(&args.root)?;
-    let only = match &args.rules {
-        Some(spec) => Some(load_rules(spec)?.manifest.name),
-        None => None,
+pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
+    let opts = RemoveOptions {
+        root: args.root,
+        paths: args.paths,
+        rules: args.rules,
+        force: args.force,
+        dry_run: args.dry_run,
     };
-    let (plans, failures) = session::plan_remove(&root, only.as_deref(), args.force);
-    if !failures.is_empty() {
-        let mut err = std::io::stderr().lock();
-        for f in &failures {
+    let report = remove::run(&opts).map_err(user_error)?;
+    let code = if report.refused {
+        exit::USER_ERROR
+    } else {
+        exit::OK
+    };
+    if args.json {
+        print_json(&report)?;
+        return Ok(code);
+    }
+    let mut err = std::io::stderr().lock();
+    if let Some(r) = &report.recovered {
+        let _ = writeln!(err, "instrument remove: {r}");
+    }
+    if report.cleaned > 0 {
+        let _ = writeln!(
+            err,
+            "instrument remove: deleted {} temporary file(s) a killed run left",
+            report.cleaned
+        );
+    }
+    if report.refused {
+        for f in &report.failures {
             let _ = writeln!(err, "error: {f}");
         }
         let _ = writeln!(err, "instrument remove: nothing was changed");
-        return Ok(exit::USER_ERROR);
+        return Ok(code);
     }
-    let changed: Vec<(String, String, String)> = plans
-        .iter()
-        .map(|p| (p.file.clone(), p.before.clone(), p.after.clone()))
-        .collect();
-    emit(&root, &changed, args.dry_run)?;
-    let verb = if args.dry_run {
+    drop(err);
+    if report.dry_run {
+        print_diffs(&report.changes, colour);
+    }
+    let verb = if report.dry_run {
         "would restore"
     } else {
         "restored"
     };
-    eprintln!("instrument remove: {verb} {} file(s)", changed.len());
-    Ok(exit::OK)
+    eprintln!("instrument remove: {verb} {} file(s)", report.changes.len());
+    Ok(code)
+}
+
+fn scan(root: Option<PathBuf>, paths: &[PathBuf]) -> anyhow::Result<TreeStatus> {
+    let scope = status::scope(root.as_deref(), paths).map_err(user_error)?;
+    let _lock = crate::codemod::lock::lock(&scope.root, crate::codemod::lock::Mode::Shared)
+        .map_err(user_error)?;
+    Ok(status::scan(&scope))
+}
+
+/// The lines every reader of a tree's state needs: an interrupted run, leftovers.
+fn leftovers(s: &TreeStatus) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(i) = &s.interrupted {
+        out.push(match &i.error {
+            Some(e) => format!("{e}; delete it once the files are as they should be"),
+            None => format!(
+                "{}: an interrupted `{}` is half done ({} file(s): {}); run `{}` again to finish it",
+                crate::codemod::transaction::JOURNAL,
+                i.command,
+                i.files.len(),
+                i.files.join(", "),
+                i.command
+            ),
+        });
+    }
+    for t in &s.stale_temps {
+        out.push(format!(
+            "{t}: a temporary file a killed run left; the next `instrument add` or `remove` deletes it"
+        ));
+    }
+    out
 }
 
 pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
-    let root = scan_root(&args.root)?;
-    let found = session::scan(&root);
-    let sets: BTreeMap<String, RuleSet> = rules::load::embedded_names()
-        .into_iter()
-        .filter_map(|n| {
-            rules::load_rule_set(&n)
-                .ok()
-                .map(|s| (s.manifest.name.clone(), s))
-        })
-        .collect();
-    let group_of = |set: &str, rule: &str| -> String {
-        sets.get(set)
-            .and_then(|s| {
-                s.rules
-                    .iter()
-                    .find(|r| r.id == rule)
-                    .map(|r| r.group.clone())
-            })
-            .unwrap_or_else(|| rule.split('.').next().unwrap_or(rule).to_string())
-    };
+    let s = scan(args.root, &args.paths)?;
     if args.json {
-        let files: Vec<serde_json::Value> = found
-            .iter()
-            .map(|f| {
-                let regions: Vec<serde_json::Value> = f
-                    .regions
-                    .iter()
-                    .map(|r| {
-                        serde_json::json!({
-                            "rule_set": r.rule_set,
-                            "rule": r.rule,
-                            "group": group_of(&r.rule_set, &r.rule),
-                            "line": r.marker_line + 1,
-                            "params": r.params.iter().cloned().collect::<BTreeMap<String, String>>(),
-                            "edited": !r.intact,
-                        })
-                    })
-                    .collect();
-                serde_json::json!({
-                    "file": f.file,
-                    "regions": regions,
-                    "error": f.error.as_ref().map(|e| e.to_string()),
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({ "root": root.display().to_string(), "instrumented": !found.is_empty(), "files": files });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        print_json(&s)?;
         return Ok(exit::OK);
     }
-    if found.is_empty() {
-        println!("no instrumentation in {}", root.display());
+    for l in leftovers(&s) {
+        println!("{l}");
+    }
+    if s.files.is_empty() {
+        println!("no instrumentation in {}", s.root);
         return Ok(exit::OK);
     }
-    for f in &found {
+    for f in &s.files {
         if let Some(e) = &f.error {
-            println!("{}: broken markers, {e}", f.file);
+            println!(
+                "{}: broken markers, line {}: {e}",
+                f.file,
+                f.error_line.unwrap_or(0)
+            );
             continue;
         }
-        let mut groups: Vec<String> = Vec::new();
-        let mut params: BTreeMap<String, String> = BTreeMap::new();
-        let mut sets: Vec<String> = Vec::new();
+        let mut groups: Vec<&str> = Vec::new();
+        let mut sets: Vec<&str> = Vec::new();
+        let mut params: BTreeMap<&str, &str> = BTreeMap::new();
         for r in &f.regions {
-            let g = group_of(&r.rule_set, &r.rule);
-            if !groups.contains(&g) {
-                groups.push(g);
+            if !groups.contains(&r.group.as_str()) {
+                groups.push(&r.group);
             }
-            if !sets.contains(&r.rule_set) {
-                sets.push(r.rule_set.clone());
+            if !sets.contains(&r.rule_set.as_str()) {
+                sets.push(&r.rule_set);
             }
-            params.extend(r.params.iter().cloned());
+            params.extend(r.params.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
-        let edited = f.regions.iter().filter(|r| !r.intact).count();
-        let p: Vec<String> = params
-            .iter()
-            .map(|(k, v)| format!("{}={v}", k.to_lowercase()))
-            .collect();
+        let edited = f.regions.iter().filter(|r| r.edited).count();
         let edited = if edited > 0 {
             format!(", {edited} edited by hand")
         } else {
             String::new()
         };
+        let p: Vec<String> = params
+            .iter()
+            .map(|(k, v)| format!("{}={v}", k.to_lowercase()))
+            .collect();
         let params = if p.is_empty() {
             String::new()
         } else {
@@ -562,16 +402,21 @@ pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
 }
 
 pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
-    let root = scan_root(&args.root)?;
-    let found = session::scan(&root);
+    let s = scan(args.root, &args.paths)?;
+    let code = if s.dirty() { exit::FOUND } else { exit::OK };
+    if args.json {
+        print_json(&s)?;
+        return Ok(code);
+    }
     let mut out = std::io::stdout().lock();
     let mut count = 0;
-    for f in &found {
+    for f in &s.files {
         if let Some(e) = &f.error {
             let _ = writeln!(
                 out,
-                "{}:{}: broken instrument markers: {}",
-                f.file, e.line, e.message
+                "{}:{}: broken instrument markers: {e}",
+                f.file,
+                f.error_line.unwrap_or(0)
             );
             count += 1;
         }
@@ -579,21 +424,37 @@ pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
             let _ = writeln!(
                 out,
                 "{}:{}: instrument {} {}",
-                f.file,
-                r.marker_line + 1,
-                r.rule_set,
-                r.rule
+                f.file, r.line, r.rule_set, r.rule
             );
             count += 1;
         }
     }
-    if count == 0 {
-        return Ok(exit::OK);
+    for l in leftovers(&s) {
+        let _ = writeln!(out, "{l}");
     }
     drop(out);
+    if code == exit::OK {
+        return Ok(code);
+    }
+    let mut found = Vec::new();
+    if count > 0 {
+        found.push(format!(
+            "{count} instrumented region(s) in {} file(s)",
+            s.files.len()
+        ));
+    }
+    if let Some(i) = &s.interrupted {
+        found.push(format!("an interrupted `{}`", i.command));
+    }
+    if !s.stale_temps.is_empty() {
+        found.push(format!(
+            "{} leftover temporary file(s)",
+            s.stale_temps.len()
+        ));
+    }
     eprintln!(
-        "instrument check: {count} instrumented region(s) in {} file(s); run `instrument remove` before committing",
-        found.len()
+        "instrument check: {}; run `instrument remove` before committing",
+        found.join(", ")
     );
-    Ok(exit::FOUND)
+    Ok(code)
 }

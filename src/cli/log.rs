@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::codemod::{DEFAULT_RULES, load_rules};
 use crate::exit::{OK, user_error};
 use crate::log::{Options, html, nothing_read, read, text};
+use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
@@ -24,12 +24,13 @@ pub struct LogArgs {
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// The rule set whose print declarations read the lines: a built-in name or a folder.
-    #[arg(long, default_value = DEFAULT_RULES)]
+    #[arg(long, default_value = DEFAULT_SET, value_name = "NAME-or-DIR")]
     pub rules: String,
 }
 
 pub fn run(args: LogArgs) -> anyhow::Result<u8> {
-    let set = load_rules(&args.rules)?;
+    // Only the print declarations are read: no rule's code patterns need compiling.
+    let set = load_rule_set_lazy(&args.rules).map_err(user_error)?;
     let opts = Options {
         ranks: args.ranks.clone(),
     };

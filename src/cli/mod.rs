@@ -3,7 +3,9 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use std::io::IsTerminal;
+
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::exit;
 
@@ -20,8 +22,43 @@ pub mod snapshot;
     about = "Reversible memory-print instrumentation for pithtrain, and readers for what it produces"
 )]
 pub struct Cli {
+    /// When to colour output: auto (a terminal, and NO_COLOR unset), always or never.
+    #[arg(long, global = true, value_enum, default_value_t = ColorChoice::Auto)]
+    pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ColorChoice {
+    Auto,
+    Always,
+    Never,
+}
+
+/// The colour decision for this run, made once from `--color` and `NO_COLOR`.
+#[derive(Debug, Clone, Copy)]
+pub struct Colour(ColorChoice);
+
+impl Colour {
+    /// Whether what goes to stdout is coloured.
+    pub fn stdout(self) -> bool {
+        match self.0 {
+            ColorChoice::Always => true,
+            ColorChoice::Never => false,
+            ColorChoice::Auto => {
+                // https://no-color.org: any non-empty NO_COLOR turns colour off.
+                std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                    && std::io::stdout().is_terminal()
+            }
+        }
+    }
+}
+
+#[derive(clap::Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell to write completions for.
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Subcommand, Debug)]
@@ -47,6 +84,8 @@ pub enum Command {
     Nsys(nsys::NsysCommand),
     /// Read what an instrumented run printed: per rank and across ranks, as text, JSON or HTML.
     Log(log::LogArgs),
+    /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
+    Completions(CompletionsArgs),
 }
 
 /// Parse the arguments, run the command, print errors as one line, return the exit code.
@@ -63,9 +102,10 @@ pub fn run() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    let colour = Colour(cli.color);
     let result = match cli.command {
-        Command::Add(args) => codemod::add(args),
-        Command::Remove(args) => codemod::remove(args),
+        Command::Add(args) => codemod::add(args, colour),
+        Command::Remove(args) => codemod::remove(args, colour),
         Command::Status(args) => codemod::status(args),
         Command::Check(args) => codemod::check(args),
         Command::Rules(args) => rules::list(args),
@@ -74,6 +114,15 @@ pub fn run() -> ExitCode {
         Command::Snapshot(args) => snapshot::run(args),
         Command::Nsys(cmd) => nsys::run(cmd),
         Command::Log(args) => log::run(args),
+        Command::Completions(args) => {
+            clap_complete::generate(
+                args.shell,
+                &mut Cli::command(),
+                "instrument",
+                &mut std::io::stdout(),
+            );
+            Ok(exit::OK)
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -85,6 +134,36 @@ pub fn run() -> ExitCode {
             };
             eprintln!("error: {err:#}");
             ExitCode::from(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every flag and argument of the codemod commands says what it is for.
+    #[test]
+    fn every_flag_has_help() {
+        let cli = Cli::command();
+        for sub in cli.get_subcommands() {
+            if matches!(sub.get_name(), "snapshot" | "nsys") {
+                continue;
+            }
+            for arg in sub.get_arguments() {
+                if matches!(arg.get_id().as_str(), "help" | "version") {
+                    continue;
+                }
+                assert!(
+                    arg.get_help().is_some_and(|h| !h.to_string().is_empty()),
+                    "`instrument {} {}` has no help text",
+                    sub.get_name(),
+                    arg.get_id()
+                );
+            }
+        }
+        for arg in cli.get_arguments() {
+            assert!(arg.get_help().is_some(), "--{} has no help", arg.get_id());
         }
     }
 }

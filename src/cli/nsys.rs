@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use crate::exit::{self, user_error};
-use crate::nsys::{analyze, command, report, sqlite};
+use crate::nsys::{analyze, command, report};
 
 #[derive(Subcommand, Debug)]
 pub enum NsysCommand {
@@ -55,15 +55,25 @@ pub struct TraceJsonArgs {
 pub struct ReportArgs {
     /// The `.sqlite` file written by `nsys export --type sqlite` / `nsys profile --export sqlite`.
     pub file: PathBuf,
-    /// Print the report as JSON (schema `instrument.nsys.report/1`, see docs/nsys.md).
+    /// Print the report as JSON (schema `instrument.nsys.report/2`, see docs/nsys.md).
     #[arg(long)]
     pub json: bool,
-    /// Also write a self-contained HTML page with a per-process timeline to FILE.
+    /// Also write a self-contained HTML page with all processes on one timeline to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
-    /// How many kernels to list per process.
-    #[arg(long, default_value_t = 15)]
+    /// Rows per table (kernels and NVTX ranges per process, the export-wide summaries); the
+    /// rest is summed in one row.
+    #[arg(long, default_value_t = 20, value_name = "N")]
     pub top: usize,
+    /// List every row of every table.
+    #[arg(long, conflicts_with = "top")]
+    pub all: bool,
+    /// Group NVTX ranges by name and input shapes (PyTorch's `sizes = ...`), not by name alone.
+    #[arg(long)]
+    pub by_shape: bool,
+    /// Kernel-classes rules (TOML, the format of the built-in table) tried before the built-in ones.
+    #[arg(long, value_name = "FILE")]
+    pub kernel_classes: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -83,6 +93,15 @@ pub struct CommandArgs {
     /// Leave out --cudabacktrace / --python-backtrace (inert without CPU sampling).
     #[arg(long)]
     pub no_backtraces: bool,
+    /// Where nsys records: `cudaProfilerApi` (between cudaProfilerStart and Stop, which
+    /// pithtrain calls at training.nsys_start / nsys_stop), `none` (the whole run), or `auto`
+    /// (cudaProfilerApi for a pithtrain launcher).
+    #[arg(long, value_name = "RANGE", default_value = "auto", value_parser = ["auto", "cudaProfilerApi", "none"])]
+    pub capture_range: String,
+    /// Run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (changes how the run allocates
+    /// memory; off unless asked for).
+    #[arg(long)]
+    pub expandable_segments: bool,
     /// The nsys binary to use and check (default: `nsys` on PATH).
     #[arg(long, value_name = "PATH")]
     pub nsys: Option<PathBuf>,
@@ -103,7 +122,7 @@ pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
 }
 
 fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
-    use crate::nsys::tracejson::{self, Selection, Severity};
+    use crate::nsys::tracejson::{self, Severity};
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
     } else {
@@ -164,14 +183,21 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
         return Ok(if errors > 0 { exit::FOUND } else { exit::OK });
     }
     // nsys wraps the traced functions in Python: inside a fullgraph compile that breaks
-    // the graph, so say which selected functions run there.
-    let inside = crate::python::select::run_inside_compiled(&tree, &["torch.compile".to_string()]);
-    let selection = Selection {
-        forwards: !args.no_forwards,
-        matches: &args.matches,
-        compiled: Some((&inside, crate::python::select::CompiledPolicy::Note)),
-    };
-    let (targets, problems) = tracejson::select(&tree, &selection);
+    // the graph, so what runs there is left out (said, unless it was a default pick).
+    let compilers: Vec<String> = crate::python::select::TORCH_COMPILERS
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let crate::python::select::Selected {
+        targets,
+        problems,
+        compiled_left_out: left_out,
+    } = crate::python::select::select_functions(
+        &tree,
+        !args.no_forwards,
+        &args.matches,
+        &compilers,
+    );
     for p in &problems {
         let _ = writeln!(err, "{p}");
     }
@@ -202,28 +228,44 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
     }
     let _ = writeln!(
         err,
-        "{} functions in {} modules{}",
+        "{} functions in {} modules{}{}",
         targets.len(),
         merged.len(),
         base_path
             .map(|p| format!(", merged after {}", p.display()))
-            .unwrap_or_default()
+            .unwrap_or_default(),
+        if left_out > 0 {
+            format!("; {left_out} forward(s) that run inside torch.compile left out")
+        } else {
+            String::new()
+        }
     );
     Ok(exit::OK)
 }
 
 fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
-    let export = sqlite::load(&args.file)?;
-    let opts = analyze::Options {
-        top: args.top,
-        timeline_buckets: args.html.as_ref().map(|_| 400),
+    use crate::nsys::classify::Classifier;
+    use crate::nsys::names::Grouping;
+    let classifier = match &args.kernel_classes {
+        Some(p) => Classifier::with_file(p)?,
+        None => Classifier::builtin(),
     };
-    let rep = analyze::analyze(&export, &opts);
+    let opts = analyze::Options {
+        top: (!args.all).then_some(args.top),
+        grouping: if args.by_shape {
+            Grouping::NameAndShape
+        } else {
+            Grouping::Name
+        },
+        timeline_buckets: args.html.as_ref().map(|_| 1000),
+        classifier,
+    };
+    let rep = analyze::analyze(&args.file, &opts)?;
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        stdout.write_all(report::json::render(&rep).as_bytes())?;
+        report::json::write(&rep, &mut stdout)?;
     } else {
-        stdout.write_all(report::text::render(&rep, args.top).as_bytes())?;
+        stdout.write_all(report::text::render(&rep).as_bytes())?;
     }
     if let Some(path) = &args.html {
         std::fs::write(path, report::html::render(&rep)).map_err(|e| {
@@ -245,6 +287,12 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         trace_json: args.trace_json.clone(),
         sqlite: !args.no_sqlite,
         backtraces: !args.no_backtraces,
+        capture_range: match args.capture_range.as_str() {
+            "cudaProfilerApi" => command::CaptureRange::ProfilerApi,
+            "none" => command::CaptureRange::Whole,
+            _ => command::CaptureRange::Auto,
+        },
+        expandable_segments: args.expandable_segments,
         nsys: args.nsys.clone(),
         launch: args.launch.clone(),
     };

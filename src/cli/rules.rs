@@ -4,9 +4,13 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::codemod::{DEFAULT_RULES, load_rules, root_for};
-use crate::codemod::{checkout, explain, selftest};
+use crate::codemod::{checkout, explain, params, selftest};
 use crate::exit::{self, user_error};
+use crate::rules::{DEFAULT_SET as DEFAULT_RULES, RuleSet};
+
+fn load_rules(spec: &str) -> anyhow::Result<RuleSet> {
+    crate::rules::load_rule_set(spec).map_err(user_error)
+}
 
 #[derive(Args, Debug)]
 pub struct RulesArgs {
@@ -22,9 +26,11 @@ pub struct RulesArgs {
 pub struct ExplainArgs {
     /// The model, as for `add`.
     pub model: String,
-    #[arg(long)]
+    /// The checkout (default: the current folder or the first parent holding pithtrain/).
+    #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    #[arg(long, default_value = DEFAULT_RULES)]
+    /// A built-in rule set name or a folder with ruleset.toml.
+    #[arg(long, default_value = DEFAULT_RULES, value_name = "NAME-or-DIR")]
     pub rules: String,
     /// Machine-readable output.
     #[arg(long)]
@@ -33,7 +39,8 @@ pub struct ExplainArgs {
 
 #[derive(Args, Debug)]
 pub struct TestRulesArgs {
-    #[arg(long, default_value = DEFAULT_RULES)]
+    /// A built-in rule set name or a folder with ruleset.toml.
+    #[arg(long, default_value = DEFAULT_RULES, value_name = "NAME-or-DIR")]
     pub rules: String,
     /// Print each example's actual output (hashes masked), to write or review `after`.
     #[arg(long)]
@@ -95,7 +102,7 @@ pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
 
 pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     let set = load_rules(&args.rules)?;
-    let root = root_for(&args.root, &set)?;
+    let root = checkout::root_for(args.root.as_deref(), &set.manifest).map_err(user_error)?;
     let model = checkout::resolve_model(&root, &set.manifest, &args.model).map_err(user_error)?;
     let rules = set.rules_for_model(Some(&model));
     let landings = explain::explain(&root, &set, &rules, Some(&model));
@@ -133,8 +140,8 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
 
 pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
     let set = load_rules(&args.rules)?;
-    // Examples use `add`'s defaults for what they do not set.
-    let defaults = super::codemod::template_params(&[0], &[0, 1], None, "/tmp");
+    // Examples use the parameters' defaults for what they do not set.
+    let defaults = params::example_defaults(&set.manifest);
     let results = selftest::run_all(&set, &defaults);
     let failed: Vec<&selftest::ExampleResult> =
         results.iter().filter(|r| r.problem.is_some()).collect();

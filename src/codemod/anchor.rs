@@ -4,7 +4,7 @@
 
 use tree_sitter::Node;
 
-use super::pattern::{Bindings, Pattern};
+use crate::python::pattern::{Bindings, Pattern};
 use crate::python::{self, Source};
 use crate::rules::load::RulePatterns;
 use crate::rules::{Occurrence, Rule};

@@ -7,6 +7,21 @@ use walkdir::WalkDir;
 
 use crate::rules::Manifest;
 
+/// The checkout a rule set works on: `root` (or the current folder), walked up to the rule
+/// set's marker; without a marker, `root` (or the current folder) itself.
+pub fn root_for(root: Option<&Path>, manifest: &Manifest) -> Result<PathBuf, String> {
+    let start = root.unwrap_or(Path::new("."));
+    if !start.is_dir() {
+        return Err(format!("--root {}: no such folder", start.display()));
+    }
+    match &manifest.root_marker {
+        Some(marker) => find_root(start, marker),
+        None => start
+            .canonicalize()
+            .map_err(|e| format!("{}: {e}", start.display())),
+    }
+}
+
 /// Walk up from `start` to the first folder holding `marker` (e.g. `pithtrain/__init__.py`).
 pub fn find_root(start: &Path, marker: &str) -> Result<PathBuf, String> {
     let start = start
@@ -41,26 +56,174 @@ fn skipped_dir(name: &str) -> bool {
         )
 }
 
-/// Python files under `dir`, relative to `root`, sorted, with `/` separators.
-pub fn python_files(root: &Path, dir: &Path) -> Vec<String> {
-    let mut out: Vec<String> = WalkDir::new(dir)
-        .follow_links(false)
+/// What a walk of a tree finds.
+#[derive(Debug, Default)]
+pub struct Walk {
+    /// Python files, relative to the root, sorted, with `/` separators. A file reached
+    /// through a symlinked folder is listed by the path through the link, once.
+    pub python: Vec<String>,
+    /// Temporary files an interrupted run left (absolute paths).
+    pub temps: Vec<PathBuf>,
+}
+
+/// Walk `dir` (under `root`), following symlinked folders as Python does when it imports
+/// through them, so `add`, `status`, `check` and `remove` all see the same files.
+pub fn walk(root: &Path, dir: &Path) -> Walk {
+    let mut out = Walk::default();
+    let mut seen = std::collections::HashSet::new();
+    for e in WalkDir::new(dir)
+        .follow_links(true)
         .into_iter()
         .filter_entry(|e| {
             e.depth() == 0
                 || !(e.file_type().is_dir() && skipped_dir(&e.file_name().to_string_lossy()))
         })
         .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_file() && e.path().extension().is_some_and(|x| x == "py"))
-        .filter_map(|e| {
-            e.path()
-                .strip_prefix(root)
-                .ok()
-                .map(|p| p.to_string_lossy().replace('\\', "/"))
-        })
-        .collect();
-    out.sort();
+    {
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let name = e.file_name().to_string_lossy();
+        if super::transaction::is_temp_name(&name) {
+            out.temps.push(e.path().to_path_buf());
+            continue;
+        }
+        if e.path().extension().is_none_or(|x| x != "py") {
+            continue;
+        }
+        // The same file through two paths (a link and its target both in the tree): the
+        // inode from the directory entry, free, with the name against reuse across file
+        // systems.
+        if !seen.insert((walkdir::DirEntryExt::ino(&e), e.file_name().to_owned())) {
+            continue;
+        }
+        if let Some(rel) = relative(root, e.path()) {
+            out.python.push(rel);
+        }
+    }
+    out.python.sort();
+    out.temps.sort();
     out
+}
+
+/// `path` relative to `root`, with `/` separators; a path outside it as it is.
+pub fn relative(root: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(root).unwrap_or(path);
+    Some(rel.to_string_lossy().replace('\\', "/"))
+}
+
+/// Python files under `dir`, relative to `root` (see `walk`).
+pub fn python_files(root: &Path, dir: &Path) -> Vec<String> {
+    walk(root, dir).python
+}
+
+/// Where `remove`, `status` and `check` look: the checkout (found as `add` finds it) and
+/// what to scan in it.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub root: PathBuf,
+    /// Folders and files to scan (absolute); the root when no paths were given.
+    pub targets: Vec<PathBuf>,
+    /// Whether `root` is a checkout (found by its marker or named by --root).
+    pub checkout: bool,
+}
+
+/// `--root`, else the checkout above the current folder (by any of `markers`); with
+/// `paths`, those are scanned, else the whole checkout. Below a folder that is no
+/// checkout, `--root` or paths are needed: a bare `remove` in a home folder must not
+/// reach every checkout below it.
+pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Result<Scope, String> {
+    for p in paths {
+        if !p.exists() {
+            return Err(format!("{}: no such file or folder", p.display()));
+        }
+    }
+    let absolute = |p: &Path| {
+        p.canonicalize()
+            .map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let targets = |root: &Path| -> Result<Vec<PathBuf>, String> {
+        if paths.is_empty() {
+            Ok(vec![root.to_path_buf()])
+        } else {
+            // Keep the path as given under the root (a symlinked folder stays one).
+            let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+            paths
+                .iter()
+                .map(|p| {
+                    let joined = cwd.join(p);
+                    Ok(if joined.starts_with(root) {
+                        joined
+                    } else {
+                        absolute(p)?
+                    })
+                })
+                .collect()
+        }
+    };
+    if let Some(r) = root {
+        if !r.is_dir() {
+            return Err(format!("--root {}: no such folder", r.display()));
+        }
+        let root = absolute(r)?;
+        return Ok(Scope {
+            targets: targets(&root)?,
+            root,
+            checkout: true,
+        });
+    }
+    let start = paths.first().map_or(Path::new("."), |p| p.as_path());
+    let start = if start.is_file() {
+        start
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+    } else {
+        start
+    };
+    for m in markers {
+        if let Ok(found) = find_root(start, m) {
+            return Ok(Scope {
+                targets: targets(&found)?,
+                root: found,
+                checkout: true,
+            });
+        }
+    }
+    let cwd = absolute(Path::new("."))?;
+    if paths.is_empty() {
+        return Err(format!(
+            "{} is not inside a checkout (no {} here or above); pass --root DIR, or the files and folders to look at",
+            cwd.display(),
+            markers.join(" or ")
+        ));
+    }
+    Ok(Scope {
+        targets: targets(&cwd)?,
+        root: cwd,
+        checkout: false,
+    })
+}
+
+impl Scope {
+    /// Every file in scope: Python files under its folders, and the files named.
+    pub fn walk(&self) -> Walk {
+        let mut out = Walk::default();
+        for t in &self.targets {
+            if t.is_file() {
+                if let Some(rel) = relative(&self.root, t) {
+                    out.python.push(rel);
+                }
+                continue;
+            }
+            let w = walk(&self.root, t);
+            out.python.extend(w.python);
+            out.temps.extend(w.temps);
+        }
+        out.python.sort();
+        out.python.dedup();
+        out
+    }
 }
 
 /// The models a checkout has: file stems under the rule set's model folder.

@@ -1,6 +1,6 @@
 //! Unified diffs of planned changes, with `a/` and `b/` paths so `git apply` takes them.
 
-use similar::{ChangeTag, TextDiff};
+use similar::TextDiff;
 
 /// The diff of one file; empty when nothing changes.
 pub fn unified(path: &str, before: &str, after: &str) -> String {
@@ -48,17 +48,49 @@ pub fn colorize(diff: &str) -> String {
     out
 }
 
-/// Lines added and removed, for summaries.
-pub fn counts(before: &str, after: &str) -> (usize, usize) {
-    let diff = TextDiff::from_lines(before, after);
-    let mut added = 0;
-    let mut removed = 0;
-    for change in diff.iter_all_changes() {
-        match change.tag() {
-            ChangeTag::Insert => added += 1,
-            ChangeTag::Delete => removed += 1,
-            ChangeTag::Equal => {}
+/// Lines added and removed in a unified diff `unified` made (headers left out).
+pub fn counts_of(diff: &str) -> (usize, usize) {
+    let (mut added, mut removed) = (0, 0);
+    for line in diff.lines() {
+        if line.starts_with("+++ ") || line.starts_with("--- ") {
+            continue;
+        }
+        if line.starts_with('+') {
+            added += 1;
+        } else if line.starts_with('-') {
+            removed += 1;
         }
     }
     (added, removed)
+}
+
+/// One file a command changes, with its diff.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct FileChange {
+    pub file: String,
+    pub added: usize,
+    pub removed: usize,
+    #[serde(skip)]
+    pub before: String,
+    #[serde(skip)]
+    pub after: String,
+    /// The unified diff (`git apply` takes it).
+    #[serde(skip)]
+    pub diff: String,
+}
+
+impl FileChange {
+    /// The change from `before` to `after`, its diff computed once.
+    pub fn new(file: String, before: String, after: String) -> FileChange {
+        let diff = unified(&file, &before, &after);
+        let (added, removed) = counts_of(&diff);
+        FileChange {
+            file,
+            added,
+            removed,
+            before,
+            after,
+            diff,
+        }
+    }
 }

@@ -14,7 +14,9 @@ pub struct Landing {
     pub rule: String,
     pub group: String,
     pub file: String,
-    /// 1-based line of the anchor (or of the scope, for body positions).
+    /// 1-based line of the anchor (or of the scope, for body positions) in the file as it
+    /// is now: on an instrumented tree, where the anchor stands among the regions (a
+    /// statement a region replaced: its `# |` line).
     pub line: Option<usize>,
     /// The first line of the matched statement.
     pub matched: Option<String>,
@@ -36,16 +38,24 @@ fn first_line(src: &Source, node: tree_sitter::Node) -> String {
 /// Resolve `rules` (already filtered for the model) under `root`.
 pub fn explain(root: &Path, set: &RuleSet, rules: &[&Rule], model: Option<&str>) -> Vec<Landing> {
     let mut out = Vec::new();
-    let mut cache: std::collections::BTreeMap<String, Option<Source>> = Default::default();
+    // Each file without this set's regions, and for each of its lines the line it is now.
+    let mut cache: std::collections::BTreeMap<String, Option<(Source, Vec<usize>)>> =
+        Default::default();
     for rule in rules {
         let file = rule.file.replace("{MODEL}", model.unwrap_or("{MODEL}"));
         let src = cache.entry(file.clone()).or_insert_with(|| {
-            let text = std::fs::read_to_string(root.join(&file)).ok()?;
-            // Explain the tree as it is without instrumentation.
-            let clean = markers::strip(&text, |r| r.rule_set == set.manifest.name)
-                .map(|(t, _)| t)
-                .unwrap_or(text);
-            Some(Source::parse(clean))
+            let bytes = std::fs::read(root.join(&file)).ok()?;
+            // Resolve on the tree as it is without this set's regions, then map back.
+            let (clean, origin) =
+                match markers::strip_bytes(&bytes, |r| r.rule_set == set.manifest.name) {
+                    Ok(s) => (s.text, s.origin),
+                    Err(_) => {
+                        let n = bytes.iter().filter(|b| **b == b'\n').count() + 1;
+                        (bytes, (0..n).collect())
+                    }
+                };
+            let text = String::from_utf8(clean).ok()?;
+            Some((Source::parse(text), origin))
         });
         let mut landing = Landing {
             rule: rule.id.clone(),
@@ -57,8 +67,11 @@ pub fn explain(root: &Path, set: &RuleSet, rules: &[&Rule], model: Option<&str>)
             error: None,
         };
         match src {
-            None => landing.error = Some("the file does not exist in this checkout".into()),
-            Some(src) => match anchor::resolve(
+            None => {
+                landing.error =
+                    Some("the file does not exist in this checkout (or is not UTF-8 text)".into())
+            }
+            Some((src, origin)) => match anchor::resolve(
                 src,
                 rule,
                 set.patterns_of(rule),
@@ -66,7 +79,8 @@ pub fn explain(root: &Path, set: &RuleSet, rules: &[&Rule], model: Option<&str>)
             ) {
                 Ok(r) => {
                     let node = r.anchor.unwrap_or(r.scope);
-                    landing.line = Some(src.line_of(node.start_byte()));
+                    let clean_line = src.line_of(node.start_byte());
+                    landing.line = Some(origin.get(clean_line - 1).map_or(clean_line, |l| l + 1));
                     landing.matched = Some(first_line(src, node));
                     landing.bindings = r.bindings;
                 }

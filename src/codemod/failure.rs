@@ -4,7 +4,10 @@
 
 use std::fmt;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+use serde::Serialize;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum FailureKind {
     /// A scope, anchor, `following` or `capture` pattern matched nothing or too much.
     Anchor,
@@ -23,10 +26,12 @@ pub enum FailureKind {
     Markers,
     /// The target file is missing or unreadable.
     File,
+    /// The target file is not UTF-8 text.
+    Encoding,
 }
 
 /// One failure, tied to a file and, where it has one, a rule and a line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Failure {
     pub kind: FailureKind,
     /// Target file, relative to the root.

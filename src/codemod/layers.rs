@@ -1,18 +1,23 @@
 //! Choosing the detail layers when `--detail-layers` is not given: find the model's
-//! MoE-versus-dense decision in its decoder layer (patterns from the rule set), evaluate
-//! it with the model config, and take the first MoE layers. Never a silent guess: when
-//! the decision cannot be found or evaluated, the error says so and asks for the flag.
+//! MoE-versus-dense decision in its decoder layer (patterns from the rule set), run the
+//! decoder's `__init__` up to it with the model config (locals, `getattr` defaults,
+//! `self.` attributes: see `python::eval`), and take the first MoE layers. Never a silent
+//! guess: when the decision cannot be found or evaluated, the error says so and asks for
+//! the flag. Work is bounded whatever the config claims (`MAX_LAYERS`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use tree_sitter::Node;
 
 use super::anchor::reachable_statements;
-use super::pattern::Pattern;
-use crate::python::eval::{self, Env};
+use crate::python::eval::{self, Binding, Env};
+use crate::python::pattern::Pattern;
 use crate::python::{self, Source};
 use crate::rules::{DetailLayersSpec, Manifest};
+
+/// Layers evaluated at most, whatever `num_hidden_layers` says.
+pub const MAX_LAYERS: u64 = 10_000;
 
 /// The layers chosen and why (printed so the user can check).
 #[derive(Debug, Clone)]
@@ -32,9 +37,14 @@ fn read_config(path: &Path) -> Result<Value, String> {
         std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
     let v: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
-    // Multimodal configs keep the language model's settings in `text_config`.
+    // Multimodal configs keep the language model's settings in `text_config`; the decoder
+    // reads those, and `config.text_config` still reaches them.
     Ok(match v.get("text_config") {
-        Some(t) if v.get("num_hidden_layers").is_none() => t.clone(),
+        Some(Value::Object(t)) if v.get("num_hidden_layers").is_none() => {
+            let mut t = t.clone();
+            t.insert("text_config".into(), Value::Object(t.clone()));
+            Value::Object(t)
+        }
         _ => v,
     })
 }
@@ -89,12 +99,69 @@ fn num_layers(c: &Config) -> Option<u64> {
     c.value.get("num_hidden_layers").and_then(|v| v.as_u64())
 }
 
+/// "a.json (24 layers), b.json (36 layers)", for messages about several configs.
+fn listed(configs: &[Config]) -> String {
+    configs
+        .iter()
+        .map(|c| match num_layers(c) {
+            Some(n) => format!("{} ({n} layers)", c.path),
+            None => c.path.clone(),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// The decision as found in the model file.
 enum Decision {
     /// Every decoder layer has experts (the MoE block is built unconditionally).
     Always,
-    /// A condition on the layer index.
-    Condition { layer_var: String, expr: String },
+    /// A condition: `cond` (byte range of the expression) evaluated after running the
+    /// function body up to `stop`; `shown` is what the user reads.
+    Condition {
+        cond: std::ops::Range<usize>,
+        stop: usize,
+        shown: String,
+    },
+}
+
+/// The decoder layer found: its source, its `__init__`, where the decision is.
+struct Found {
+    src: Source,
+    func: std::ops::Range<usize>,
+    layer_var: String,
+    at: String,
+    decision: Decision,
+}
+
+fn node_at<'s>(
+    src: &'s Source,
+    range: &std::ops::Range<usize>,
+    kind: Option<&str>,
+) -> Option<Node<'s>> {
+    let mut n = src
+        .root()
+        .descendant_for_byte_range(range.start, range.end)?;
+    loop {
+        if n.byte_range() == *range && kind.is_none_or(|k| n.kind() == k) {
+            return Some(n);
+        }
+        n = n.parent()?;
+    }
+}
+
+/// Whether `stmt` runs every time its function does (no `if`, loop or `try` around it).
+fn unconditional(stmt: Node, func: Node) -> bool {
+    let mut cur = stmt.parent();
+    while let Some(n) = cur {
+        if n.id() == func.id() {
+            return true;
+        }
+        if python::is_compound(n.kind()) || n.kind().ends_with("_statement") {
+            return false;
+        }
+        cur = n.parent();
+    }
+    true
 }
 
 fn find_decision(
@@ -102,19 +169,22 @@ fn find_decision(
     manifest: &Manifest,
     spec: &DetailLayersSpec,
     model: &str,
-) -> Result<(String, Decision), String> {
+) -> Result<Found, String> {
     let dir = manifest
         .models
         .as_ref()
         .map(|m| m.dir.as_str())
         .unwrap_or(".");
     let rel = format!("{dir}/{model}.py");
-    let text = std::fs::read_to_string(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let bytes = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
     // Read the model as it is without instrumentation, so lines match the clean file.
-    let clean = super::markers::strip(&text, |_| true)
-        .map(|(t, _)| t)
-        .unwrap_or(text);
-    let src = Source::parse(clean);
+    let clean = super::markers::strip_bytes(&bytes, |_| true)
+        .map(|s| s.text)
+        .unwrap_or(bytes);
+    let text = String::from_utf8(clean)
+        .map_err(|_| format!("{rel} is not UTF-8 (see the error above)"))?;
+    let src = Source::parse(text);
+    src.share();
     let ask = "pass --detail-layers";
     let index = Pattern::compile(&spec.index)?;
     let hits: Vec<_> = python::all_statements(src.root())
@@ -137,80 +207,206 @@ fn find_decision(
         .next()
         .ok_or_else(|| format!("`{}` is not inside a function in {rel}; {ask}", spec.index))?;
     let pool = reachable_statements(func);
+    let mut decision = None;
     for c in &spec.conditions {
         let p = Pattern::compile(c)?;
         let found: Vec<_> = pool
             .iter()
             .filter_map(|s| p.match_statement(&src, *s).map(|b| (*s, b)))
             .collect();
-        if let [(stmt, b)] = found.as_slice() {
-            let cond = b
-                .get("COND")
-                .cloned()
-                .ok_or("a condition pattern must bind $COND")?;
+        if let [(stmt, _)] = found.as_slice() {
+            let cond_node =
+                find_bound(&src, *stmt, &p).ok_or("a condition pattern must bind $COND")?;
+            let cond_text = src.text_of(cond_node).to_string();
             let mut line = src.line_of(stmt.start_byte());
-            let mut expr = cond.clone();
-            // `has_experts` in `MoE() if has_experts else MLP()`: use its assignment.
-            if cond.chars().all(|ch| ch.is_alphanumeric() || ch == '_') {
-                let assign = Pattern::compile(&format!("{cond} = $VALUE"))?;
-                let defs: Vec<_> = pool
+            let mut shown = cond_text.clone();
+            // `has_experts` in `MoE() if has_experts else MLP()`: show its assignment.
+            if cond_text
+                .chars()
+                .all(|ch| ch.is_alphanumeric() || ch == '_')
+            {
+                let assign = Pattern::compile(&format!("{cond_text} = $VALUE"))?;
+                if let Some((s, b)) = pool
                     .iter()
                     .filter(|s| s.start_byte() < stmt.start_byte())
                     .filter_map(|s| assign.match_statement(&src, *s).map(|b| (*s, b)))
-                    .collect();
-                if let Some((s, b)) = defs.last() {
-                    expr = b["VALUE"].clone();
+                    .next_back()
+                {
+                    shown = b["VALUE"].split_whitespace().collect::<Vec<_>>().join(" ");
+                    shown = shown.replace("( ", "(").replace(" )", ")");
                     line = src.line_of(s.start_byte());
                 }
             }
-            return Ok((
+            decision = Some((
                 format!("{rel}:{line}"),
-                Decision::Condition { layer_var, expr },
+                Decision::Condition {
+                    cond: cond_node.byte_range(),
+                    stop: stmt.start_byte(),
+                    shown,
+                },
             ));
+            break;
         }
     }
-    for a in &spec.always_moe {
-        let p = Pattern::compile(a)?;
-        if let Some(s) = pool.iter().find(|s| p.match_statement(&src, **s).is_some()) {
-            return Ok((
-                format!("{rel}:{}", src.line_of(s.start_byte())),
-                Decision::Always,
-            ));
+    if decision.is_none() {
+        for a in &spec.always_moe {
+            let p = Pattern::compile(a)?;
+            if let Some(s) = pool
+                .iter()
+                .find(|s| p.match_statement(&src, **s).is_some() && unconditional(**s, func))
+            {
+                decision = Some((
+                    format!("{rel}:{}", src.line_of(s.start_byte())),
+                    Decision::Always,
+                ));
+                break;
+            }
         }
     }
-    Err(format!(
-        "cannot find the MoE-vs-dense decision in {rel} (looked in the function around line {} for {}); {ask}",
-        src.line_of(func.start_byte()),
-        spec.conditions
-            .iter()
-            .chain(&spec.always_moe)
-            .map(|c| format!("`{c}`"))
-            .collect::<Vec<_>>()
-            .join(" or ")
-    ))
+    let Some((at, decision)) = decision else {
+        return Err(format!(
+            "cannot find the MoE-vs-dense decision in {rel} (looked in the function around line {} for {}); {ask}",
+            src.line_of(func.start_byte()),
+            spec.conditions
+                .iter()
+                .chain(&spec.always_moe)
+                .map(|c| format!("`{c}`"))
+                .collect::<Vec<_>>()
+                .join(" or ")
+        ));
+    };
+    Ok(Found {
+        func: func.byte_range(),
+        layer_var,
+        at,
+        decision,
+        src,
+    })
 }
 
-/// Which layers of `0..n` the condition selects, under `config`.
-fn moe_layers(layer_var: &str, expr: &str, config: &Config, n: u64) -> Result<Vec<u64>, String> {
-    let src = Source::parse(format!("{expr}\n"));
-    let node = src
-        .root()
-        .named_child(0)
-        .and_then(|s| s.named_child(0))
-        .ok_or("empty condition")?;
-    let mut out = Vec::new();
-    for i in 0..n {
-        let env = Env {
-            names: BTreeMap::from([(layer_var.to_string(), Value::from(i))]),
-            config: Some(&config.value),
-        };
-        if eval::eval_bool(&src, node, &env)
-            .map_err(|e| format!("cannot evaluate `{expr}` with {}: {e}", config.path))?
-        {
-            out.push(i);
+/// The node `$COND` matched in `stmt` (patterns bind text; find the node holding it).
+fn find_bound<'t>(src: &'t Source, stmt: Node<'t>, p: &Pattern) -> Option<Node<'t>> {
+    let b = p.match_statement(src, stmt)?;
+    let text = b.get("COND")?;
+    let mut stack = vec![stmt];
+    while let Some(n) = stack.pop() {
+        if src.text_of(n) == text && n.is_named() {
+            return Some(n);
+        }
+        let mut c = n.walk();
+        let mut kids: Vec<Node> = n.named_children(&mut c).collect();
+        kids.reverse();
+        stack.extend(kids);
+    }
+    None
+}
+
+/// The environment the decoder's `__init__` starts with for layer `i`.
+fn start_env(found: &Found, func: Node, config: &Config, i: u64) -> Env {
+    let src = &found.src;
+    let mut env = Env::default();
+    if let Some(params) = func.child_by_field_name("parameters") {
+        let mut cursor = params.walk();
+        for p in params.named_children(&mut cursor) {
+            let (name, annotation, default) = match p.kind() {
+                "identifier" => (Some(p), None, None),
+                "typed_parameter" => (p.named_child(0), p.child_by_field_name("type"), None),
+                "default_parameter" | "typed_default_parameter" => (
+                    p.child_by_field_name("name"),
+                    p.child_by_field_name("type"),
+                    p.child_by_field_name("value"),
+                ),
+                _ => (None, None, None),
+            };
+            let Some(name) = name.map(|n| src.text_of(n)) else {
+                continue;
+            };
+            let annotation = annotation.map(|a| src.text_of(a)).unwrap_or("");
+            if name == found.layer_var {
+                env.set(name, Value::from(i));
+            } else if name == "config" || annotation.ends_with("Config") {
+                env.set(name, config.value.clone());
+            } else if let Some(v) = config.value.get(name) {
+                // A decoder built from unpacked config fields (`decoder_sparse_step: int = 1`)
+                // gets them from the config under the same name.
+                env.reads
+                    .borrow_mut()
+                    .insert(format!("{name}={v} (as parameter `{name}`)"));
+                env.set(name, v.clone());
+            } else if let Some(d) = default {
+                let v = eval::eval(src, d, &Env::default());
+                env.names.insert(
+                    name.to_string(),
+                    match v {
+                        Ok(v) => Binding::Known(v),
+                        Err(e) => Binding::Unknown(format!("parameter `{name}`: {e}")),
+                    },
+                );
+            } else if name != "self" {
+                env.names.insert(
+                    name.to_string(),
+                    Binding::Unknown(format!(
+                        "`{name}` is a parameter of the decoder's __init__ that the config does not give"
+                    )),
+                );
+            }
         }
     }
-    Ok(out)
+    env
+}
+
+/// The first `count` layers the condition selects under `config`, evaluating at most
+/// `MAX_LAYERS`; with the config fields it read.
+fn moe_layers(
+    found: &Found,
+    config: &Config,
+    count: usize,
+) -> Result<(Vec<u64>, Vec<String>), String> {
+    let Decision::Condition { cond, stop, shown } = &found.decision else {
+        unreachable!("only conditions are evaluated");
+    };
+    let n = num_layers(config).ok_or_else(|| {
+        format!(
+            "{} has no num_hidden_layers; pass --detail-layers",
+            config.path
+        )
+    })?;
+    let src = &found.src;
+    let func = node_at(src, &found.func, Some("function_definition")).ok_or("lost the decoder")?;
+    let body = func
+        .child_by_field_name("body")
+        .ok_or("the decoder has no body")?;
+    let cond = node_at(src, cond, None).ok_or("lost the condition")?;
+    let mut out = Vec::new();
+    let mut reads = std::collections::BTreeSet::new();
+    let limit = n.min(MAX_LAYERS);
+    for i in 0..limit {
+        let mut env = start_env(found, func, config, i);
+        eval::run_until(src, body, *stop, &mut env)?;
+        let yes = eval::eval_bool(src, cond, &env)
+            .map_err(|e| format!("cannot evaluate `{shown}` with {}: {e}", config.path))?;
+        reads.extend(env.reads.into_inner());
+        if yes {
+            out.push(i);
+            if out.len() == count {
+                break;
+            }
+        }
+    }
+    if out.len() < count {
+        let scope = if limit < n {
+            format!("the first {limit} of {n} layers")
+        } else {
+            format!("its {n} layers")
+        };
+        return Err(format!(
+            "`{shown}` ({}) selects {} MoE layer(s) among {scope} with {}, fewer than {count}; pass --detail-layers",
+            found.at,
+            out.len(),
+            config.path
+        ));
+    }
+    Ok((out, reads.into_iter().collect()))
 }
 
 /// The default detail layers for `model`.
@@ -224,91 +420,97 @@ pub fn auto(
         .detail_layers
         .as_ref()
         .ok_or("this rule set has no rule for choosing detail layers; pass --detail-layers")?;
-    let (at, decision) = find_decision(root, manifest, spec, model)?;
+    let found = find_decision(root, manifest, spec, model)?;
     let configs = configs(root, spec, model, config)?;
     let count = spec.count;
-    match decision {
+    let several = |what: &str| {
+        if configs.len() > 1 {
+            format!(
+                "{what}; the example configs for this model are {}: pass --config FILE with the one you train, or --detail-layers",
+                listed(&configs)
+            )
+        } else {
+            format!("{what}; pass --config FILE or --detail-layers")
+        }
+    };
+    match &found.decision {
         Decision::Always => {
             let layers: Vec<u64> = (0..count as u64).collect();
-            // Check against the smallest model the example configs describe.
             let smallest = configs
                 .iter()
                 .filter(|c| num_layers(c).is_some())
                 .min_by_key(|c| num_layers(c));
-            let limit = smallest.and_then(num_layers);
-            if let Some(n) = limit
+            if let Some(c) = smallest
+                && let Some(n) = num_layers(c)
                 && n < count as u64
             {
-                return Err(format!(
-                    "the model has only {n} layers; pass --detail-layers"
-                ));
+                return Err(several(&format!(
+                    "{} has only {n} layers, fewer than {count}",
+                    c.path
+                )));
             }
-            let checked = match (limit, smallest) {
-                (Some(n), Some(c)) => format!(" (the model has {n}, per {})", c.path),
-                _ => String::new(),
+            let checked = match &configs[..] {
+                [] => String::new(),
+                [c] => format!(
+                    " (the model has {}, per {})",
+                    num_layers(c).map_or("?".into(), |n| n.to_string()),
+                    c.path
+                ),
+                _ => format!(
+                    " (every example config has at least {count}: {})",
+                    listed(&configs)
+                ),
             };
             Ok(LayerChoice {
                 layers,
                 reason: Some(format!(
-                    "every decoder layer builds the MoE block unconditionally ({at}), so the first {count} layers{checked}"
+                    "every decoder layer builds the MoE block unconditionally ({}), so the first {count} layers{checked}",
+                    found.at
                 )),
             })
         }
-        Decision::Condition { layer_var, expr } => {
+        Decision::Condition { shown, .. } => {
             if configs.is_empty() {
                 return Err(format!(
-                    "the layer condition `{expr}` ({at}) needs the model config: pass --config config.json, or --detail-layers"
+                    "the layer condition `{shown}` ({}) needs the model config: pass --config config.json, or --detail-layers",
+                    found.at
                 ));
             }
-            let mut chosen: Option<(Vec<u64>, String)> = None;
+            let mut results = Vec::new();
             for c in &configs {
-                let n = num_layers(c).ok_or_else(|| {
-                    format!("{} has no num_hidden_layers; pass --detail-layers", c.path)
-                })?;
-                let layers: Vec<u64> = moe_layers(&layer_var, &expr, c, n)?
-                    .into_iter()
-                    .take(count)
-                    .collect();
-                if layers.len() < count {
-                    return Err(format!(
-                        "`{expr}` selects fewer than {count} MoE layers with {}; pass --detail-layers",
-                        c.path
-                    ));
-                }
-                match &chosen {
-                    Some((prev, prev_path)) if *prev != layers => {
-                        return Err(format!(
-                            "the example configs disagree ({prev_path} gives {prev:?}, {} gives {layers:?}); pass --config or --detail-layers",
-                            c.path
-                        ));
-                    }
-                    Some(_) => {}
-                    None => chosen = Some((layers, c.path.clone())),
-                }
+                results.push((c, moe_layers(&found, c, count)?));
             }
-            let (layers, path) = chosen.expect("at least one config");
-            let keys: Vec<String> = configs[0]
-                .value
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .filter(|(k, _)| expr.contains(k.as_str()))
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect()
-                })
-                .unwrap_or_default();
+            let (first_cfg, (layers, reads)) = &results[0];
+            if let Some((other, (l2, _))) = results.iter().find(|(_, (l, _))| l != layers) {
+                return Err(several(&format!(
+                    "the example configs disagree ({} gives {layers:?}, {} gives {l2:?})",
+                    first_cfg.path, other.path
+                )));
+            }
+            let from = if results.len() > 1 {
+                format!(
+                    "{} (and the same with {})",
+                    first_cfg.path,
+                    listed(&configs[1..])
+                )
+            } else {
+                first_cfg.path.clone()
+            };
             Ok(LayerChoice {
-                layers,
+                layers: layers.clone(),
                 reason: Some(format!(
-                    "first {count} MoE layers by `{expr}` ({at}) with {} from {path}",
-                    keys.join(", ")
+                    "first {count} MoE layers by `{shown}` ({}) with {} from {from}",
+                    found.at,
+                    reads.join(", ")
                 )),
             })
         }
     }
 }
 
-/// Check explicit `--detail-layers` against the model's layer count when a config is known.
+/// Check explicit `--detail-layers` against the model's layer count when a config is
+/// known: refused when no config has the layer; with several example configs, a layer
+/// only some have is taken, with a note naming them.
 pub fn check_explicit(
     root: &Path,
     manifest: &Manifest,
@@ -320,19 +522,32 @@ pub fn check_explicit(
         return Ok(None);
     };
     let configs = configs(root, spec, model, config)?;
-    if let Some(c) = configs
-        .iter()
-        .filter(|c| num_layers(c).is_some())
-        .min_by_key(|c| num_layers(c))
-    {
-        let n = num_layers(c).expect("filtered");
-        if let Some(bad) = layers.iter().find(|l| **l >= n) {
-            return Err(format!(
-                "--detail-layers {bad}: the model has {n} layers (0..{}) per {}",
-                n - 1,
-                c.path
-            ));
-        }
+    let sized: Vec<&Config> = configs.iter().filter(|c| num_layers(c).is_some()).collect();
+    let Some(&largest) = sized.iter().max_by_key(|c| num_layers(c)) else {
+        return Ok(None);
+    };
+    let n = num_layers(largest).expect("filtered");
+    if let Some(bad) = layers.iter().find(|l| **l >= n) {
+        let others = if sized.len() > 1 {
+            format!(" (the largest of {})", listed(&configs))
+        } else {
+            String::new()
+        };
+        return Err(format!(
+            "--detail-layers {bad}: the model has {n} layers (0..{}) per {}{others}; pass layers below {n}, or --config FILE with the config you train",
+            n - 1,
+            largest.path
+        ));
     }
-    Ok(None)
+    let short: Vec<String> = sized
+        .iter()
+        .filter(|c| layers.iter().any(|l| *l >= num_layers(c).unwrap_or(0)))
+        .map(|c| c.path.clone())
+        .collect();
+    Ok((!short.is_empty()).then(|| {
+        format!(
+            "note: {} has fewer layers than --detail-layers asks for (its runs print no detail there); pass --config FILE to check against the config you train",
+            short.join(", ")
+        )
+    }))
 }

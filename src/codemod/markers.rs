@@ -9,9 +9,17 @@
 //! ```
 //!
 //! The hash covers every line between the two markers, so a region edited by hand is
-//! noticed. Removal deletes the region and puts the `# |` lines back as they were.
-//! Markers are found by reading lines, not by parsing, so `remove` works on files that
-//! no longer parse.
+//! noticed. Removal deletes the region and puts the `# |` lines back as they were, each
+//! with the line ending it had. Markers are found by reading lines of bytes, not by
+//! parsing, so `remove` works on files that no longer parse or are no longer UTF-8.
+//!
+//! A region that rewrites a `def` line (a parameter added to a one-line signature) ends
+//! with its close marker at the end of its last code line: `) -> T:  # <<< instrument ...`,
+//! where a comment of its own line would be re-indented by ruff format.
+//!
+//! Parameters are Python literals (`RANKS={3, 14}; SNAPSHOT_DIR="/tmp"`): a value ends at
+//! `; ` or `]` outside any bracket or string, so a string holding `"; STEP=5` reads back
+//! as the one value it is.
 
 use std::fmt;
 
@@ -36,8 +44,9 @@ pub struct Region {
     pub open_line: usize,
     pub close_line: usize,
     pub indent: String,
-    /// The original lines to restore (empty for a pure insertion).
-    pub stash: Vec<String>,
+    /// The original lines to restore, each with its own line ending (empty for a pure
+    /// insertion).
+    pub stash: Vec<Vec<u8>>,
     /// False when the body no longer matches the recorded hash (edited by hand).
     pub intact: bool,
     /// 0-based line holding the marker (the open marker, or the marked import line).
@@ -60,14 +69,28 @@ impl fmt::Display for MarkerError {
 
 /// FNV-1a, 32 bits: stable across versions and platforms, enough to notice an edit.
 pub fn hash_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> String {
+    hash_byte_lines(lines.into_iter().map(str::as_bytes))
+}
+
+fn hash_byte_lines<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> String {
     let mut h: u32 = 0x811c_9dc5;
     for line in lines {
-        for &b in line.trim_end_matches('\r').as_bytes().iter().chain(b"\n") {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        for &b in line.iter().chain(b"\n") {
             h ^= b as u32;
             h = h.wrapping_mul(0x0100_0193);
         }
     }
     format!("{h:08x}")
+}
+
+/// `[K=v; K2=v2]`, or nothing without parameters.
+fn params_text(params: &[(String, String)]) -> String {
+    if params.is_empty() {
+        return String::new();
+    }
+    let joined: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(" [{}]", joined.join("; "))
 }
 
 /// Render a region. `stash` are the original lines it replaces (without line endings),
@@ -80,21 +103,34 @@ pub fn render(
     stash: &[&str],
     body: &[String],
 ) -> Vec<String> {
+    render_with(indent, rule_set, rule, params, stash, body, false)
+}
+
+/// `render`, and with `close_at_end` the close marker ends the last body line instead of
+/// taking a line of its own (a rewritten `def` header, whose next line is its body).
+pub fn render_with(
+    indent: &str,
+    rule_set: &str,
+    rule: &str,
+    params: &[(String, String)],
+    stash: &[&str],
+    body: &[String],
+    close_at_end: bool,
+) -> Vec<String> {
     let mut inner: Vec<String> = stash.iter().map(|l| stash_line(indent, l)).collect();
     inner.extend(body.iter().cloned());
     let hash = hash_lines(inner.iter().map(|s| s.as_str()));
-    let params_text = if params.is_empty() {
-        String::new()
-    } else {
-        let joined: Vec<String> = params.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        format!(" [{}]", joined.join("; "))
-    };
     let mut out = Vec::with_capacity(inner.len() + 2);
     out.push(format!(
-        "{indent}{OPEN}{rule_set} {rule}{params_text} {TAKE_OUT} h={hash}"
+        "{indent}{OPEN}{rule_set} {rule}{} {TAKE_OUT} h={hash}",
+        params_text(params)
     ));
     out.extend(inner);
-    out.push(format!("{indent}{CLOSE}{rule_set} {rule}"));
+    if close_at_end && let Some(last) = out.last_mut() {
+        last.push_str(&format!("  {CLOSE}{rule_set} {rule}"));
+    } else {
+        out.push(format!("{indent}{CLOSE}{rule_set} {rule}"));
+    }
     out
 }
 
@@ -154,14 +190,16 @@ fn stash_line(indent: &str, line: &str) -> String {
     }
 }
 
-fn unstash_line(indent: &str, marker_line: &str) -> Option<String> {
-    let rest = marker_line.strip_prefix(indent)?.strip_prefix(STASH)?;
+fn unstash_line(indent: &[u8], marker_line: &[u8]) -> Option<Vec<u8>> {
+    let rest = marker_line
+        .strip_prefix(indent)?
+        .strip_prefix(STASH.as_bytes())?;
     if rest.is_empty() {
-        Some(String::new())
-    } else if let Some(raw) = rest.strip_prefix("! ") {
-        Some(raw.to_string())
+        Some(Vec::new())
+    } else if let Some(raw) = rest.strip_prefix(b"! ") {
+        Some(raw.to_vec())
     } else {
-        rest.strip_prefix(' ').map(|r| format!("{indent}{r}"))
+        rest.strip_prefix(b" ").map(|r| [indent, r].concat())
     }
 }
 
@@ -174,6 +212,51 @@ struct OpenMarker {
     hash: String,
 }
 
+/// Split `[K=v; K2=v2]` into pairs; a value is a Python literal and ends at `; ` or the
+/// closing `]` outside brackets and strings.
+fn parse_params(text: &str) -> Option<Vec<(String, String)>> {
+    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
+    let bytes = inner.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let eq = inner[i..].find('=')? + i;
+        let key = &inner[i..eq];
+        if key.is_empty() || !key.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            return None;
+        }
+        let mut j = eq + 1;
+        let mut depth = 0usize;
+        let mut quote: Option<u8> = None;
+        while j < bytes.len() {
+            let b = bytes[j];
+            match quote {
+                Some(q) => {
+                    if b == b'\\' {
+                        j += 1;
+                    } else if b == q {
+                        quote = None;
+                    }
+                }
+                None => match b {
+                    b'"' | b'\'' => quote = Some(b),
+                    b'(' | b'[' | b'{' => depth += 1,
+                    b')' | b']' | b'}' => depth = depth.checked_sub(1)?,
+                    b';' if depth == 0 && bytes.get(j + 1) == Some(&b' ') => break,
+                    _ => {}
+                },
+            }
+            j += 1;
+        }
+        if quote.is_some() || depth != 0 || j > bytes.len() {
+            return None;
+        }
+        out.push((key.to_string(), inner[eq + 1..j].to_string()));
+        i = j + 2;
+    }
+    Some(out)
+}
+
 /// Parse an open marker line (without its line ending).
 fn parse_open(line: &str) -> Option<OpenMarker> {
     let trimmed = line.trim_start();
@@ -184,14 +267,10 @@ fn parse_open(line: &str) -> Option<OpenMarker> {
     let mut words = rest.splitn(3, ' ');
     let rule_set = words.next()?.to_string();
     let rule = words.next()?.to_string();
-    let mut params = Vec::new();
-    if let Some(p) = words.next() {
-        let inner = p.strip_prefix('[')?.strip_suffix(']')?;
-        for kv in inner.split("; ") {
-            let (k, v) = kv.split_once('=')?;
-            params.push((k.to_string(), v.to_string()));
-        }
-    }
+    let params = match words.next() {
+        Some(p) => parse_params(p)?,
+        None => Vec::new(),
+    };
     Some(OpenMarker {
         indent,
         rule_set,
@@ -211,38 +290,79 @@ pub fn is_marker_line(line: &str) -> bool {
 pub fn mentions_markers(text: &[u8]) -> bool {
     memchr::memmem::find(text, OPEN.as_bytes()).is_some()
         || memchr::memmem::find(text, CLOSE.as_bytes()).is_some()
+        || memchr::memmem::find(text, INLINE.as_bytes()).is_some()
+}
+
+/// A line of a file: its bytes without the ending, and the ending (`\n`, `\r\n` or none).
+struct Line<'a> {
+    text: &'a [u8],
+    ending: &'a [u8],
+}
+
+fn split_lines(text: &[u8]) -> Vec<Line<'_>> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for i in memchr::memchr_iter(b'\n', text) {
+        let cr = i > start && text[i - 1] == b'\r';
+        let end = if cr { i - 1 } else { i };
+        out.push(Line {
+            text: &text[start..end],
+            ending: &text[end..=i],
+        });
+        start = i + 1;
+    }
+    out.push(Line {
+        text: &text[start..],
+        ending: b"",
+    });
+    out
+}
+
+fn trim_start(b: &[u8]) -> &[u8] {
+    let n = b.iter().take_while(|c| **c == b' ' || **c == b'\t').count();
+    &b[n..]
 }
 
 /// Every region in `text`, in order. Nested or unbalanced markers are errors.
 pub fn find_regions(text: &str) -> Result<Vec<Region>, MarkerError> {
-    let lines: Vec<&str> = text
-        .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .collect();
+    find_regions_bytes(text.as_bytes())
+}
+
+/// `find_regions` for any bytes: only marker lines need to be text.
+pub fn find_regions_bytes(text: &[u8]) -> Result<Vec<Region>, MarkerError> {
+    let lines = split_lines(text);
+    find_in_lines(&lines)
+}
+
+fn find_in_lines(lines: &[Line]) -> Result<Vec<Region>, MarkerError> {
     let mut regions = Vec::new();
     let mut i = 0;
+    let open_b = OPEN.as_bytes();
+    let close_b = CLOSE.as_bytes();
     while i < lines.len() {
-        let line = lines[i];
-        let trimmed = line.trim_start();
-        if trimmed.starts_with(CLOSE) {
+        let raw = lines[i].text;
+        let trimmed = trim_start(raw);
+        if trimmed.starts_with(close_b) {
             return Err(MarkerError {
                 line: i + 1,
                 message: "closing marker without an opening one".into(),
             });
         }
-        if !trimmed.starts_with(OPEN) {
-            if line.contains(INLINE)
+        if !trimmed.starts_with(open_b) {
+            if memchr::memmem::find(raw, INLINE.as_bytes()).is_some()
+                && let Ok(line) = std::str::from_utf8(raw)
                 && let Some((code, rule_set, rule, blank, hash)) = parse_inline(line)
             {
+                let last = lines.len() - 1;
                 let (open_line, close_line) = match blank {
                     Blank::None => (i, i),
                     Blank::Before => (i.saturating_sub(1), i),
-                    Blank::After => (i, (i + 1).min(lines.len() - 1)),
+                    Blank::After => (i, (i + 1).min(last)),
                 };
                 let blank_ok = match blank {
                     Blank::None => true,
-                    Blank::Before => i > 0 && lines[i - 1].trim().is_empty(),
-                    Blank::After => i + 1 < lines.len() && lines[i + 1].trim().is_empty(),
+                    Blank::Before => i > 0 && trim_start(lines[i - 1].text).is_empty(),
+                    Blank::After => i < last && trim_start(lines[i + 1].text).is_empty(),
                 };
                 regions.push(Region {
                     rule_set,
@@ -259,21 +379,38 @@ pub fn find_regions(text: &str) -> Result<Vec<Region>, MarkerError> {
             i += 1;
             continue;
         }
+        let unreadable = || {
+            MarkerError {
+            line: i + 1,
+            message: "unreadable instrument marker (was it edited?); fix it by hand or restore the file from version control".into(),
+        }
+        };
+        let line = std::str::from_utf8(raw).map_err(|_| unreadable())?;
         let OpenMarker {
             indent,
             rule_set,
             rule,
             params,
             hash,
-        } = parse_open(line).ok_or_else(|| MarkerError {
-            line: i + 1,
-            message: "unreadable instrument marker (was it edited?)".into(),
-        })?;
+        } = parse_open(line).ok_or_else(unreadable)?;
         let close = format!("{indent}{CLOSE}{rule_set} {rule}");
+        let close_at_end = format!("  {CLOSE}{rule_set} {rule}");
         let mut j = i + 1;
-        while j < lines.len() && lines[j] != close {
-            let t = lines[j].trim_start();
-            if t.starts_with(OPEN) || t.starts_with(CLOSE) {
+        let mut end_code: Option<&[u8]> = None;
+        while j < lines.len() {
+            let l = lines[j].text;
+            if l == close.as_bytes() {
+                break;
+            }
+            if let Some(code) = l.strip_suffix(close_at_end.as_bytes())
+                && !trim_start(code).is_empty()
+                && !trim_start(code).starts_with(b"#")
+            {
+                end_code = Some(code);
+                break;
+            }
+            let t = trim_start(l);
+            if t.starts_with(open_b) || t.starts_with(close_b) {
                 return Err(MarkerError {
                     line: j + 1,
                     message: format!(
@@ -293,12 +430,15 @@ pub fn find_regions(text: &str) -> Result<Vec<Region>, MarkerError> {
                 ),
             });
         }
-        let body = &lines[i + 1..j];
-        let intact = hash_lines(body.iter().copied()) == hash;
+        let body = lines[i + 1..j].iter().map(|l| l.text).chain(end_code);
+        let intact = hash_byte_lines(body) == hash;
         let mut stash = Vec::new();
-        for l in body {
-            match unstash_line(&indent, l) {
-                Some(orig) => stash.push(orig),
+        for l in &lines[i + 1..j] {
+            match unstash_line(indent.as_bytes(), l.text) {
+                Some(mut orig) => {
+                    orig.extend_from_slice(l.ending);
+                    stash.push(orig);
+                }
                 None => break,
             }
         }
@@ -318,35 +458,57 @@ pub fn find_regions(text: &str) -> Result<Vec<Region>, MarkerError> {
     Ok(regions)
 }
 
-/// Remove the regions that `selected` picks and restore what they replaced.
-/// Returns the new text and the regions removed.
+/// What `strip` returns: the new text, the regions taken out, and for each line of the
+/// new text the line of the old text it comes from (a restored line: its `# |` line).
+pub struct Stripped {
+    pub text: Vec<u8>,
+    pub removed: Vec<Region>,
+    pub origin: Vec<usize>,
+}
+
+/// Remove the regions that `selected` picks and restore what they replaced, byte for byte.
+pub fn strip_bytes(
+    text: &[u8],
+    selected: impl Fn(&Region) -> bool,
+) -> Result<Stripped, MarkerError> {
+    let lines = split_lines(text);
+    let regions = find_in_lines(&lines)?;
+    let chosen: Vec<Region> = regions.into_iter().filter(|r| selected(r)).collect();
+    let mut out = Vec::with_capacity(text.len());
+    let mut origin = Vec::with_capacity(lines.len());
+    let mut next = 0;
+    let keep = |out: &mut Vec<u8>, origin: &mut Vec<usize>, from: usize, to: usize| {
+        for (k, l) in lines[from..to].iter().enumerate() {
+            out.extend_from_slice(l.text);
+            out.extend_from_slice(l.ending);
+            origin.push(from + k);
+        }
+    };
+    for r in &chosen {
+        keep(&mut out, &mut origin, next, r.open_line);
+        for (k, s) in r.stash.iter().enumerate() {
+            out.extend_from_slice(s);
+            origin.push(r.open_line + 1 + k);
+        }
+        next = r.close_line + 1;
+    }
+    keep(&mut out, &mut origin, next.min(lines.len()), lines.len());
+    Ok(Stripped {
+        text: out,
+        removed: chosen,
+        origin,
+    })
+}
+
+/// `strip_bytes` for text (the restored lines were text when they were stashed).
 pub fn strip(
     text: &str,
     selected: impl Fn(&Region) -> bool,
 ) -> Result<(String, Vec<Region>), MarkerError> {
-    let regions = find_regions(text)?;
-    let chosen: Vec<Region> = regions.into_iter().filter(|r| selected(r)).collect();
-    if chosen.is_empty() {
-        return Ok((text.to_string(), chosen));
-    }
-    let eol = if text.contains("\r\n") { "\r\n" } else { "\n" };
-    let raw_lines: Vec<&str> = text.split_inclusive('\n').collect();
-    let mut out = String::with_capacity(text.len());
-    let mut next = 0;
-    for r in &chosen {
-        for l in &raw_lines[next..r.open_line] {
-            out.push_str(l);
-        }
-        for s in &r.stash {
-            out.push_str(s);
-            out.push_str(eol);
-        }
-        next = r.close_line + 1;
-    }
-    for l in &raw_lines[next.min(raw_lines.len())..] {
-        out.push_str(l);
-    }
-    Ok((out, chosen))
+    let s = strip_bytes(text.as_bytes(), selected)?;
+    let restored = String::from_utf8(s.text)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).to_string());
+    Ok((restored, s.removed))
 }
 
 #[cfg(test)]
@@ -386,8 +548,8 @@ mod tests {
         for line in ["", "    ", "  shallower", "\tx", "    deeper = 1  # c"] {
             let s = stash_line("    ", line);
             assert_eq!(
-                unstash_line("    ", &s).as_deref(),
-                Some(line),
+                unstash_line(b"    ", s.as_bytes()),
+                Some(line.as_bytes().to_vec()),
                 "line {line:?} via {s:?}"
             );
         }
@@ -434,6 +596,61 @@ mod tests {
         assert_eq!(back, original);
         let edited = text.replace("import torch  #", "import torch as t  #");
         assert!(!find_regions(&edited).unwrap()[0].intact);
+    }
+
+    #[test]
+    fn parameters_read_back_exactly() {
+        let params = vec![
+            ("RANKS".to_string(), "{3, 14}".to_string()),
+            ("SNAPSHOT_DIR".to_string(), "'/tmp/x\"; STEP=5'".to_string()),
+            ("STEP".to_string(), "None".to_string()),
+        ];
+        let region = render("", "r", "a", &params, &[], &["x = 1".to_string()]);
+        let text = format!("{}\n", region.join("\n"));
+        assert_eq!(find_regions(&text).unwrap()[0].params, params);
+        let forged = text.replace("STEP=None", "STEP=\"5");
+        assert!(find_regions(&forged).is_err());
+    }
+
+    #[test]
+    fn mixed_endings_and_other_bytes_come_back_exactly() {
+        let region = render("", "r", "a", &[], &["x = 1"], &["x = 2".to_string()]);
+        let mut text = b"a = 0\n".to_vec();
+        text.extend_from_slice(region[0].as_bytes());
+        text.extend_from_slice(b"\n");
+        text.extend_from_slice(region[1].as_bytes());
+        text.extend_from_slice(b"\r\n");
+        for l in &region[2..] {
+            text.extend_from_slice(l.as_bytes());
+            text.extend_from_slice(b"\n");
+        }
+        text.extend_from_slice(b"b = '\xff'\n");
+        let s = strip_bytes(&text, |_| true).unwrap();
+        assert_eq!(s.text, b"a = 0\nx = 1\r\nb = '\xff'\n".to_vec());
+        assert_eq!(s.origin, vec![0, 2, 5, 6]);
+    }
+
+    #[test]
+    fn a_close_marker_may_end_the_last_code_line() {
+        let region = render_with(
+            "    ",
+            "r",
+            "p",
+            &[],
+            &["    def f(self):"],
+            &[
+                "    def f(".to_string(),
+                "        self,".to_string(),
+                "    ):".to_string(),
+            ],
+            true,
+        );
+        assert!(region.last().unwrap().ends_with("):  # <<< instrument r p"));
+        let text = format!("class A:\n{}\n        pass\n", region.join("\n"));
+        let regions = find_regions(&text).unwrap();
+        assert!(regions[0].intact);
+        let (back, _) = strip(&text, |_| true).unwrap();
+        assert_eq!(back, "class A:\n    def f(self):\n        pass\n");
     }
 
     #[test]

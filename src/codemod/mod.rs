@@ -2,18 +2,25 @@
 //! all or nothing, and take them out again byte for byte. It knows Python and its own
 //! markers; everything about pithtrain comes from the rules.
 
+pub mod add;
 pub mod anchor;
 pub mod checkout;
 pub mod diff;
+pub mod edit;
 pub mod expand;
 pub mod explain;
 pub mod failure;
+pub mod fault;
 pub mod imports;
 pub mod layers;
+pub mod lock;
 pub mod markers;
-pub mod pattern;
+pub mod params;
 pub mod plan;
+pub mod remove;
 pub mod selftest;
 pub mod session;
+pub mod signature;
+pub mod status;
 pub mod template;
-pub mod write;
+pub mod transaction;

@@ -3,27 +3,20 @@
 //! non-overlapping edits, and check the result (it parses, every name it reads exists).
 //! Nothing is written here; the caller decides once every file is planned.
 
-use std::collections::BTreeMap;
 use std::ops::Range;
 
 use tree_sitter::Node;
 
 use super::anchor::{self, AnchorFailure, Problem};
+pub use super::edit::PlanContext;
+use super::edit::{Edit, line_start, next_line_start};
 use super::failure::{Failure, FailureKind};
 use super::imports;
 use super::markers;
+use super::signature;
 use super::template::{self, Original};
-use crate::python::{self, Source, names};
-use crate::rules::{Position, Rule, RuleSet};
-
-/// What planning needs besides the file: the rule set and the parameter values.
-pub struct PlanContext<'a> {
-    pub rule_set: &'a RuleSet,
-    /// Template parameters (`RANKS` -> `{3, 14}`).
-    pub params: &'a BTreeMap<String, String>,
-    /// Top-level packages isort treats as first party (the rule set's and the checkout's own).
-    pub first_party: &'a [String],
-}
+use crate::python::{self, Source, binds, names};
+use crate::rules::{Position, Rule};
 
 /// The plan for one file.
 #[derive(Debug, Clone)]
@@ -36,26 +29,6 @@ pub struct FilePlan {
     /// Rules applied, in order.
     pub applied: Vec<String>,
     pub failures: Vec<Failure>,
-}
-
-/// One region to put in, as an edit of the stripped text.
-struct Edit {
-    start: usize,
-    end: usize,
-    /// The region's lines, markers included, without line endings.
-    lines: Vec<String>,
-    /// Indices of `lines` whose reads must be checked (template code, not markers,
-    /// kept originals or code copied from the original statement).
-    checked: Vec<usize>,
-    rule_index: usize,
-}
-
-fn line_start(text: &str, at: usize) -> usize {
-    text[..at].rfind('\n').map_or(0, |i| i + 1)
-}
-
-fn next_line_start(text: &str, at: usize) -> usize {
-    text[at..].find('\n').map_or(text.len(), |i| at + i + 1)
 }
 
 /// The file's indentation unit: a tab, or the width of the first indented block.
@@ -200,15 +173,21 @@ pub fn plan_file(
     let stripped = match markers::strip(on_disk, |r| r.rule_set == set_name) {
         Ok((text, removed)) => {
             if let Some(r) = removed.iter().find(|r| !r.intact) {
-                plan.failures.push(fail(
-                    FailureKind::Markers,
-                    Some(r.marker_line + 1),
-                    None,
-                    format!(
-                        "the region of rule {} was edited by hand since it was added; review it, then run `instrument remove --force` to take it out",
-                        r.rule
-                    ),
-                ));
+                // Name the region's own rule (and its group), not the rules planned here.
+                let owner = ctx.rule_set.rules.iter().find(|x| x.id == r.rule);
+                plan.failures.push(Failure {
+                    rule: Some(r.rule.clone()),
+                    group: owner.map(|o| o.group.clone()),
+                    ..fail(
+                        FailureKind::Markers,
+                        Some(r.marker_line + 1),
+                        None,
+                        format!(
+                            "the region of rule {} was edited by hand since it was added; review it, then undo the edit or run `instrument remove --force` to take it out (the original comes back from the marker)",
+                            r.rule
+                        ),
+                    )
+                });
                 return plan;
             }
             text
@@ -234,7 +213,7 @@ pub fn plan_file(
     }
 
     // 2. Parse; refuse a file the grammar does not accept.
-    let src = Source::parse(stripped.clone());
+    let src = Source::parse_reusing(stripped.clone());
     if let Some(err) = src.first_error() {
         plan.failures.push(fail(
             FailureKind::Syntax,
@@ -259,17 +238,25 @@ pub fn plan_file(
         }
     };
     let unit = indent_unit(&stripped);
-    let eol = if on_disk.contains("\r\n") {
-        "\r\n"
-    } else {
-        "\n"
+    // As ruff's `line-ending = "auto"`: the ending of the file's first line.
+    let eol = match on_disk.find('\n') {
+        Some(i) if i > 0 && on_disk.as_bytes()[i - 1] == b'\r' => "\r\n",
+        _ => "\n",
     };
 
     // 3. Resolve and render each rule.
     let mut edits: Vec<Edit> = Vec::new();
     let mut cache = anchor::PoolCache::excluding(foreign.clone());
+    let compilers: Vec<String> = ctx
+        .rule_set
+        .manifest
+        .forbid_inside
+        .iter()
+        .map(|f| f.decorator.clone())
+        .collect();
+    let compiled = CompiledHere::of(&src, &compilers);
     for &(index, rule) in rules {
-        match plan_rule(&src, rule, index, ctx, &unit, &mut cache) {
+        match plan_rule(&src, rule, index, ctx, &unit, &mut cache, &compiled) {
             Ok(mut e) => {
                 // An insertion may sit right before or after another set's region, never
                 // inside it; a replacement may not touch it at all.
@@ -331,6 +318,7 @@ pub fn plan_file(
             checked: Vec::new(),
             lines,
             rule_index: index,
+            stash_eols: Vec::new(),
         });
     }
     if !plan.failures.is_empty() {
@@ -368,7 +356,11 @@ pub fn plan_file(
             if e.checked.contains(&i) {
                 checked_ranges.push((start..out.len(), e.rule_index));
             }
-            out.push_str(eol);
+            out.push_str(
+                i.checked_sub(1)
+                    .and_then(|k| e.stash_eols.get(k))
+                    .unwrap_or(&eol),
+            );
         }
         cursor = e.end;
     }
@@ -379,10 +371,18 @@ pub fn plan_file(
     let spans: Vec<(usize, usize, usize)> = edits
         .iter()
         .map(|e| {
+            let eols = (0..e.lines.len())
+                .map(|i| {
+                    i.checked_sub(1)
+                        .and_then(|k| e.stash_eols.get(k))
+                        .unwrap_or(&eol)
+                        .len()
+                })
+                .sum::<usize>();
             (
                 e.start,
                 e.end,
-                e.lines.iter().map(|l| l.len() + eol.len()).sum(),
+                e.lines.iter().map(|l| l.len()).sum::<usize>() + eols,
             )
         })
         .collect();
@@ -429,6 +429,20 @@ pub fn plan_file(
             });
         }
     }
+    // 6. Inserted code binds only names of its own (python::binds).
+    let replaced: Vec<(usize, Range<usize>)> = edits
+        .iter()
+        .filter(|e| e.end > e.start)
+        .map(|e| (e.rule_index, e.start..e.end))
+        .collect();
+    for clash in binds::check(&src, &result, &checked_ranges, &replaced) {
+        let rule = &ctx.rule_set.rules[clash.rule];
+        let line = Some(result.line_of(clash.at));
+        plan.failures.push(Failure {
+            name: Some(clash.name.clone()),
+            ..fail(FailureKind::Name, line, Some(rule), clash.message())
+        });
+    }
     if !plan.failures.is_empty() {
         return plan;
     }
@@ -457,6 +471,38 @@ fn line_byte_range(text: &str, first_line: usize, last_line: usize) -> Range<usi
 }
 
 /// Resolve one rule and build its edit(s).
+/// What in a file is compiled (see `python::compiled`).
+struct CompiledHere {
+    direct: Vec<python::compiled::Compiled>,
+    /// (class or "", function) run inside a compiled function of the file.
+    inside: std::collections::BTreeSet<(String, String)>,
+}
+
+impl CompiledHere {
+    fn of(src: &Source, compilers: &[String]) -> CompiledHere {
+        // Most files never mention a compiler: skip the scan for them.
+        let mentioned = compilers
+            .iter()
+            .any(|c| src.text.contains(c.rsplit('.').next().unwrap_or(c)));
+        if !mentioned {
+            return CompiledHere {
+                direct: Vec::new(),
+                inside: Default::default(),
+            };
+        }
+        let direct = python::compiled::facts(src).compiled(compilers);
+        let mut inside = python::compiled::run_inside(src, &direct);
+        // A function compiled by assignment is compiled with what is inserted into it.
+        inside.extend(
+            direct
+                .iter()
+                .filter(|c| c.wrapped)
+                .map(|c| (c.class.clone().unwrap_or_default(), c.function.clone())),
+        );
+        CompiledHere { direct, inside }
+    }
+}
+
 fn plan_rule<'t>(
     src: &'t Source,
     rule: &Rule,
@@ -464,6 +510,7 @@ fn plan_rule<'t>(
     ctx: &PlanContext,
     unit: &str,
     cache: &mut anchor::PoolCache<'t>,
+    compiled: &CompiledHere,
 ) -> Result<Vec<Edit>, Box<Failure>> {
     let fail = |kind, line: Option<usize>, message: String| {
         Box::new(Failure {
@@ -487,31 +534,46 @@ fn plan_rule<'t>(
     let text = &src.text;
     let set_name = ctx.rule_set.manifest.name.as_str();
 
-    // Never inside a function whose decorator forbids it (a compiled graph).
+    // Never inside compiled code: a function compiled in any spelling, or one that runs
+    // inside a compiled function of this file.
     let target = resolved.anchor.unwrap_or(resolved.scope);
     let mut functions = python::enclosing_functions(target);
     if target.kind() == "function_definition" && !rule.position.needs_anchor() {
         functions.insert(0, target);
     }
     for func in functions {
-        for deco in python::decorators(src, func) {
-            if let Some(f) = ctx
+        let name = python::definition_name(src, func).unwrap_or("?");
+        let class = python::enclosing_class(func).and_then(|c| python::definition_name(src, c));
+        let key = (class.map(str::to_string), name.to_string());
+        let refuse = |why: String, reason: &str| {
+            fail(
+                FailureKind::Placement,
+                Some(src.line_of(target.start_byte())),
+                format!("refusing to insert into `{name}`, which is {why}: {reason}"),
+            )
+        };
+        if let Some(c) = compiled
+            .direct
+            .iter()
+            .find(|c| (c.class.clone(), c.function.clone()) == key)
+        {
+            let reason = ctx
                 .rule_set
                 .manifest
                 .forbid_inside
                 .iter()
-                .find(|f| deco.contains(&f.decorator))
-            {
-                let name = python::definition_name(src, func).unwrap_or("?");
-                return Err(fail(
-                    FailureKind::Placement,
-                    Some(src.line_of(target.start_byte())),
-                    format!(
-                        "refusing to insert into `{name}`, which is decorated with `{deco}`: {}",
-                        f.reason
-                    ),
-                ));
-            }
+                .find(|f| f.decorator == c.by)
+                .map_or("code there is traced into a graph", |f| f.reason.as_str());
+            return Err(refuse(c.how.clone(), reason));
+        }
+        if compiled
+            .inside
+            .contains(&(key.0.clone().unwrap_or_default(), key.1.clone()))
+        {
+            return Err(refuse(
+                "called from compiled code in this file".to_string(),
+                "code there is traced into the compiled graph, where a print or synchronize breaks it",
+            ));
         }
     }
 
@@ -523,6 +585,7 @@ fn plan_rule<'t>(
             original,
             base,
             unit,
+            ctx.style.line_length,
         )
         .map_err(|m| fail(FailureKind::Template, None, m))
     };
@@ -590,6 +653,7 @@ fn plan_rule<'t>(
                         lines,
                         checked,
                         rule_index: index,
+                        stash_eols: Vec::new(),
                     }])
                 }
                 _ => {
@@ -608,6 +672,10 @@ fn plan_rule<'t>(
                             + 1
                             + usize::from(text[offset..].starts_with(&format!("{l}\r\n")));
                     }
+                    let stash_eols: Vec<&'static str> = original_text
+                        .split_inclusive('\n')
+                        .map(|l| if l.ends_with("\r\n") { "\r\n" } else { "\n" })
+                        .collect();
                     let original = Original {
                         lines: lines.clone(),
                         in_string,
@@ -620,6 +688,7 @@ fn plan_rule<'t>(
                         lines: region_lines,
                         checked,
                         rule_index: index,
+                        stash_eols,
                     }])
                 }
             }
@@ -700,101 +769,19 @@ fn plan_rule<'t>(
                 lines,
                 checked,
                 rule_index: index,
+                stash_eols: Vec::new(),
             }])
         }
-        Position::AddParameter => plan_add_parameter(src, rule, index, &resolved, ctx, unit)
-            .map_err(|m| {
+        Position::AddParameter => {
+            signature::plan_add_parameter(src, rule, index, &resolved, ctx, unit).map_err(|m| {
                 fail(
                     FailureKind::Placement,
                     Some(src.line_of(resolved.scope.start_byte())),
                     m,
                 )
-            }),
+            })
+        }
     }
-}
-
-/// Add one parameter to a function whose parameters stand one per line with a trailing
-/// comma (the layout ruff keeps): a new line before `**kwargs`, or after the last one.
-fn plan_add_parameter(
-    src: &Source,
-    rule: &Rule,
-    index: usize,
-    resolved: &anchor::Resolved,
-    ctx: &PlanContext,
-    unit: &str,
-) -> Result<Vec<Edit>, String> {
-    let func = resolved.scope;
-    if func.kind() != "function_definition" {
-        return Err("add-parameter needs a `def` scope".into());
-    }
-    let params = func
-        .child_by_field_name("parameters")
-        .ok_or("the function has no parameter list")?;
-    let mut cursor = params.walk();
-    let items: Vec<Node> = params
-        .named_children(&mut cursor)
-        .filter(|c| c.kind() != "comment")
-        .collect();
-    let text = &src.text;
-    let one_per_line = items
-        .windows(2)
-        .all(|w| w[0].end_position().row < w[1].start_position().row)
-        && items
-            .first()
-            .is_some_and(|f| f.start_position().row > params.start_position().row);
-    let last = items
-        .last()
-        .ok_or("the function has no parameters to add to")?;
-    let trailing_comma = text[last.end_byte()..params.end_byte()]
-        .trim_start()
-        .starts_with(',');
-    if !one_per_line || !trailing_comma {
-        return Err("add-parameter needs the parameters one per line with a trailing comma (the layout ruff keeps); reformat the signature first".into());
-    }
-    let before = items
-        .iter()
-        .find(|n| n.kind() == "dictionary_splat_pattern");
-    let anchor_item = before.unwrap_or(last);
-    let base =
-        text[line_start(text, anchor_item.start_byte())..anchor_item.start_byte()].to_string();
-    let at = match before {
-        Some(n) => line_start(text, n.start_byte()),
-        None => next_line_start(text, last.end_byte()),
-    };
-    let mut r = template::render(
-        &rule.template,
-        ctx.params,
-        &resolved.bindings,
-        None,
-        &base,
-        unit,
-    )?;
-    if let Some(l) = r.lines.last_mut()
-        && !l.trim_end().ends_with(',')
-    {
-        l.push(',');
-    }
-    let params_used: Vec<(String, String)> = r
-        .used_params
-        .iter()
-        .map(|k| (k.clone(), ctx.params[k].clone()))
-        .collect();
-    let lines = markers::render(
-        &base,
-        &ctx.rule_set.manifest.name,
-        &rule.id,
-        &params_used,
-        &[],
-        &r.lines,
-    );
-    // A parameter's default is read where the function is defined, not inside it.
-    Ok(vec![Edit {
-        start: at,
-        end: at,
-        lines,
-        checked: Vec::new(),
-        rule_index: index,
-    }])
 }
 
 #[cfg(test)]

@@ -117,10 +117,17 @@ fn check_example(
     let mut params = defaults.clone();
     params.extend(example.params.clone());
     let first_party = set.manifest.first_party.clone();
+    // Examples stand for files of the checkout the set is written for; they are laid out
+    // for pithtrain's ruff settings (line length 100, double quotes).
+    let style = crate::python::style::Style {
+        line_length: 100,
+        double_quotes: true,
+    };
     let ctx = PlanContext {
         first_party: &first_party,
         rule_set: set,
         params: &params,
+        style: &style,
     };
     let file = rule.file.replace(
         "{MODEL}",

@@ -9,6 +9,7 @@ use super::checkout;
 use super::failure::{Failure, FailureKind};
 use super::markers::{self, MarkerError, Region};
 use super::plan::{self, FilePlan, PlanContext};
+use crate::python::style::Style;
 use crate::rules::{Rule, RuleSet};
 
 /// The rules that target one file, with their indices in the rule set.
@@ -23,10 +24,12 @@ pub struct AddRequest<'a> {
     pub params: &'a BTreeMap<String, String>,
     /// Apply the groups that fit and skip the rest, instead of all or nothing.
     pub partial: bool,
+    /// The checkout's formatting settings, which inserted code follows.
+    pub style: Style,
 }
 
 /// How one group fared.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct GroupOutcome {
     pub group: String,
     pub rules: Vec<String>,
@@ -57,10 +60,25 @@ impl AddOutcome {
     }
 }
 
-fn read(root: &Path, rel: &str) -> Result<String, String> {
-    std::fs::read(root.join(rel))
-        .map_err(|e| e.to_string())
-        .and_then(|b| String::from_utf8(b).map_err(|_| "not UTF-8 text".to_string()))
+/// Why a target could not be read as text.
+enum ReadError {
+    Io(String),
+    /// 1-based line and column of the first byte that is not UTF-8, and the byte.
+    NotUtf8(usize, usize, u8),
+}
+
+fn read(root: &Path, rel: &str) -> Result<String, ReadError> {
+    let bytes = std::fs::read(root.join(rel)).map_err(|e| ReadError::Io(e.to_string()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        let valid = e.utf8_error().valid_up_to();
+        let bytes = e.as_bytes();
+        let line = bytes[..valid].iter().filter(|&&b| b == b'\n').count() + 1;
+        let line_start = bytes[..valid]
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        ReadError::NotUtf8(line, valid - line_start + 1, bytes[valid])
+    })
 }
 
 /// Plan `add`. With `partial`, groups that fail (or read names a failed group defines)
@@ -118,6 +136,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             first_party: &first_party,
             rule_set: set,
             params: req.params,
+            style: &req.style,
         };
         let mut plans = Vec::new();
         let mut failures: Vec<Failure> = Vec::new();
@@ -127,7 +146,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             Ok(text) => Ok(plan::plan_file(file, &text, rules, &ctx)),
             Err(e) => Err(e),
         };
-        let outcomes: Vec<(&String, &FileRules, Result<FilePlan, String>)> =
+        let outcomes: Vec<(&String, &FileRules, Result<FilePlan, ReadError>)> =
             std::thread::scope(|s| {
                 let handles: Vec<_> = by_file
                     .iter()
@@ -161,21 +180,46 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                     plans.push(p);
                 }
                 Err(e) => {
-                    for (_, r) in rules {
-                        failures.push(Failure {
-                            kind: FailureKind::File,
-                            file: file.clone(),
-                            line: None,
-                            rule: Some(r.id.clone()),
-                            group: Some(r.group.clone()),
-                            message: if e.contains("No such file") {
-                                "the target file does not exist in this checkout (a different revision?)".to_string()
-                            } else {
-                                format!("cannot read the target file: {e}")
-                            },
-                            candidates: Vec::new(),
-                            name: None,
-                        });
+                    let (kind, line, message) = match e {
+                        ReadError::NotUtf8(line, column, byte) => (
+                            FailureKind::Encoding,
+                            Some(line),
+                            format!(
+                                "column {column}: byte 0x{byte:02x} is not UTF-8; Python reads source files as UTF-8, so save this file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`), then run add again"
+                            ),
+                        ),
+                        ReadError::Io(e) if e.contains("No such file") => (
+                            FailureKind::File,
+                            None,
+                            "the target file does not exist in this checkout (a different revision?)".to_string(),
+                        ),
+                        ReadError::Io(e) => (
+                            FailureKind::File,
+                            None,
+                            format!("cannot read the target file: {e}"),
+                        ),
+                    };
+                    let failure = Failure {
+                        kind,
+                        file: file.clone(),
+                        line,
+                        rule: None,
+                        group: None,
+                        message,
+                        candidates: Vec::new(),
+                        name: None,
+                    };
+                    if kind == FailureKind::Encoding || rules.is_empty() {
+                        // Not the rules' fault: one failure for the file.
+                        failures.push(failure);
+                    } else {
+                        for (_, r) in rules {
+                            failures.push(Failure {
+                                rule: Some(r.id.clone()),
+                                group: Some(r.group.clone()),
+                                ..failure.clone()
+                            });
+                        }
                     }
                 }
             }
@@ -259,66 +303,80 @@ fn template_defines(template: &str, name: &str) -> bool {
     })
 }
 
-/// Plan `remove`: every region (of `only_set`, when given) under `root` taken out.
+/// The plan for one file `remove` restores.
+#[derive(Debug, Clone)]
+pub struct RemovePlan {
+    pub file: String,
+    pub before: Vec<u8>,
+    pub after: Vec<u8>,
+}
+
+/// Plan `remove`: every region (of `only_set`, when given) in `files` under `root` taken
+/// out, byte for byte whatever else the files hold.
 pub fn plan_remove(
     root: &Path,
+    files: &[String],
     only_set: Option<&str>,
     force: bool,
-) -> (Vec<FilePlan>, Vec<Failure>) {
+) -> (Vec<RemovePlan>, Vec<Failure>) {
     let mut plans = Vec::new();
     let mut failures = Vec::new();
-    for rel in checkout::python_files(root, root) {
-        let Ok(bytes) = std::fs::read(root.join(&rel)) else {
-            continue;
+    let failure = |file: &str, line, rule, message: String| Failure {
+        kind: FailureKind::Markers,
+        file: file.to_string(),
+        line,
+        rule,
+        group: None,
+        message,
+        candidates: Vec::new(),
+        name: None,
+    };
+    for rel in files {
+        let bytes = match std::fs::read(root.join(rel)) {
+            Ok(b) => b,
+            Err(e) => {
+                failures.push(Failure {
+                    kind: FailureKind::File,
+                    ..failure(rel, None, None, format!("cannot read it: {e}"))
+                });
+                continue;
+            }
         };
         if !markers::mentions_markers(&bytes) {
             continue;
         }
-        let Ok(text) = String::from_utf8(bytes) else {
-            continue;
-        };
         let selected = |r: &Region| only_set.is_none_or(|s| r.rule_set == s);
-        match markers::strip(&text, selected) {
-            Ok((after, removed)) => {
-                let edited: Vec<&Region> = removed.iter().filter(|r| !r.intact).collect();
+        match markers::strip_bytes(&bytes, selected) {
+            Ok(stripped) => {
+                let edited: Vec<&Region> = stripped.removed.iter().filter(|r| !r.intact).collect();
                 if !edited.is_empty() && !force {
                     for r in edited {
-                        failures.push(Failure {
-                            kind: FailureKind::Markers,
-                            file: rel.clone(),
-                            line: Some(r.marker_line + 1),
-                            rule: Some(r.rule.clone()),
-                            group: None,
-                            message: "this region was edited by hand since it was added; review it, then use --force to take it out anyway (the original is restored from its `# |` lines)".into(),
-                            candidates: Vec::new(),
-            name: None,
-                        });
+                        failures.push(failure(
+                            rel,
+                            Some(r.marker_line + 1),
+                            Some(r.rule.clone()),
+                            "this region was edited by hand since it was added; review it, then use --force to take it out anyway (the original is restored from its `# |` lines)".into(),
+                        ));
                     }
                     continue;
                 }
-                if after != text {
-                    plans.push(FilePlan {
-                        file: rel,
-                        before: text,
-                        after,
-                        applied: Vec::new(),
-                        failures: Vec::new(),
+                if stripped.text != bytes {
+                    plans.push(RemovePlan {
+                        file: rel.clone(),
+                        before: bytes,
+                        after: stripped.text,
                     });
                 }
             }
-            Err(e) => failures.push(Failure {
-                kind: FailureKind::Markers,
-                file: rel.clone(),
-                line: Some(e.line),
-                rule: None,
-                group: None,
-                message: format!(
+            Err(e) => failures.push(failure(
+                rel,
+                Some(e.line),
+                None,
+                format!(
                     "{}; fix the markers by hand (or restore the file from version control)",
                     e.message
                 ),
-                candidates: Vec::new(),
-                name: None,
-            }),
+            )),
         }
     }
     (plans, failures)
@@ -332,26 +390,25 @@ pub struct FileRegions {
     pub error: Option<MarkerError>,
 }
 
-/// Every file under `root` that holds markers, with its regions.
-pub fn scan(root: &Path) -> Vec<FileRegions> {
+/// Every file of `files` (under `root`) that holds markers, with its regions.
+pub fn scan(root: &Path, files: &[String]) -> Vec<FileRegions> {
     let mut out = Vec::new();
-    for rel in checkout::python_files(root, root) {
-        let Ok(bytes) = std::fs::read(root.join(&rel)) else {
+    for rel in files {
+        let Ok(bytes) = std::fs::read(root.join(rel)) else {
             continue;
         };
         if !markers::mentions_markers(&bytes) {
             continue;
         }
-        let text = String::from_utf8_lossy(&bytes);
-        match markers::find_regions(&text) {
+        match markers::find_regions_bytes(&bytes) {
             Ok(regions) if regions.is_empty() => {}
             Ok(regions) => out.push(FileRegions {
-                file: rel,
+                file: rel.clone(),
                 regions,
                 error: None,
             }),
             Err(e) => out.push(FileRegions {
-                file: rel,
+                file: rel.clone(),
                 regions: Vec::new(),
                 error: Some(e),
             }),

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use super::pattern::Bindings;
+use crate::python::layout;
+use crate::python::pattern::Bindings;
 
 /// The statement a `replace` / `wrap` rule stands in for, as whole lines.
 pub struct Original<'a> {
@@ -109,7 +110,8 @@ fn convert_indent(line: &str, unit: &str) -> String {
     )
 }
 
-/// Render `template` for a place indented by `base`.
+/// Render `template` for a place indented by `base`. A line a parameter value made longer
+/// than `width` columns is laid out as ruff format would (see `python::layout`).
 pub fn render(
     template: &str,
     params: &BTreeMap<String, String>,
@@ -117,6 +119,7 @@ pub fn render(
     original: Option<&Original>,
     base: &str,
     unit: &str,
+    width: usize,
 ) -> Result<Rendered, String> {
     let mut r = Rendered::default();
     if template.trim().is_empty() {
@@ -138,13 +141,31 @@ pub fn render(
             }
             continue;
         }
-        let line = substitute_params(&line, params, &mut r.used_params);
+        let mut here = Vec::new();
+        let line = substitute_params(&line, params, &mut here);
         let line = substitute_metavariables(&line, bindings)?;
         if line.is_empty() {
             r.lines.push(String::new());
-        } else {
-            r.lines
-                .push(format!("{base}{}", convert_indent(&line, unit)));
+            continue;
+        }
+        let line = format!("{base}{}", convert_indent(&line, unit));
+        let ending = here.iter().map(|p| params[p].as_str()).find(|lit| {
+            line.ends_with(lit) || line.strip_suffix(':').is_some_and(|l| l.ends_with(lit))
+        });
+        match ending {
+            Some(lit) => r.lines.extend(layout::fit(&line, lit, width, unit)?),
+            None if !here.is_empty() && line.chars().count() > width => {
+                return Err(format!(
+                    "with these parameter values the line `{}` is longer than the checkout's line length {width}; the engine lays out a value that ends its line, so put the parameter last on its template line",
+                    line.trim()
+                ));
+            }
+            None => r.lines.push(line),
+        }
+        for p in here {
+            if !r.used_params.contains(&p) {
+                r.used_params.push(p);
+            }
         }
     }
     Ok(r)
@@ -162,7 +183,7 @@ mod tests {
     fn indents_substitutes_and_keeps_fstring_braces() {
         let t = "if _p and $I == 1:\n    print(f\"{x} {RANKS}\", {RANKS})\n\nx = 1\n";
         let b = Bindings::from([("I".to_string(), "j".to_string())]);
-        let r = render(t, &params(), &b, None, "        ", "    ").unwrap();
+        let r = render(t, &params(), &b, None, "        ", "    ", 100).unwrap();
         assert_eq!(
             r.lines,
             vec![
@@ -188,6 +209,7 @@ mod tests {
             Some(&orig),
             "    ",
             "    ",
+            100,
         )
         .unwrap();
         assert_eq!(
@@ -213,6 +235,7 @@ mod tests {
             None,
             "\t",
             "\t",
+            100,
         )
         .unwrap();
         assert_eq!(r.lines, vec!["\tif a:", "\t\tb()"]);
@@ -227,7 +250,8 @@ mod tests {
                 &Bindings::new(),
                 None,
                 "",
-                "    "
+                "    ",
+                100
             )
             .is_err()
         );

@@ -1,363 +1,379 @@
-//! From a loaded export to the report: kernel categories per process, communication by
-//! operation, communication/compute overlap, kernel summaries and the NVTX projection.
+//! From an export to the report: read the GPU work (`ops`), project the NVTX ranges onto it in
+//! one streaming pass (`nvtx`), then summarise per process — categories, communication by
+//! operation, communication/compute overlap — and build the tables (`tables`) and notes
+//! (`notes`).
+//!
+//! The ops array is the only thing held per GPU operation; it is sorted again (device and start
+//! for the overlap, kernel name for the summaries) instead of keeping side tables.
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
-use crate::nsys::classify::{Category, Class, CommOp, classify};
+use anyhow::Result;
+
+use crate::exit::user_error;
+use crate::nsys::classify::{Classifier, CommOp};
 use crate::nsys::hash::IntMap;
 use crate::nsys::ids;
-use crate::nsys::nvtx::{self, OP_CLASSES};
+use crate::nsys::meta::{self, Meta};
+use crate::nsys::names::Grouping;
+use crate::nsys::notes::{self, NoteInputs};
+use crate::nsys::nvtx::{self, Projection};
+use crate::nsys::ops::{self, Classes, NONE, Ops};
 use crate::nsys::overlap;
 use crate::nsys::report::{
-    CategoryTime, ClassTime, CommRow, Communication, Gpu, KernelRow, Note, Overlap, Process,
-    ProjRow, ProjStats, RangeRow, Report, SCHEMA, Timeline, Totals,
+    CaptureInfo, CategoryTime, CommRow, Communication, ExportInfo, Gpu, GroupingInfo, Overlap,
+    Process, ProcessTimeline, Report, SCHEMA, Timeline, TimelineRange, Totals,
 };
-use crate::nsys::sqlite::{Export, OpKind};
-use crate::nsys::stats;
+use crate::nsys::sqlite::{self, Db};
+use crate::nsys::tables::{self, ratio};
 
-#[derive(Debug, Clone)]
 pub struct Options {
-    /// How many kernels to list per process.
-    pub top: usize,
-    /// Buckets per process timeline; `None` leaves the timeline out.
+    /// Rows per table; `None` lists every row (`--all`).
+    pub top: Option<usize>,
+    pub grouping: Grouping,
+    /// Buckets of the all-ranks timeline; `None` leaves it out (no `--html`).
     pub timeline_buckets: Option<usize>,
+    pub classifier: Classifier,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
-            top: 15,
+            top: Some(20),
+            grouping: Grouping::Name,
             timeline_buckets: None,
+            classifier: Classifier::builtin(),
         }
     }
 }
 
-const CLASS_NAMES: [&str; OP_CLASSES] = [
-    "communication",
-    "gemm",
-    "attention",
-    "elementwise",
-    "other",
-    "memcpy",
-    "memset",
-];
-const MEMCPY: u8 = 5;
-const MEMSET: u8 = 6;
-
-fn ratio(a: i64, b: i64) -> f64 {
-    if b == 0 { 0.0 } else { a as f64 / b as f64 }
+/// One line saying why an export holds no GPU work and what to add.
+fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool) -> anyhow::Error {
+    let file = db.path.display();
+    let what = if have_tables {
+        "the export has GPU tables but no rows in them".to_string()
+    } else {
+        "no CUPTI_ACTIVITY_KIND_KERNEL or CUPTI_ACTIVITY_KIND_GRAPH_TRACE table".to_string()
+    };
+    match &meta.capture {
+        Some(c) if !c.traced.iter().any(|t| t == "cuda") => user_error(format!(
+            "{file}: no CUDA kernel data ({what}): the capture traced {} but not cuda; profile with --trace cuda,nvtx (`instrument nsys command` prints the whole command)",
+            if c.traced.is_empty() {
+                "nothing".to_string()
+            } else {
+                c.traced.join(",")
+            }
+        )),
+        Some(_) => user_error(format!(
+            "{file}: no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded (pithtrain: set training.nsys_start and nsys_stop)"
+        )),
+        None => user_error(format!(
+            "{file}: no CUDA kernel data ({what}); profile with --trace cuda"
+        )),
+    }
 }
 
-#[derive(Default)]
+/// Per-process totals.
+#[derive(Default, Clone)]
 struct ProcAcc {
     devices: BTreeSet<i64>,
     first: i64,
     last: i64,
     kernel_ns: i64,
     kernel_count: u64,
+    graph_ns: i64,
+    graph_count: u64,
     memcpy_ns: i64,
     memcpy_count: u64,
     memset_ns: i64,
     memset_count: u64,
-    cat_ns: [i64; 5],
-    cat_count: [u64; 5],
+    /// Per category, then cuda_graph last.
+    cat_ns: Vec<i64>,
+    cat_count: Vec<u64>,
     comm_ns: [i64; 8],
     comm_count: [u64; 8],
+    from_sendrecv_ns: [i64; 8],
+    from_sendrecv_count: [u64; 8],
+    unattributed_ns: i64,
 }
 
-fn categories(ns: &[i64; 5], count: &[u64; 5], total: i64) -> Vec<CategoryTime> {
-    Category::ALL
+impl ProcAcc {
+    fn gpu_ns(&self) -> i64 {
+        self.kernel_ns + self.graph_ns
+    }
+}
+
+fn categories(names: &[String], ns: &[i64], count: &[u64], total: i64) -> Vec<CategoryTime> {
+    names
         .iter()
-        .map(|c| CategoryTime {
-            category: c.as_str(),
-            time_ns: ns[c.index()],
-            count: count[c.index()],
-            share: ratio(ns[c.index()], total),
+        .enumerate()
+        .map(|(i, c)| CategoryTime {
+            category: c.clone(),
+            time_ns: ns[i],
+            count: count[i],
+            share: ratio(ns[i], total),
         })
         .collect()
 }
 
-fn proj_stats(agg: &mut nvtx::RangeAgg) -> ProjStats {
-    let s = stats::summarize(&mut agg.proj_ns);
-    ProjStats {
-        instances: s.count,
-        total_ns: s.total_ns,
-        range_ns: agg.proj_range_ns,
-        avg_ns: s.avg_ns,
-        med_ns: s.med_ns,
-        min_ns: s.min_ns,
-        max_ns: s.max_ns,
-        stddev_ns: s.stddev_ns,
-        gpu_ops: agg.gpu_ops,
-    }
-}
-
-fn kernel_order(a: &KernelRow, b: &KernelRow) -> std::cmp::Ordering {
-    // nsys: ORDER BY total DESC, instances, name.
-    b.stats
-        .total_ns
-        .cmp(&a.stats.total_ns)
-        .then(a.stats.count.cmp(&b.stats.count))
-        .then(a.name.cmp(&b.name))
-}
-
-pub fn analyze(export: &Export, opts: &Options) -> Report {
-    // Classify each distinct kernel name once.
-    let mut classes: IntMap<i64, Class> = IntMap::default();
-    for op in &export.ops {
-        if op.kind == OpKind::Kernel && !classes.contains_key(&op.name) {
-            let name = export.string(op.name).unwrap_or("");
-            classes.insert(op.name, classify(name));
-        }
-    }
-    let class_of = |name: i64| -> Class {
-        classes.get(&name).copied().unwrap_or(Class {
-            category: Category::Other,
-            comm: None,
+fn comm_rows(ns: &[i64; 8], count: &[u64; 8]) -> Vec<CommRow> {
+    CommOp::ALL
+        .iter()
+        .filter(|o| count[o.index()] > 0)
+        .map(|o| CommRow {
+            op: o.as_str(),
+            time_ns: ns[o.index()],
+            count: count[o.index()],
         })
-    };
+        .collect()
+}
 
-    // Processes: every globalPid with GPU work or NVTX ranges, ordered by pid.
-    let mut gpids: BTreeSet<(i64, i64)> = BTreeSet::new();
-    for op in &export.ops {
-        gpids.insert((ids::pid(op.global_pid), op.global_pid));
+pub fn analyze(path: &Path, opts: &Options) -> Result<Report> {
+    let db = sqlite::open_export(path)?;
+    let meta = meta::read(&db)?;
+    let have_tables = [sqlite::KERNEL, sqlite::GRAPH_TRACE]
+        .iter()
+        .any(|t| db.has(t));
+    if !have_tables {
+        return Err(no_gpu_work(&db, &meta, false));
     }
-    for ev in &export.nvtx {
-        let g = ids::global_pid(ev.global_tid);
-        gpids.insert((ids::pid(g), g));
+    let classifier = &opts.classifier;
+    let mut ops = ops::read(&db, &meta, classifier)?;
+    if ops.ops.is_empty() {
+        return Err(no_gpu_work(&db, &meta, true));
     }
-    let gpids: Vec<i64> = gpids.into_iter().map(|(_, g)| g).collect();
-    let proc_index: IntMap<i64, usize> = gpids.iter().enumerate().map(|(i, &g)| (g, i)).collect();
-    let mut acc: Vec<ProcAcc> = (0..gpids.len())
-        .map(|_| ProcAcc {
+    let mut proc_index: IntMap<i64, u16> = ops
+        .procs
+        .iter()
+        .enumerate()
+        .map(|(i, &g)| (g, i as u16))
+        .collect();
+
+    // NVTX projection (ops by launching thread and launch time).
+    ops.ops
+        .sort_unstable_by_key(|o| (o.thread, o.launch_start, o.corr));
+    let mut proj = nvtx::project(
+        &db,
+        &mut ops,
+        &mut proc_index,
+        classifier,
+        &nvtx::Options {
+            grouping: opts.grouping,
+            timeline: opts.timeline_buckets.is_some(),
+        },
+    )?;
+    build(&db, &meta, ops, &mut proj, opts)
+}
+
+/// Exclusive and unattributed time, SendRecv counted as the collective its range names, and the
+/// per-process totals: one pass over the ops.
+fn tally(ops: &mut Ops, proj: &mut Projection) -> Vec<ProcAcc> {
+    let classes = ops.classes;
+    let n_cat = classes.categories as usize;
+    let mut acc = vec![
+        ProcAcc {
             first: i64::MAX,
             last: i64::MIN,
+            cat_ns: vec![0; n_cat + 1],
+            cat_count: vec![0; n_cat + 1],
             ..Default::default()
-        })
-        .collect();
-
-    let mut op_class: Vec<u8> = Vec::with_capacity(export.ops.len());
-    let mut groups: IntMap<(u32, i64), Vec<i64>> = IntMap::default();
-    // (process, device) -> (communication intervals, compute intervals)
-    type Intervals = Vec<(i64, i64)>;
-    let mut lanes: IntMap<(u32, i64), (Intervals, Intervals)> = IntMap::default();
-    let mut cat_lanes: IntMap<(u32, u8), Intervals> = IntMap::default();
-    let want_timeline = opts.timeline_buckets.is_some();
-
-    for op in &export.ops {
-        let p = proc_index[&op.global_pid];
-        let a = &mut acc[p];
-        let dur = op.end - op.start;
-        a.devices.insert(op.device);
+        };
+        ops.procs.len()
+    ];
+    let sendrecv = CommOp::SendRecv.index() as u8 + 1;
+    for op in ops.ops.iter_mut() {
+        let d = op.dur();
+        if op.innermost != NONE {
+            proj.aggs[op.innermost as usize].exclusive_ns += d;
+        } else {
+            acc[op.proc as usize].unattributed_ns += d;
+        }
+        let a = &mut acc[op.proc as usize];
+        if op.comm == sendrecv && op.coll != 0 && op.coll != sendrecv {
+            a.from_sendrecv_ns[op.coll as usize - 1] += d;
+            a.from_sendrecv_count[op.coll as usize - 1] += 1;
+            op.comm = op.coll;
+        }
+        a.devices.insert(ops.devices[op.device as usize]);
         a.first = a.first.min(op.start);
         a.last = a.last.max(op.end);
-        let class = match op.kind {
-            OpKind::Kernel => {
-                let c = class_of(op.name);
-                a.kernel_ns += dur;
-                a.kernel_count += 1;
-                a.cat_ns[c.category.index()] += dur;
-                a.cat_count[c.category.index()] += 1;
-                if let Some(cop) = c.comm {
-                    a.comm_ns[cop.index()] += dur;
-                    a.comm_count[cop.index()] += 1;
-                }
-                groups.entry((p as u32, op.name)).or_default().push(dur);
-                let lane = lanes.entry((p as u32, op.device)).or_default();
-                if c.category == Category::Communication {
-                    lane.0.push((op.start, op.end));
-                } else {
-                    lane.1.push((op.start, op.end));
-                }
-                c.category.index() as u8
+        if classes.is_kernel(op.class) {
+            a.kernel_ns += d;
+            a.kernel_count += 1;
+            a.cat_ns[op.class as usize] += d;
+            a.cat_count[op.class as usize] += 1;
+            if op.comm > 0 {
+                a.comm_ns[op.comm as usize - 1] += d;
+                a.comm_count[op.comm as usize - 1] += 1;
             }
-            OpKind::Memcpy => {
-                a.memcpy_ns += dur;
-                a.memcpy_count += 1;
-                MEMCPY
-            }
-            OpKind::Memset => {
-                a.memset_ns += dur;
-                a.memset_count += 1;
-                MEMSET
-            }
-        };
-        if want_timeline {
-            cat_lanes
-                .entry((p as u32, class))
-                .or_default()
-                .push((op.start, op.end));
+        } else if op.class == classes.graph() {
+            a.graph_ns += d;
+            a.graph_count += 1;
+            a.cat_ns[n_cat] += d;
+            a.cat_count[n_cat] += 1;
+        } else if op.class == classes.memcpy() {
+            a.memcpy_ns += d;
+            a.memcpy_count += 1;
+        } else {
+            a.memset_ns += d;
+            a.memset_count += 1;
         }
-        op_class.push(class);
     }
+    acc
+}
 
-    // Overlap, per process summed over its devices.
-    let mut overlaps: Vec<Overlap> = (0..gpids.len()).map(|_| Overlap::default()).collect();
-    for ((p, _dev), (comm, compute)) in lanes {
-        let comm = overlap::union(comm);
-        let compute = overlap::union(compute);
-        let o = &mut overlaps[p as usize];
-        let c = overlap::length(&comm);
-        let hidden = overlap::intersection_length(&comm, &compute);
+/// Busy lanes of one process on the all-ranks axis: (compute, communication) per bucket.
+type Lanes = (Vec<i64>, Vec<i64>);
+
+/// Overlap per (process, GPU): unions of communication and compute intervals, from the ops
+/// sorted by (process, device, start); with `buckets`, also each process's lanes over `span`.
+fn overlaps(
+    ops: &mut Ops,
+    comm_cat: u8,
+    span: (i64, i64),
+    buckets: usize,
+) -> (Vec<Overlap>, Vec<Lanes>) {
+    let classes: Classes = ops.classes;
+    let nprocs = ops.procs.len();
+    let mut lanes: Vec<Lanes> = vec![(vec![0; buckets], vec![0; buckets]); nprocs];
+    ops.ops
+        .sort_unstable_by_key(|o| (o.proc, o.device, o.start));
+    let mut out: Vec<Overlap> = (0..nprocs).map(|_| Overlap::default()).collect();
+    let mut comm_u: Vec<(i64, i64)> = Vec::new();
+    let mut comp_u: Vec<(i64, i64)> = Vec::new();
+    let v = &ops.ops;
+    let mut i = 0;
+    while i < v.len() {
+        let (p, dev) = (v[i].proc, v[i].device);
+        comm_u.clear();
+        comp_u.clear();
+        let mut j = i;
+        while j < v.len() && v[j].proc == p && v[j].device == dev {
+            let o = &v[j];
+            j += 1;
+            if !classes.is_compute_work(o.class) {
+                continue;
+            }
+            let u = if o.class == comm_cat {
+                &mut comm_u
+            } else {
+                &mut comp_u
+            };
+            overlap::push_sorted(u, o.start, o.end);
+        }
+        let o = &mut out[p as usize];
+        let c = overlap::length(&comm_u);
+        let hidden = overlap::intersection_length(&comm_u, &comp_u);
         o.communication_ns += c;
-        o.compute_ns += overlap::length(&compute);
+        o.compute_ns += overlap::length(&comp_u);
         o.hidden_ns += hidden;
         o.exposed_ns += c - hidden;
+        if buckets > 0 {
+            let l = &mut lanes[p as usize];
+            overlap::add_buckets(&mut l.0, &comp_u, span.0, span.1);
+            overlap::add_buckets(&mut l.1, &comm_u, span.0, span.1);
+        }
+        i = j;
     }
-    for o in &mut overlaps {
+    for o in &mut out {
         o.hidden_share = ratio(o.hidden_ns, o.communication_ns);
     }
+    (out, lanes)
+}
 
-    // Kernel summaries: per process, and over the whole export (by name).
-    let mut per_proc_rows: Vec<Vec<KernelRow>> = (0..gpids.len()).map(|_| Vec::new()).collect();
-    let mut by_name: IntMap<i64, Vec<Vec<i64>>> = IntMap::default();
-    let kernel_row = |name_id: i64, durs: &mut [i64], scope_total: i64| -> KernelRow {
-        let c = class_of(name_id);
-        let s = stats::summarize(durs);
-        KernelRow {
-            name: export.string(name_id).unwrap_or("<unknown>").to_string(),
-            category: c.category.as_str(),
-            comm_op: c.comm.map(CommOp::as_str),
-            share: ratio(s.total_ns, scope_total),
-            stats: s,
-        }
-    };
-    for ((p, name), mut durs) in groups {
-        let total = acc[p as usize].kernel_ns;
-        per_proc_rows[p as usize].push(kernel_row(name, &mut durs, total));
-        by_name.entry(name).or_default().push(durs);
-    }
-    let export_kernel_ns: i64 = acc.iter().map(|a| a.kernel_ns).sum();
-    let mut kernel_summary: Vec<KernelRow> = by_name
-        .into_iter()
-        .map(|(name, parts)| {
-            let mut all: Vec<i64> = parts.concat();
-            kernel_row(name, &mut all, export_kernel_ns)
-        })
-        .collect();
-    kernel_summary.sort_by(kernel_order);
-    for rows in &mut per_proc_rows {
-        rows.sort_by(kernel_order);
-        rows.truncate(opts.top);
-    }
+fn build(
+    db: &Db,
+    meta: &Meta,
+    mut ops: Ops,
+    proj: &mut Projection,
+    opts: &Options,
+) -> Result<Report> {
+    let classifier = &opts.classifier;
+    let n_cat = ops.classes.categories as usize;
+    let comm_cat = classifier.communication();
+    let nprocs = ops.procs.len();
+    let acc = tally(&mut ops, proj);
 
-    // NVTX projection.
-    let mut proj = nvtx::project(export, &op_class);
-    let mut nvtx_rows: Vec<Vec<RangeRow>> = (0..gpids.len()).map(|_| Vec::new()).collect();
-    let mut export_proj: std::collections::HashMap<(String, &'static str), Vec<nvtx::RangeAgg>> =
-        std::collections::HashMap::new();
-    for (key, mut agg) in std::mem::take(&mut proj.ranges) {
-        let nsys_name = format!("{}:{}", key.domain, key.text);
-        if agg.gpu_ops > 0 {
-            export_proj
-                .entry((nsys_name.clone(), key.style))
-                .or_default()
-                .push(agg.clone());
-        }
-        let p = proc_index[&key.global_pid];
-        nvtx_rows[p].push(RangeRow {
-            name: key.text,
-            domain: key.domain,
-            nsys_name,
-            style: key.style,
-            instances: agg.instances,
-            cpu_ns: agg.cpu_ns,
-            inclusive_ns: agg.inclusive_ns,
-            exclusive_ns: agg.exclusive_ns,
-            inclusive_by_category: CLASS_NAMES
-                .iter()
-                .zip(agg.inclusive_by_class.iter())
-                .map(|(c, &t)| ClassTime {
-                    category: c,
-                    time_ns: t,
-                })
-                .collect(),
-            proj: proj_stats(&mut agg),
+    // The all-ranks time axis, for the HTML page.
+    let span = acc
+        .iter()
+        .filter(|a| a.first <= a.last)
+        .fold((i64::MAX, i64::MIN), |(s, e), a| {
+            (s.min(a.first), e.max(a.last))
         });
-    }
-    for rows in &mut nvtx_rows {
-        rows.sort_by(|a, b| {
-            b.inclusive_ns
-                .cmp(&a.inclusive_ns)
-                .then(b.cpu_ns.cmp(&a.cpu_ns))
-                .then(a.nsys_name.cmp(&b.nsys_name))
-        });
-    }
-    let mut nvtx_gpu_proj_sum: Vec<ProjRow> = export_proj
-        .into_iter()
-        .map(|((nsys_name, style), aggs)| {
-            let mut merged = nvtx::RangeAgg::default();
-            for a in aggs {
-                merged.proj_ns.extend(a.proj_ns);
-                merged.proj_range_ns += a.proj_range_ns;
-                merged.gpu_ops += a.gpu_ops;
-            }
-            ProjRow {
-                nsys_name,
-                style,
-                proj: proj_stats(&mut merged),
-            }
-        })
-        .collect();
-    nvtx_gpu_proj_sum.sort_by(|a, b| {
-        b.proj
-            .total_ns
-            .cmp(&a.proj.total_ns)
-            .then(a.nsys_name.cmp(&b.nsys_name))
-    });
+    let buckets = opts.timeline_buckets.unwrap_or(0);
+    let (mut overlaps, mut lanes) = overlaps(&mut ops, comm_cat, span, buckets);
+    let gpu_ns: Vec<i64> = acc.iter().map(ProcAcc::gpu_ns).collect();
+    let mut kernels = tables::kernels(&mut ops, &gpu_ns, classifier, opts.top);
+    let unmatched = ops.unmatched;
+    let negative_ops = ops.negative_timestamps;
+    let graph_rows = ops.graph_rows_with_nodes;
+    let has_runtime = ops.has_runtime;
+    let has_graph_table = ops.has_graph_table;
+    drop(ops.ops);
+    let mut ranges = tables::ranges(proj, &ops.procs, classifier, opts.top);
 
-    // Processes.
-    let names: IntMap<i64, String> = export
+    // Processes, ordered by pid.
+    let names: IntMap<i64, String> = meta
         .processes
         .iter()
         .filter_map(|p| p.name.clone().map(|n| (p.global_pid, n)))
         .collect();
-    let mut processes = Vec::with_capacity(gpids.len());
+    let mut cat_names: Vec<String> = classifier.categories.clone();
+    cat_names.push("cuda_graph".into());
+    let mut order: Vec<usize> = (0..nprocs).collect();
+    order.sort_by_key(|&p| (ids::pid(ops.procs[p]), ops.procs[p]));
+    let mut processes = Vec::with_capacity(nprocs);
     let mut totals = Totals::default();
-    let mut tot_cat_ns = [0i64; 5];
-    let mut tot_cat_count = [0u64; 5];
-    for (p, (&gpid, a)) in gpids.iter().zip(acc.iter()).enumerate() {
+    let mut tot_ns = vec![0i64; n_cat + 1];
+    let mut tot_count = vec![0u64; n_cat + 1];
+    let mut timeline_procs = Vec::new();
+    for &p in &order {
+        let gpid = ops.procs[p];
+        let a = &acc[p];
         totals.kernel_ns += a.kernel_ns;
         totals.kernel_count += a.kernel_count;
+        totals.graph_ns += a.graph_ns;
+        totals.graph_count += a.graph_count;
         totals.memcpy_ns += a.memcpy_ns;
         totals.memcpy_count += a.memcpy_count;
         totals.memset_ns += a.memset_ns;
         totals.memset_count += a.memset_count;
-        for i in 0..5 {
-            tot_cat_ns[i] += a.cat_ns[i];
-            tot_cat_count[i] += a.cat_count[i];
+        for i in 0..=n_cat {
+            tot_ns[i] += a.cat_ns[i];
+            tot_count[i] += a.cat_count[i];
         }
         let pid = ids::pid(gpid);
-        let main_thread = gpid | pid;
         let name = names
             .get(&gpid)
             .cloned()
-            .or_else(|| export.thread_names.get(&main_thread).cloned());
-        let comm_ns = a.cat_ns[Category::Communication.index()];
-        let timeline = opts.timeline_buckets.map(|n| {
-            let (t0, t1) = if a.first <= a.last {
-                (a.first, a.last)
-            } else {
-                (0, 0)
-            };
-            let rows = (0..OP_CLASSES as u8)
-                .filter_map(|c| {
-                    let iv = cat_lanes.remove(&(p as u32, c))?;
-                    let u = overlap::union(iv);
-                    Some((
-                        CLASS_NAMES[c as usize].to_string(),
-                        overlap::bucketize(&u, t0, t1, n),
-                    ))
-                })
-                .collect();
-            Timeline {
-                start_ns: t0,
-                end_ns: t1,
-                buckets: n,
-                rows,
-            }
-        });
+            .or_else(|| meta.thread_names.get(&(gpid | pid)).cloned());
+        let comm_ns = a.cat_ns[comm_cat as usize];
         let has_gpu = a.first <= a.last;
+        if buckets > 0 {
+            let (compute, communication) = std::mem::take(&mut lanes[p]);
+            let ranges = proj
+                .timeline
+                .get(p)
+                .map(|v| {
+                    v.iter()
+                        .map(|r| TimelineRange {
+                            start_ns: r.start,
+                            end_ns: r.end,
+                            depth: r.depth,
+                            name: proj.names.get(proj.aggs[r.agg as usize].name).name.clone(),
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            timeline_procs.push(ProcessTimeline {
+                pid,
+                compute,
+                communication,
+                ranges,
+            });
+        }
         processes.push(Process {
             global_pid: gpid,
             pid,
@@ -365,104 +381,82 @@ pub fn analyze(export: &Export, opts: &Options) -> Report {
             devices: a.devices.iter().copied().collect(),
             first_ns: if has_gpu { a.first } else { 0 },
             last_ns: if has_gpu { a.last } else { 0 },
+            gpu_ns: a.gpu_ns(),
             kernel_ns: a.kernel_ns,
             kernel_count: a.kernel_count,
+            graph_ns: a.graph_ns,
+            graph_count: a.graph_count,
             memcpy_ns: a.memcpy_ns,
             memcpy_count: a.memcpy_count,
             memset_ns: a.memset_ns,
             memset_count: a.memset_count,
-            categories: categories(&a.cat_ns, &a.cat_count, a.kernel_ns),
+            categories: categories(&cat_names, &a.cat_ns, &a.cat_count, a.gpu_ns()),
             communication: Communication {
                 time_ns: comm_ns,
-                count: a.cat_count[Category::Communication.index()],
-                share_of_kernel_time: ratio(comm_ns, a.kernel_ns),
-                by_op: CommOp::ALL
-                    .iter()
-                    .filter(|o| a.comm_count[o.index()] > 0)
-                    .map(|o| CommRow {
-                        op: o.as_str(),
-                        time_ns: a.comm_ns[o.index()],
-                        count: a.comm_count[o.index()],
-                    })
-                    .collect(),
+                count: a.cat_count[comm_cat as usize],
+                share_of_gpu_time: ratio(comm_ns, a.gpu_ns()),
+                by_op: comm_rows(&a.comm_ns, &a.comm_count),
+                from_sendrecv: comm_rows(&a.from_sendrecv_ns, &a.from_sendrecv_count),
             },
             overlap: std::mem::take(&mut overlaps[p]),
-            kernels: std::mem::take(&mut per_proc_rows[p]),
-            nvtx: std::mem::take(&mut nvtx_rows[p]),
-            unattributed_ns: proj.unattributed_ns.get(&gpid).copied().unwrap_or(0),
-            timeline,
+            kernels: std::mem::take(&mut kernels.per_process[p]),
+            kernels_rest: kernels.per_process_rest[p].take(),
+            nvtx: std::mem::take(&mut ranges.per_process[p]),
+            nvtx_rest: ranges.per_process_rest[p].take(),
+            unattributed_ns: a.unattributed_ns,
         });
     }
-    totals.categories = categories(&tot_cat_ns, &tot_cat_count, totals.kernel_ns);
-    totals.communication_share = ratio(
-        tot_cat_ns[Category::Communication.index()],
-        totals.kernel_ns,
-    );
+    totals.gpu_ns = totals.kernel_ns + totals.graph_ns;
+    totals.categories = categories(&cat_names, &tot_ns, &tot_count, totals.gpu_ns);
+    totals.communication_share = ratio(tot_ns[comm_cat as usize], totals.gpu_ns);
 
-    // Notes about what the export contained.
-    let mut notes = Vec::new();
-    if !export.has_runtime {
-        notes.push(Note {
-            kind: "no_runtime_table",
-            count: 0,
-            message: "no CUPTI_ACTIVITY_KIND_RUNTIME table: GPU work cannot be tied to NVTX ranges"
-                .into(),
-        });
-    }
-    if !export.has_nvtx {
-        notes.push(Note {
-            kind: "no_nvtx_table",
-            count: 0,
-            message: "no NVTX_EVENTS table: profile with --trace nvtx (and --python-functions-trace) to name modules".into(),
-        });
-    }
-    if proj.cross_thread_ranges > 0 {
-        notes.push(Note {
-            kind: "cross_thread_ranges",
-            count: proj.cross_thread_ranges,
-            message: format!(
-                "{} NVTX range(s) ended on another thread than they started on (e.g. {}); left out of the projection, as nsys does",
-                proj.cross_thread_ranges,
-                proj.cross_thread_names.join(", ")
-            ),
-        });
-    }
-    if proj.unclosed_ranges > 0 {
-        notes.push(Note {
-            kind: "unclosed_ranges",
-            count: proj.unclosed_ranges,
-            message: format!(
-                "{} NVTX range(s) never ended; closed at the last NVTX timestamp, as nsys does",
-                proj.unclosed_ranges
-            ),
-        });
-    }
-    if export.has_runtime && proj.unmatched_ops > 0 {
-        notes.push(Note {
-            kind: "unmatched_gpu_ops",
-            count: proj.unmatched_ops,
-            message: format!(
-                "{} GPU operation(s) have no CUDA runtime call with the same process and correlation id; they count toward no NVTX range",
-                proj.unmatched_ops
-            ),
-        });
-    }
-    if proj.negative_timestamps > 0 {
-        notes.push(Note {
-            kind: "negative_timestamps",
-            count: proj.negative_timestamps,
-            message: format!(
-                "{} event(s) have negative timestamps (recorded before the capture range started); they are kept",
-                proj.negative_timestamps
-            ),
-        });
-    }
-
-    Report {
+    let graph_mode = meta
+        .capture
+        .as_ref()
+        .and_then(|c| c.cuda_graph_trace.clone())
+        .map(|m| m.to_ascii_lowercase());
+    let capture = CaptureInfo {
+        traced: meta.capture.as_ref().map(|c| c.traced.clone()),
+        cuda_graphs: notes::graphs_meaning(
+            graph_mode.as_deref(),
+            totals.graph_count,
+            has_graph_table,
+        ),
+        cuda_graph_trace: graph_mode,
+    };
+    let notes = notes::notes(NoteInputs {
+        has_runtime,
+        has_nvtx: db.has(sqlite::NVTX_EVENTS),
+        proj,
+        unmatched,
+        negative: negative_ops + proj.negative_timestamps,
+        graph_rows,
+    });
+    let timeline = opts.timeline_buckets.map(|n| Timeline {
+        start_ns: if span.0 <= span.1 { span.0 } else { 0 },
+        end_ns: if span.0 <= span.1 { span.1 } else { 0 },
+        buckets: n,
+        processes: timeline_procs,
+    });
+    Ok(Report {
         schema: SCHEMA,
-        file: export.path.display().to_string(),
-        export_schema_version: export.schema_version.clone(),
-        gpus: export
+        file: db.path.display().to_string(),
+        export: ExportInfo {
+            schema_version: meta.export_schema_version.clone(),
+            nsys_version: meta.product_version.clone(),
+            metadata_table: meta.metadata_table,
+        },
+        capture,
+        grouping: GroupingInfo {
+            by: match opts.grouping {
+                Grouping::Name => "name",
+                Grouping::NameAndShape => "name_and_shape",
+            },
+            stripped_suffixes: proj.names.stripped,
+            folded_families: proj.folded_families,
+            top: opts.top,
+        },
+        gpus: meta
             .gpus
             .iter()
             .map(|(id, name)| Gpu {
@@ -470,10 +464,14 @@ pub fn analyze(export: &Export, opts: &Options) -> Report {
                 name: name.clone(),
             })
             .collect(),
+        categories: cat_names,
         totals,
         processes,
-        kernel_summary,
-        nvtx_gpu_proj_sum,
+        kernel_summary: kernels.summary,
+        kernel_summary_rest: kernels.summary_rest,
+        nvtx_gpu_proj_sum: ranges.proj_sum,
+        nvtx_gpu_proj_sum_rest: ranges.proj_sum_rest,
         notes,
-    }
+        timeline,
+    })
 }

@@ -1,10 +1,18 @@
 //! `instrument nsys command`: the `nsys profile` command the profiling guide recommends around
 //! a launcher (`torchrun ...`), checked against the installed nsys where there is one.
 //!
-//! The command: `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True nsys profile -o NAME
-//! --export sqlite --trace cuda,nvtx,osrt --force-overwrite true --cuda-memory-usage true
-//! --pytorch=autograd-shapes-nvtx --python-functions-trace=JSON --cudabacktrace=all
-//! --python-backtrace=cuda LAUNCH...`.
+//! The command: `nsys profile -o NAME --export sqlite --trace cuda,nvtx,osrt --force-overwrite
+//! true [--capture-range=cudaProfilerApi --capture-range-end=stop-shutdown]
+//! --cuda-graph-trace=node --cuda-memory-usage true --pytorch=autograd-shapes-nvtx
+//! --python-functions-trace=JSON --cudabacktrace=all --python-backtrace=cuda LAUNCH...`.
+//!
+//! A pithtrain launcher starts and stops the capture itself (`cudaProfilerStart`/`Stop` at the
+//! steps `training.nsys_start`/`nsys_stop`), so for one the capture range follows the CUDA
+//! profiler API (with `--capture-range=none`, nsys ignores those calls and records init and
+//! warm-up too), as pithtrain's own capture script does. `--cuda-graph-trace=node` lists the
+//! kernels inside CUDA graphs (the default, `graph`, records one interval per replay).
+//! `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` changes how the profiled run allocates
+//! memory, so it is set only on request (`--expandable-segments`) and said when it is.
 //!
 //! Checks when nsys is found: its version (old releases do not know recent GPUs), whether
 //! `nsys profile --help` lists each option and value used (the valid `--pytorch` values changed
@@ -15,6 +23,17 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Where the capture starts and stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CaptureRange {
+    /// `cudaProfilerApi` for a pithtrain launcher, the whole run otherwise.
+    Auto,
+    /// Between `cudaProfilerStart` and `cudaProfilerStop`.
+    ProfilerApi,
+    /// The whole run (nsys's default).
+    Whole,
+}
+
 /// What the user asked for.
 #[derive(Debug, Clone)]
 pub struct Request {
@@ -22,9 +41,49 @@ pub struct Request {
     pub trace_json: Option<PathBuf>,
     pub sqlite: bool,
     pub backtraces: bool,
+    pub capture_range: CaptureRange,
+    /// Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` for the profiled run.
+    pub expandable_segments: bool,
     /// An explicit nsys binary; otherwise `nsys` is looked up on PATH.
     pub nsys: Option<PathBuf>,
     pub launch: Vec<String>,
+}
+
+/// What the launcher is, as far as its arguments and the files they name tell.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Launcher {
+    /// It runs pithtrain (a `pithtrain` module, or a script or shell script that mentions it).
+    pub pithtrain: bool,
+    /// The Python scripts among the arguments that exist, and whether each sets
+    /// `nsys_start`/`nsys_stop`.
+    pub scripts: Vec<(PathBuf, bool)>,
+}
+
+/// Look at the launch arguments: module names, and the scripts they name (read, never run).
+pub fn inspect_launcher(launch: &[String]) -> Launcher {
+    let mut l = Launcher::default();
+    for a in launch {
+        let value = a.split_once('=').map_or(a.as_str(), |(_, v)| v);
+        if value.contains("pithtrain") || value.contains("pith-train") {
+            l.pithtrain = true;
+        }
+        let path = Path::new(value);
+        let is_script = value.ends_with(".py") || value.ends_with(".sh");
+        if !is_script || !path.is_file() {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        if text.contains("pithtrain") || (value.ends_with(".sh") && text.contains("pretrain_lm")) {
+            l.pithtrain = true;
+        }
+        if value.ends_with(".py") {
+            let sets = text.contains("nsys_start") && text.contains("nsys_stop");
+            l.scripts.push((path.to_path_buf(), sets));
+        }
+    }
+    l
 }
 
 /// The nsys the command was checked against.
@@ -248,6 +307,7 @@ pub fn plan(req: &Request) -> Plan {
     let mut warnings = Vec::new();
     let mut notes = Vec::new();
 
+    let launcher = inspect_launcher(&req.launch);
     let mut opts = vec![Opt {
         flag: "--trace",
         joined: false,
@@ -267,6 +327,31 @@ pub fn plan(req: &Request) -> Plan {
         flag: "--force-overwrite",
         joined: false,
         values: vec!["true".into()],
+    });
+    let profiler_api = match req.capture_range {
+        CaptureRange::ProfilerApi => true,
+        CaptureRange::Whole => false,
+        CaptureRange::Auto => launcher.pithtrain,
+    };
+    if profiler_api {
+        opts.push(Opt {
+            flag: "--capture-range",
+            joined: true,
+            values: vec!["cudaProfilerApi".into()],
+        });
+        opts.push(Opt {
+            flag: "--capture-range-end",
+            joined: true,
+            values: vec!["stop-shutdown".into()],
+        });
+        capture_notes(&launcher, &mut warnings, &mut notes);
+    } else if launcher.pithtrain {
+        warnings.push("--capture-range none: nsys ignores pithtrain's cudaProfilerStart/Stop (training.nsys_start / nsys_stop) and records the whole run, initialisation and warm-up included; the export can reach gigabytes".into());
+    }
+    opts.push(Opt {
+        flag: "--cuda-graph-trace",
+        joined: true,
+        values: vec!["node".into()],
     });
     opts.push(Opt {
         flag: "--cuda-memory-usage",
@@ -391,11 +476,16 @@ pub fn plan(req: &Request) -> Plan {
         o.render(&mut args);
     }
     args.extend(req.launch.iter().cloned());
+    let mut env = Vec::new();
+    if req.expandable_segments {
+        env.push((
+            "PYTORCH_CUDA_ALLOC_CONF".to_string(),
+            "expandable_segments:True".to_string(),
+        ));
+        notes.push("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set for the profiled run (--expandable-segments): it changes how PyTorch's caching allocator reserves memory, so memory figures differ from an ordinary run".into());
+    }
     Plan {
-        env: vec![(
-            "PYTORCH_CUDA_ALLOC_CONF".into(),
-            "expandable_segments:True".into(),
-        )],
+        env,
         program: installed
             .as_ref()
             .map(|i| i.path.display().to_string())
@@ -407,6 +497,40 @@ pub fn plan(req: &Request) -> Plan {
     }
 }
 
+/// The reminder a profiler-API capture needs: pithtrain only calls cudaProfilerStart/Stop
+/// when `training.nsys_start` / `nsys_stop` are set.
+fn capture_notes(launcher: &Launcher, warnings: &mut Vec<String>, notes: &mut Vec<String>) {
+    if !launcher.pithtrain {
+        notes.push("--capture-range=cudaProfilerApi: nsys records only between the program's cudaProfilerStart and cudaProfilerStop calls (torch.cuda.cudart().cudaProfilerStart()); without them nothing is recorded".into());
+        return;
+    }
+    let unset: Vec<String> = launcher
+        .scripts
+        .iter()
+        .filter(|(_, sets)| !sets)
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    let set: Vec<String> = launcher
+        .scripts
+        .iter()
+        .filter(|(_, sets)| *sets)
+        .map(|(p, _)| p.display().to_string())
+        .collect();
+    if !unset.is_empty() && set.is_empty() {
+        warnings.push(format!(
+            "--capture-range=cudaProfilerApi: nsys records only between cudaProfilerStart and cudaProfilerStop, which pithtrain calls at training.nsys_start and training.nsys_stop; {} does not set both, so nothing may be recorded: set e.g. `training.nsys_start = 5` and `training.nsys_stop = 6` (profiles step 5)",
+            unset.join(", ")
+        ));
+    } else if !set.is_empty() {
+        notes.push(format!(
+            "--capture-range=cudaProfilerApi: nsys records the steps from training.nsys_start to training.nsys_stop, which {} sets",
+            set.join(", ")
+        ));
+    } else {
+        notes.push("--capture-range=cudaProfilerApi: nsys records only between cudaProfilerStart and cudaProfilerStop, which pithtrain calls at training.nsys_start and training.nsys_stop: set both in the config the launcher runs (e.g. `training.nsys_start = 5`, `training.nsys_stop = 6` profiles step 5), or nothing is recorded".into());
+    }
+}
+
 /// Drop or adjust the options and values `nsys profile --help` does not list.
 fn check_options(opts: &mut Vec<Opt>, help: &str, warnings: &mut Vec<String>) {
     opts.retain_mut(|o| {
@@ -415,6 +539,9 @@ fn check_options(opts: &mut Vec<Opt>, help: &str, warnings: &mut Vec<String>) {
                 "--pytorch" => "autograd ranges (with shapes) will not be recorded",
                 "--python-functions-trace" => "module names from the functions-trace JSON will not be recorded",
                 "--cuda-memory-usage" => "CUDA memory usage will not be recorded",
+                "--cuda-graph-trace" => "kernels inside CUDA graphs will show as one interval per graph launch",
+                "--capture-range" => "nsys will record the whole run instead of the profiler-API window",
+                "--capture-range-end" => "the release's default end of the capture range applies",
                 "--export" => "export the report afterwards with `nsys export --type sqlite`",
                 _ => "it is left out",
             };

@@ -1,23 +1,34 @@
 //! Nsight Systems helpers (`instrument nsys ...`).
 //!
-//! - `sqlite`   — open an nsys SQLite export and load the tables the report reads;
+//! - `sqlite`   — open an nsys SQLite export, the checks that make a wrong file one clear line;
+//! - `meta`     — the small tables: versions, capture settings, processes, GPUs, device mapping;
 //! - `ids`      — the `globalTid` / `globalPid` bit layout nsys serialises;
-//! - `classify` — kernel categories (communication, GEMM, attention, ...) from demangled names;
+//! - `classify` — kernel classes as data (`kernel_classes.toml`, `--kernel-classes FILE`);
+//! - `ops`      — the GPU work (kernels, memcpy, memset, CUDA graphs) joined to its launches;
+//! - `names`    — NVTX range names grouped (PyTorch's per-op suffixes, counter families);
+//! - `nvtx`     — NVTX ranges projected onto the GPU work, streamed;
 //! - `stats`    — the summary statistics `nsys stats` prints (median, sample stddev);
 //! - `overlap`  — interval unions and how much communication hides under compute;
-//! - `nvtx`     — NVTX ranges projected onto the GPU work launched inside them;
+//! - `tables`   — the kernel and range tables, cut to `--top` rows with the rest summed;
+//! - `notes`    — what the report says about the export itself;
 //! - `analyze`  — puts the above together into one `report::Report` per export;
 //! - `report`   — the text, JSON and HTML renderings of that report;
-//! - `command`  — the recommended `nsys profile` command and its checks against an installed nsys.
+//! - `command`  — the recommended `nsys profile` command and its checks against an installed nsys;
+//! - `tracejson`— the `--python-functions-trace` JSON built from a static scan.
 
 pub mod analyze;
 pub mod classify;
 pub mod command;
 pub mod hash;
 pub mod ids;
+pub mod meta;
+pub mod names;
+pub mod notes;
 pub mod nvtx;
+pub mod ops;
 pub mod overlap;
 pub mod report;
 pub mod sqlite;
 pub mod stats;
+pub mod tables;
 pub mod tracejson;

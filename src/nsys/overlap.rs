@@ -17,6 +17,25 @@ pub fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     out
 }
 
+/// Add `[s, e)` to a union being built from intervals that arrive sorted by start.
+pub fn push_sorted(u: &mut Vec<(i64, i64)>, s: i64, e: i64) {
+    if e <= s {
+        return;
+    }
+    match u.last_mut() {
+        Some(last) if s <= last.1 => last.1 = last.1.max(e),
+        _ => u.push((s, e)),
+    }
+}
+
+/// Add the busy time of disjoint sorted intervals to `buckets` equal buckets over `[t0, t1)`.
+pub fn add_buckets(buckets: &mut [i64], iv: &[(i64, i64)], t0: i64, t1: i64) {
+    let b = bucketize(iv, t0, t1, buckets.len());
+    for (x, y) in buckets.iter_mut().zip(b) {
+        *x += y;
+    }
+}
+
 /// Total length of disjoint sorted intervals.
 pub fn length(iv: &[(i64, i64)]) -> i64 {
     iv.iter().map(|&(s, e)| e - s).sum()
@@ -89,6 +108,15 @@ mod tests {
         let b = union(vec![(3, 12), (25, 50)]);
         assert_eq!(intersection_length(&a, &b), 2 + 2 + 6);
         assert_eq!(intersection_length(&a, &[]), 0);
+    }
+
+    #[test]
+    fn sorted_pushes_build_the_union() {
+        let mut u = Vec::new();
+        for (s, e) in [(0, 5), (3, 8), (8, 9), (12, 12), (20, 30), (21, 25)] {
+            push_sorted(&mut u, s, e);
+        }
+        assert_eq!(u, union(vec![(0, 5), (3, 8), (8, 9), (20, 30), (21, 25)]));
     }
 
     #[test]

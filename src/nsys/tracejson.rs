@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::python::scan::{Module, Tree};
-pub use crate::python::select::{Problem, Selection, Severity, Target, glob, select};
+pub use crate::python::select::{Problem, Severity, Target};
 
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct Group {

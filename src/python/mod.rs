@@ -4,16 +4,25 @@
 
 use tree_sitter::{Node, Parser, Tree};
 
+pub mod binds;
+pub mod compiled;
 pub mod eval;
+pub mod layout;
+pub mod literal;
 pub mod names;
+pub mod pattern;
 pub mod scan;
 pub mod select;
+pub mod style;
 
 /// A parsed Python file: its text and its tree, kept together so node text can be read.
 pub struct Source {
     pub text: String,
     pub tree: Tree,
 }
+
+/// Parses shared within the process (see `Source::share`): a few, by exact text.
+static SHARED: std::sync::Mutex<Vec<(String, Tree)>> = std::sync::Mutex::new(Vec::new());
 
 /// Where tree-sitter found a syntax error: 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +54,27 @@ impl Source {
             .with(|p| p.borrow_mut().parse(&text, old))
             .expect("parsing without a timeout always returns a tree");
         Source { text, tree }
+    }
+
+    /// Parse `text`, or take the tree of an earlier parse of exactly this text that was
+    /// shared with `share` (the detail-layer choice and the planner read the model file).
+    pub fn parse_reusing(text: String) -> Source {
+        let shared = SHARED.lock().ok().and_then(|s| {
+            s.iter()
+                .find(|(t, _)| *t == text)
+                .map(|(_, tree)| tree.clone())
+        });
+        match shared {
+            Some(tree) => Source { text, tree },
+            None => Self::parse(text),
+        }
+    }
+
+    /// Offer this parse to later `parse_reusing` calls of the same text.
+    pub fn share(&self) {
+        if let Ok(mut s) = SHARED.lock() {
+            s.push((self.text.clone(), self.tree.clone()));
+        }
     }
 
     /// Parse `new_text`, which is this source with `edits` applied: each edit replaced
@@ -272,6 +302,13 @@ pub fn docstring(body: Node) -> Option<Node> {
     let mut cursor = first.walk();
     let only: Vec<Node> = first.named_children(&mut cursor).collect();
     (only.len() == 1 && matches!(only[0].kind(), "string" | "concatenated_string")).then_some(first)
+}
+
+/// The class whose body directly holds `def` (a method's class), if any.
+pub fn enclosing_class(def: Node) -> Option<Node> {
+    let holder = with_decorators(def);
+    let block = holder.parent().filter(|p| p.kind() == "block")?;
+    block.parent().filter(|c| c.kind() == "class_definition")
 }
 
 /// Innermost enclosing function definitions of `node`, innermost first.

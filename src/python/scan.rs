@@ -52,6 +52,8 @@ pub struct Module {
     pub imports: BTreeMap<String, (String, String)>,
     /// The file's first syntax error line, if tree-sitter rejected something.
     pub syntax_error: Option<usize>,
+    /// What the file says about compiling (decorators and wrapping assignments).
+    pub compile_facts: super::compiled::Facts,
 }
 
 /// The import path of `file` given the folder imports resolve from (`package_root`), or
@@ -315,6 +317,16 @@ pub fn scan_file(
 ) -> Result<Module, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{display}: {e}"))?;
     let src = Source::parse(text);
+    Ok(scan_source(&src, path, display, package_root))
+}
+
+/// Scan one file already parsed.
+pub fn scan_source(
+    src: &Source,
+    path: &Path,
+    display: &str,
+    package_root: Option<&Path>,
+) -> Module {
     let root = src.root();
     let mut m = Module {
         import_path: import_path(path, package_root),
@@ -322,31 +334,32 @@ pub fn scan_file(
         path: path.to_path_buf(),
         functions: Vec::new(),
         classes: Vec::new(),
-        imports: imports(&src, root),
+        imports: imports(src, root),
         syntax_error: src.first_error().map(|e| e.line),
+        compile_facts: super::compiled::facts(src),
     };
     for stmt in statements_of(root) {
         let inner = undecorated(stmt);
         match inner.kind() {
             "function_definition" => {
-                m.functions.extend(function(&src, stmt, false));
+                m.functions.extend(function(src, stmt, false));
                 if let Some(b) = inner.child_by_field_name("body") {
-                    nested_defs(&src, b, &mut m.functions, &mut m.classes);
+                    nested_defs(src, b, &mut m.functions, &mut m.classes);
                 }
             }
             "class_definition" => {
-                if let Some(c) = class(&src, stmt, false) {
+                if let Some(c) = class(src, stmt, false) {
                     m.classes.push(c);
                 }
                 if let Some(b) = inner.child_by_field_name("body") {
                     for s in statements_of(b) {
                         let si = undecorated(s);
                         if si.kind() == "class_definition" {
-                            m.classes.extend(class(&src, s, true));
+                            m.classes.extend(class(src, s, true));
                         } else if si.kind() == "function_definition"
                             && let Some(fb) = si.child_by_field_name("body")
                         {
-                            nested_defs(&src, fb, &mut m.functions, &mut m.classes);
+                            nested_defs(src, fb, &mut m.functions, &mut m.classes);
                         }
                     }
                 }
@@ -354,7 +367,7 @@ pub fn scan_file(
             _ => {}
         }
     }
-    Ok(m)
+    m
 }
 
 /// The Python files under `paths` (files or folders), sorted; hidden folders, caches and

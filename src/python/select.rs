@@ -79,40 +79,57 @@ pub struct Selection<'a> {
     /// Every `forward` of an `nn.Module` subclass.
     pub forwards: bool,
     pub matches: &'a [String],
-    /// Functions that run inside compiled code (see `run_inside_compiled`), and what to do
-    /// when one is picked.
-    pub compiled: Option<(&'a BTreeSet<(String, String)>, CompiledPolicy)>,
+    /// Functions that run inside compiled code (see `run_inside_compiled`): left out, since
+    /// code wrapped around them (a range, a trace hook) would break the graph. Named exactly
+    /// that is an error, picked by a glob a warning, picked by default (`forwards`) silent.
+    pub compiled: Option<&'a BTreeSet<(String, String)>>,
 }
 
-/// What a selection does with a function that runs inside compiled code.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CompiledPolicy {
-    /// Leave it out: an error when it was asked for by name, a warning otherwise.
-    Refuse,
-    /// Keep it, with a warning that the profile will not show it.
-    Note,
+/// What a selection picked.
+pub struct Selected {
+    pub targets: Vec<Target>,
+    pub problems: Vec<Problem>,
+    /// Default picks (`forwards`) left out without a word because they run inside
+    /// compiled code.
+    pub compiled_left_out: usize,
 }
 
-/// What runs inside a function compiled by one of `decorators` (e.g. `torch.compile`):
+/// What runs inside a function compiled by one of `compilers` (qualified callables such as
+/// `torch.compile`, found through aliases and wrapping assignments: see `compiled`):
 /// the compiled function's `self.attr(...)` calls, resolved through `__init__`'s
 /// `self.attr = Class(...)`, and its plain calls of functions in the tree, followed
 /// transitively. As (class or "", function); the compiled functions themselves are not
 /// included: code around them runs outside the graph.
-pub fn run_inside_compiled(tree: &Tree, decorators: &[String]) -> BTreeSet<(String, String)> {
-    let compiled = |f: &super::scan::Function| {
-        f.decorators
-            .iter()
-            .any(|d| decorators.iter().any(|x| d.contains(x.as_str())))
+pub fn run_inside_compiled(tree: &Tree, compilers: &[String]) -> BTreeSet<(String, String)> {
+    // Compiled functions by (class or "", name), from every module: a class's method may
+    // be compiled by an assignment in another file.
+    let all: Vec<super::compiled::Compiled> = tree
+        .modules
+        .iter()
+        .flat_map(|m| m.compile_facts.compiled(compilers))
+        .collect();
+    let compiled: BTreeSet<(String, String)> = all
+        .iter()
+        .map(|c| (c.class.clone().unwrap_or_default(), c.function.clone()))
+        .collect();
+    let is_compiled = |class: Option<&str>, f: &super::scan::Function| {
+        compiled.contains(&(class.unwrap_or("").to_string(), f.name.clone()))
     };
-    let mut out: BTreeSet<(String, String)> = BTreeSet::new();
+    // A function compiled by assignment is compiled with whatever decorates it: it counts
+    // as inside. One compiled by a decorator is wrapped from outside, above that decorator.
+    let mut out: BTreeSet<(String, String)> = all
+        .iter()
+        .filter(|c| c.wrapped)
+        .map(|c| (c.class.clone().unwrap_or_default(), c.function.clone()))
+        .collect();
     let mut work: Vec<(&Module, Option<&super::scan::Class>, &super::scan::Function)> = Vec::new();
     for m in &tree.modules {
         for c in &m.classes {
-            for f in c.methods.iter().filter(|f| compiled(f)) {
+            for f in c.methods.iter().filter(|f| is_compiled(Some(&c.name), f)) {
                 work.push((m, Some(c), f));
             }
         }
-        for f in m.functions.iter().filter(|f| compiled(f)) {
+        for f in m.functions.iter().filter(|f| is_compiled(None, f)) {
             work.push((m, None, f));
         }
     }
@@ -178,14 +195,39 @@ pub fn run_inside_compiled(tree: &Tree, decorators: &[String]) -> BTreeSet<(Stri
     out
 }
 
+/// The callables that compile what they decorate or wrap, for callers that have no rule
+/// set saying so (the functions-trace JSON).
+pub const TORCH_COMPILERS: &[&str] = &["torch.compile", "torch._dynamo.optimize"];
+
+/// The one function selection both the functions-trace JSON and function-target rule
+/// sets use: what runs inside code compiled by one of `compilers` is found first, then
+/// the selection is resolved, leaving those functions out.
+pub fn select_functions(
+    tree: &Tree,
+    forwards: bool,
+    matches: &[String],
+    compilers: &[String],
+) -> Selected {
+    let inside = run_inside_compiled(tree, compilers);
+    select(
+        tree,
+        &Selection {
+            forwards,
+            matches,
+            compiled: Some(&inside),
+        },
+    )
+}
+
 fn loc(m: &Module, line: usize) -> String {
     format!("{}:{line}", m.file)
 }
 
 /// Resolve a selection against the tree.
-pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
+pub fn select(tree: &Tree, sel: &Selection) -> Selected {
     let mut targets: BTreeSet<Target> = BTreeSet::new();
     let mut problems = Vec::new();
+    let mut compiled_left_out = 0;
     let mut matched = vec![false; sel.matches.len()];
     for m in &tree.modules {
         let module_name = m.import_path.clone().unwrap_or_else(|_| m.file.clone());
@@ -193,8 +235,9 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                         function: &str,
                         line: usize,
                         nested: bool,
-                        explicit: bool,
+                        how: Picked,
                         problems: &mut Vec<Problem>| {
+            let explicit = how == Picked::Exactly;
             let name = class.map_or(function.to_string(), |c| format!("{c}.{function}"));
             if nested {
                 problems.push(Problem {
@@ -204,35 +247,24 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                 });
                 return;
             }
-            if let Some((inside, policy)) = sel.compiled
+            if let Some(inside) = sel.compiled
                 && inside.contains(&(class.unwrap_or("").to_string(), function.to_string()))
             {
-                let (severity, message) = match policy {
-                    CompiledPolicy::Refuse => (
-                        if explicit {
+                match how {
+                    Picked::ByDefault => compiled_left_out += 1,
+                    Picked::Exactly | Picked::ByGlob => problems.push(Problem {
+                        severity: if how == Picked::Exactly {
                             Severity::Error
                         } else {
                             Severity::Warning
                         },
-                        format!(
-                            "`{name}` runs inside a function compiled with torch.compile (fullgraph): code added around it would break the graph; left out"
+                        location: loc(m, line),
+                        message: format!(
+                            "`{name}` runs inside a function compiled with torch.compile (fullgraph): code added around it would break the graph, and its Python frame does not run there; left out"
                         ),
-                    ),
-                    CompiledPolicy::Note => (
-                        Severity::Warning,
-                        format!(
-                            "`{name}` runs inside a function compiled with torch.compile: its Python frame does not run there, so the profile will not show it"
-                        ),
-                    ),
-                };
-                problems.push(Problem {
-                    severity,
-                    location: loc(m, line),
-                    message,
-                });
-                if policy == CompiledPolicy::Refuse {
-                    return;
+                    }),
                 }
+                return;
             }
             if let Err(why) = &m.import_path {
                 problems.push(Problem {
@@ -271,13 +303,13 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                 }
                 if !hits.is_empty() || (nn && f.name == "forward") {
                     // Named exactly (no wildcard): a refusal is an error, not a skip.
-                    let exact = hits.iter().any(|&i| !is_glob(&sel.matches[i]));
+                    let how = Picked::of(&hits, sel.matches);
                     pick(
                         Some(&c.name),
                         &f.name,
                         f.line,
                         c.nested || f.nested,
-                        exact,
+                        how,
                         &mut problems,
                     );
                 }
@@ -292,7 +324,8 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                         && tree.has_method(m, c, meth)
                     {
                         matched[i] = true;
-                        pick(Some(&c.name), meth, c.line, c.nested, true, &mut problems);
+                        let how = Picked::Exactly;
+                        pick(Some(&c.name), meth, c.line, c.nested, how, &mut problems);
                     }
                 }
             }
@@ -309,8 +342,8 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
                 matched[i] = true;
             }
             if !hits.is_empty() {
-                let exact = hits.iter().any(|&i| !is_glob(&sel.matches[i]));
-                pick(None, &f.name, f.line, f.nested, exact, &mut problems);
+                let how = Picked::of(&hits, sel.matches);
+                pick(None, &f.name, f.line, f.nested, how, &mut problems);
             }
         }
     }
@@ -329,7 +362,33 @@ pub fn select(tree: &Tree, sel: &Selection) -> (Vec<Target>, Vec<Problem>) {
             });
         }
     }
-    (targets.into_iter().collect(), problems)
+    Selected {
+        targets: targets.into_iter().collect(),
+        problems,
+        compiled_left_out,
+    }
+}
+
+/// How a function came to be picked: what a refusal of it is worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Picked {
+    /// Named by a `--match` without a wildcard.
+    Exactly,
+    ByGlob,
+    /// A `forward` picked because `forwards` is on.
+    ByDefault,
+}
+
+impl Picked {
+    fn of(hits: &[usize], matches: &[String]) -> Picked {
+        if hits.iter().any(|&i| !is_glob(&matches[i])) {
+            Picked::Exactly
+        } else if hits.is_empty() {
+            Picked::ByDefault
+        } else {
+            Picked::ByGlob
+        }
+    }
 }
 
 fn nearest_names(tree: &Tree, pattern: &str) -> Vec<String> {

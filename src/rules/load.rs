@@ -8,7 +8,7 @@ use include_dir::{Dir, include_dir};
 use serde::Deserialize;
 
 use super::{Manifest, Position, Rule};
-use crate::codemod::pattern::Pattern;
+use crate::python::pattern::Pattern;
 
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
 
@@ -55,8 +55,17 @@ pub fn embedded_names() -> Vec<String> {
     names
 }
 
-/// Load `spec`: the name of an embedded rule set, or a folder holding `ruleset.toml`.
+/// Load `spec`: the name of an embedded rule set, or a folder holding `ruleset.toml`,
+/// with every rule's patterns compiled (and so checked).
 pub fn load_rule_set(spec: &str) -> Result<RuleSet, String> {
+    let mut set = load_rule_set_lazy(spec)?;
+    set.retain_and_compile(|_| true)?;
+    Ok(set)
+}
+
+/// Load `spec` with its rules checked but no pattern compiled yet: for a caller that
+/// keeps only some rules (`add` for one model) and compiles those.
+pub fn load_rule_set_lazy(spec: &str) -> Result<RuleSet, String> {
     let path = Path::new(spec);
     if path.join("ruleset.toml").is_file() {
         return load_from_dir(path);
@@ -130,7 +139,7 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
             rule_files.push(name.clone());
         }
     }
-    let mut set = RuleSet {
+    let set = RuleSet {
         manifest,
         rules,
         origin,
@@ -138,12 +147,6 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
         patterns: Vec::new(),
     };
     set.validate()?;
-    set.patterns = set
-        .rules
-        .iter()
-        .zip(&set.rule_files)
-        .map(|(r, file)| compile_patterns(r).map_err(|e| format!("{}/{file}: {e}", set.origin)))
-        .collect::<Result<_, _>>()?;
     Ok(set)
 }
 
@@ -171,6 +174,25 @@ fn one_line(s: &str) -> String {
 }
 
 impl RuleSet {
+    /// Keep the rules `keep` picks and compile their patterns.
+    pub fn retain_and_compile(&mut self, keep: impl Fn(&Rule) -> bool) -> Result<(), String> {
+        let (rules, files): (Vec<Rule>, Vec<String>) = std::mem::take(&mut self.rules)
+            .into_iter()
+            .zip(std::mem::take(&mut self.rule_files))
+            .filter(|(r, _)| keep(r))
+            .unzip();
+        self.patterns = rules
+            .iter()
+            .zip(&files)
+            .map(|(r, file)| {
+                compile_patterns(r).map_err(|e| format!("{}/{file}: {e}", self.origin))
+            })
+            .collect::<Result<_, _>>()?;
+        self.rules = rules;
+        self.rule_files = files;
+        Ok(())
+    }
+
     /// Static checks on the rules themselves, before any target is read.
     fn validate(&self) -> Result<(), String> {
         let mut seen = HashSet::new();

@@ -7,13 +7,16 @@
 
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 pub mod load;
 pub mod prints;
 
-pub use load::{RuleSet, load_rule_set};
+pub use load::{RuleSet, load_rule_set, load_rule_set_lazy};
 pub use prints::PrintDecl;
+
+/// The rule set used when `--rules` is not given.
+pub const DEFAULT_SET: &str = "memory-prints";
 
 /// `ruleset.toml`.
 #[derive(Debug, Clone, Deserialize)]
@@ -43,12 +46,81 @@ pub struct Manifest {
     /// Top-level packages isort treats as first party when an import has to be added.
     #[serde(default)]
     pub first_party: Vec<String>,
-    /// Parameters the templates use, by name, with their meaning (for `instrument rules`).
+    /// Parameters the templates use (`{RANKS}`), by name: what kind of value each is,
+    /// which `instrument add` flag sets it and what it is when the flag is not given.
     #[serde(default)]
-    pub params: BTreeMap<String, String>,
+    pub params: BTreeMap<String, ParamSpec>,
     /// How `--detail-layers` is chosen when it is not given.
     #[serde(default)]
     pub detail_layers: Option<DetailLayersSpec>,
+}
+
+/// One template parameter, as `[params.NAME]` declares it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamSpec {
+    pub kind: ParamKind,
+    /// The `instrument add` flag that sets it, without the dashes (`ranks`). Without one,
+    /// only `--param NAME=VALUE` sets it.
+    #[serde(default)]
+    pub flag: Option<String>,
+    /// The value when the flag is not given: text as the user would type it (`"0"`), or
+    /// `{ computed = "detail-layers" }` for a value the engine works out, or
+    /// `{ run_time = "how", preview = "detail-layers" }` for one the inserted code works out.
+    #[serde(default)]
+    pub default: Option<ParamDefault>,
+    /// Python `None` when no value is given (and, with a computed default, when that
+    /// cannot be worked out: the inserted code then decides at run time).
+    #[serde(default)]
+    pub optional: bool,
+    /// For `kind = "choice"`: the values allowed.
+    #[serde(default)]
+    pub choices: Vec<String>,
+    /// One line for `instrument rules` and the error messages.
+    pub help: String,
+}
+
+/// What a parameter holds, and so how its text is checked and written as Python.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ParamKind {
+    /// Distinct non-negative integers, `3,14` -> `{3, 14}`.
+    IntSet,
+    /// Distinct non-negative integers in order, `5,6` -> `(5, 6)`.
+    IntTuple,
+    /// One non-negative integer.
+    Int,
+    /// A folder or file path, written as a string literal.
+    Path,
+    /// Any text without control characters, written as a string literal.
+    String,
+    /// One of `choices`, written as a string literal.
+    Choice,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(untagged)]
+pub enum ParamDefault {
+    Text(String),
+    Computed {
+        computed: ComputedDefault,
+    },
+    /// `None` in the code, which decides at run time (`run_time` says how, for the user).
+    /// `preview` works out what a rank holding the whole model would choose, for the note,
+    /// and checks a given value against the checkout.
+    RunTime {
+        run_time: String,
+        #[serde(default)]
+        preview: Option<ComputedDefault>,
+    },
+}
+
+/// Defaults the engine works out from the checkout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ComputedDefault {
+    /// The first MoE layers, from `[detail_layers]`.
+    DetailLayers,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -72,7 +144,8 @@ pub enum Per {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ForbiddenDecorator {
-    /// A substring of the decorator's text, e.g. `torch.compile`.
+    /// The qualified name of a callable that compiles what it decorates or wraps, e.g.
+    /// `torch.compile`: found through imports, aliases and `X.f = torch.compile(X.f)`.
     pub decorator: String,
     /// Why code must not go there, shown in the error.
     pub reason: String,

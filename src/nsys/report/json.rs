@@ -1,9 +1,13 @@
-//! `--json`: the report as one JSON document (schema `instrument.nsys.report/1`, see docs/nsys.md).
+//! `--json`: the report as one JSON document (schema `instrument.nsys.report/2`, see
+//! docs/nsys.md), written straight to the output as it is serialised (never built as a string).
+
+use std::io::Write;
 
 use crate::nsys::report::Report;
 
-pub fn render(report: &Report) -> String {
-    let mut s = serde_json::to_string_pretty(report).expect("report serialises");
-    s.push('\n');
-    s
+pub fn write(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
+    let mut w = std::io::BufWriter::with_capacity(1 << 16, out);
+    serde_json::to_writer_pretty(&mut w, report).map_err(std::io::Error::other)?;
+    w.write_all(b"\n")?;
+    w.flush()
 }

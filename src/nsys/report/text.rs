@@ -1,33 +1,19 @@
-//! The default, human-readable rendering of the report.
+//! The default, human-readable rendering of the report (every table already cut to `--top`).
 
 use std::fmt::Write;
 
-use crate::nsys::report::{Process, Report};
-
-fn ms(ns: i64) -> String {
-    format!("{:.3}", ns as f64 / 1e6)
-}
+use crate::nsys::report::{Process, Report, ms, truncate, work_line};
 
 fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(n.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    }
-}
-
-fn process(out: &mut String, p: &Process, top: usize) {
+fn process(out: &mut String, p: &Process) {
     let name = p.name.as_deref().unwrap_or("?");
     let devices: Vec<String> = p.devices.iter().map(|d| d.to_string()).collect();
     let _ = writeln!(
         out,
-        "\n== process {} ({}) on device {} ==",
+        "\n== process {} ({}) on GPU {} ==",
         p.pid,
         name,
         if devices.is_empty() {
@@ -36,11 +22,10 @@ fn process(out: &mut String, p: &Process, top: usize) {
             devices.join(",")
         }
     );
+    let line = work_line(p.kernel_ns, p.kernel_count, p.graph_ns, p.graph_count);
     let _ = writeln!(
         out,
-        "kernels {} ms in {} launches; memcpy {} ms ({}); memset {} ms ({})",
-        ms(p.kernel_ns),
-        p.kernel_count,
+        "{line}; memcpy {} ms ({}); memset {} ms ({})",
         ms(p.memcpy_ns),
         p.memcpy_count,
         ms(p.memset_ns),
@@ -49,9 +34,9 @@ fn process(out: &mut String, p: &Process, top: usize) {
     let _ = writeln!(
         out,
         "\n  {:<15} {:>12} {:>8} {:>9}",
-        "category", "time (ms)", "share", "kernels"
+        "category", "time (ms)", "share", "count"
     );
-    for c in &p.categories {
+    for c in p.categories.iter().filter(|c| c.count > 0) {
         let _ = writeln!(
             out,
             "  {:<15} {:>12} {:>8} {:>9}",
@@ -63,9 +48,9 @@ fn process(out: &mut String, p: &Process, top: usize) {
     }
     let _ = writeln!(
         out,
-        "\n  communication: {} ms, {} of kernel time",
+        "\n  communication: {} ms, {} of GPU time",
         ms(p.communication.time_ns),
-        pct(p.communication.share_of_kernel_time)
+        pct(p.communication.share_of_gpu_time)
     );
     for r in &p.communication.by_op {
         let _ = writeln!(
@@ -74,6 +59,15 @@ fn process(out: &mut String, p: &Process, top: usize) {
             r.op,
             ms(r.time_ns),
             r.count
+        );
+    }
+    for r in &p.communication.from_sendrecv {
+        let _ = writeln!(
+            out,
+            "    ({} SendRecv kernels, {} ms, counted as {}: launched inside a range naming it)",
+            r.count,
+            ms(r.time_ns),
+            r.op
         );
     }
     let o = &p.overlap;
@@ -90,7 +84,7 @@ fn process(out: &mut String, p: &Process, top: usize) {
             "\n  top kernels\n  {:>10} {:>7} {:>8} {:>10} {:<13} name",
             "total ms", "share", "count", "avg us", "category"
         );
-        for k in p.kernels.iter().take(top) {
+        for k in &p.kernels {
             let _ = writeln!(
                 out,
                 "  {:>10} {:>7} {:>8} {:>10.1} {:<13} {}",
@@ -102,23 +96,43 @@ fn process(out: &mut String, p: &Process, top: usize) {
                 truncate(&k.name, 90)
             );
         }
+        if let Some(r) = &p.kernels_rest {
+            let _ = writeln!(
+                out,
+                "  {:>10} {:>7} {:>8} {:>10} {:<13} ({} more kernels; --all lists them)",
+                ms(r.total_ns),
+                pct(r.share),
+                r.count,
+                "",
+                "",
+                r.rows
+            );
+        }
     }
     let ranges: Vec<_> = p.nvtx.iter().filter(|r| r.inclusive_ns > 0).collect();
     if !ranges.is_empty() {
         let _ = writeln!(
             out,
-            "\n  NVTX ranges (GPU time of the work launched inside)\n  {:>12} {:>12} {:>12} {:>9} {:>10}  range",
+            "\n  NVTX ranges (GPU time of the work launched inside)\n  {:>12} {:>12} {:>12} {:>9} {:>8}  range",
             "incl ms", "excl ms", "proj ms", "instances", "comm"
         );
-        for r in ranges.iter().take(40) {
+        for r in &ranges {
             let comm = r
                 .inclusive_by_category
-                .first()
+                .iter()
+                .find(|c| c.category == "communication")
                 .map(|c| c.time_ns)
                 .unwrap_or(0);
+            let mut label = r.nsys_name.clone();
+            if let Some(s) = &r.shapes {
+                let _ = write!(label, " {s}");
+            }
+            if let Some(n) = r.folded_names {
+                let _ = write!(label, " ({n} names)");
+            }
             let _ = writeln!(
                 out,
-                "  {:>12} {:>12} {:>12} {:>9} {:>10}  {}",
+                "  {:>12} {:>12} {:>12} {:>9} {:>8}  {}",
                 ms(r.inclusive_ns),
                 ms(r.exclusive_ns),
                 ms(r.proj.total_ns),
@@ -128,33 +142,48 @@ fn process(out: &mut String, p: &Process, top: usize) {
                 } else {
                     0.0
                 }),
-                truncate(&r.nsys_name, 80)
+                truncate(&label, 90)
             );
         }
-        if ranges.len() > 40 {
-            let _ = writeln!(out, "  ... {} more ranges (see --json)", ranges.len() - 40);
+        if let Some(r) = &p.nvtx_rest {
+            let _ = writeln!(
+                out,
+                "  {:>12} {:>12} {:>12} {:>9} {:>8}  ({} more range names; --all lists them)",
+                ms(r.inclusive_ns),
+                ms(r.exclusive_ns),
+                ms(r.proj_total_ns),
+                r.instances,
+                "",
+                r.rows
+            );
         }
         let _ = writeln!(out, "  outside every range: {} ms", ms(p.unattributed_ns));
     }
 }
 
-pub fn render(report: &Report, top: usize) -> String {
+pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "nsys report: {}", report.file);
+    if let Some(v) = &report.export.nsys_version {
+        let _ = writeln!(out, "written by nsys {v}");
+    }
     for g in &report.gpus {
         let _ = writeln!(out, "GPU {}: {}", g.id, g.name);
     }
     let t = &report.totals;
+    let line = format!(
+        "{} process(es); {}",
+        report.processes.len(),
+        work_line(t.kernel_ns, t.kernel_count, t.graph_ns, t.graph_count)
+    );
     let _ = writeln!(
         out,
-        "{} process(es); kernels {} ms in {} launches; communication {} of kernel time",
-        report.processes.len(),
-        ms(t.kernel_ns),
-        t.kernel_count,
+        "{line}; communication {} of GPU time",
         pct(t.communication_share)
     );
+    let _ = writeln!(out, "CUDA graphs: {}", report.capture.cuda_graphs);
     for p in &report.processes {
-        process(&mut out, p, top);
+        process(&mut out, p);
     }
     if !report.notes.is_empty() {
         let _ = writeln!(out, "\nnotes:");

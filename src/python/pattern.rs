@@ -53,6 +53,30 @@ pub struct Pattern {
     pub text: String,
     source: Source,
     pub header: Option<HeaderKind>,
+    /// The longest name the pattern spells out: a statement whose text lacks it cannot
+    /// match, so most statements are passed over without a structural comparison.
+    needle: Option<String>,
+}
+
+/// The longest identifier of a pattern's code that is not a metavariable or a keyword.
+fn needle(source: &Source) -> Option<String> {
+    let mut best: Option<&str> = None;
+    let mut stack = vec![source.root()];
+    while let Some(n) = stack.pop() {
+        if n.kind() == "identifier" {
+            let t = source.text_of(n);
+            if !t.starts_with(SINGLE)
+                && !t.starts_with(SEQUENCE)
+                && best.is_none_or(|b| t.len() > b.len())
+            {
+                best = Some(t);
+            }
+        }
+        let mut c = n.walk();
+        stack.extend(n.children(&mut c));
+    }
+    // The stand-in body of a header pattern is not part of what it matches.
+    best.filter(|b| *b != "pass").map(str::to_string)
 }
 
 impl std::fmt::Debug for Pattern {
@@ -136,15 +160,28 @@ impl Pattern {
                 statements.len()
             ));
         }
+        let needle = match header {
+            // Only the header is compared: its name or condition, not the stand-in body.
+            Some(HeaderKind::Try) => None,
+            _ => needle(&source),
+        };
         Ok(Pattern {
             text: trimmed.to_string(),
             source,
             header,
+            needle,
         })
     }
 
     fn root_statement(&self) -> Node<'_> {
-        python::undecorated(python::statements_of(self.source.root())[0])
+        // Compiled patterns hold exactly one statement (checked in `compile`).
+        let root = self.source.root();
+        let mut cursor = root.walk();
+        let first = root
+            .named_children(&mut cursor)
+            .find(|c| c.kind() != "comment")
+            .expect("a compiled pattern holds one statement");
+        python::undecorated(first)
     }
 
     /// Whether this pattern describes a compound statement by its header.
@@ -163,6 +200,11 @@ impl Pattern {
     /// Match a statement of `src`. Decorated definitions are matched by their definition.
     pub fn match_statement(&self, src: &Source, stmt: Node) -> Option<Bindings> {
         let stmt = python::undecorated(stmt);
+        if let Some(n) = &self.needle
+            && !src.text_of(stmt).contains(n.as_str())
+        {
+            return None;
+        }
         let p = self.root_statement();
         let mut b = Bindings::new();
         let m = Matcher {

@@ -1,0 +1,367 @@
+//! `add`'s front door: from the options a user gave to the plan and its reasons. Finds
+//! the checkout, checks the model (or selects the functions, for a rule set whose targets
+//! are functions), fills in the template parameters the rule set declares, plans every
+//! file, and writes all of it or nothing. The command line only renders the report.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::diff::FileChange;
+use super::expand::{self, FunctionTarget};
+use super::failure::{Failure, FailureKind};
+use super::lock::{self, Mode};
+use super::params::{self, Given, Param, Value};
+use super::session::{self, AddRequest, GroupOutcome};
+use super::transaction::{self, Change};
+use super::{checkout, layers};
+use crate::python::scan::Tree;
+use crate::python::select::{self, Problem, Severity};
+use crate::python::style::Style;
+use crate::rules::{self, ComputedDefault, RuleSet, TargetKind};
+
+/// What the user asked for, as parsed from the command line (nothing checked yet).
+#[derive(Debug, Clone, Default)]
+pub struct AddOptions {
+    /// A built-in rule set name or a folder.
+    pub rules: String,
+    pub root: Option<PathBuf>,
+    /// The model, or the function selectors of a function-target rule set.
+    pub targets: Vec<String>,
+    /// Parameter flags given, by flag name without dashes (`ranks` -> `3,14`).
+    pub flags: BTreeMap<String, String>,
+    /// `--param NAME=VALUE`, in order.
+    pub params: Vec<(String, String)>,
+    /// A model config to evaluate the MoE-vs-dense condition with.
+    pub config: Option<PathBuf>,
+    pub partial: bool,
+    pub dry_run: bool,
+}
+
+/// How `add` ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// Written (or, with `--dry-run`, would be).
+    Applied,
+    /// Nothing to change.
+    UpToDate,
+    /// Refused: nothing was written; `groups`, `failures` and `problems` say why.
+    Refused,
+}
+
+/// Everything `add` found and did, for the command line to render (or print as JSON).
+#[derive(Debug, Clone, Serialize)]
+pub struct AddReport {
+    pub schema: &'static str,
+    /// `instrument add qwen3-moe`, for messages.
+    pub command: String,
+    pub root: String,
+    pub rule_set: String,
+    pub model: Option<String>,
+    pub functions: Vec<String>,
+    pub params: Vec<Param>,
+    /// Why computed parameters are what they are.
+    pub notes: Vec<String>,
+    /// Function selection warnings and errors (function-target rule sets).
+    pub selection: Vec<String>,
+    pub groups: Vec<GroupOutcome>,
+    /// Failures not tied to a group (a file that is not UTF-8, broken markers).
+    pub failures: Vec<Failure>,
+    /// Problems found after planning (a detail-layer choice that failed): reported after
+    /// the groups, so drift is never hidden behind them.
+    pub problems: Vec<String>,
+    pub changes: Vec<FileChange>,
+    pub dry_run: bool,
+    pub partial: bool,
+    pub verdict: Verdict,
+    /// What to do next when refused.
+    pub advice: Option<String>,
+}
+
+impl AddReport {
+    pub fn applied_groups(&self) -> usize {
+        self.groups.iter().filter(|g| g.applies()).count()
+    }
+}
+
+/// Plan `add` and, unless it is a dry run or refused, write it.
+pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
+    // Patterns are compiled once the model is known, for its rules only.
+    let mut set = rules::load_rule_set_lazy(&opts.rules)?;
+    let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
+    let style = Style::of_checkout(&root);
+    let mode = if opts.dry_run {
+        Mode::Shared
+    } else {
+        Mode::Exclusive
+    };
+    let _lock = lock::lock(&root, mode)?;
+    let mut report = AddReport {
+        schema: "instrument.add/1",
+        command: String::new(),
+        root: root.display().to_string(),
+        rule_set: set.manifest.name.clone(),
+        model: None,
+        functions: Vec::new(),
+        params: Vec::new(),
+        notes: Vec::new(),
+        selection: Vec::new(),
+        groups: Vec::new(),
+        failures: Vec::new(),
+        problems: Vec::new(),
+        changes: Vec::new(),
+        dry_run: opts.dry_run,
+        partial: opts.partial,
+        verdict: Verdict::Refused,
+        advice: None,
+    };
+    let scope = checkout::Scope {
+        root: root.clone(),
+        targets: vec![root.clone()],
+        checkout: true,
+    };
+    if opts.dry_run {
+        if let Some(j) = transaction::pending(&root).and_then(Result::ok) {
+            report.notes.push(format!(
+                "an interrupted `{}` left {}: the next add or remove finishes it first",
+                j.command,
+                transaction::JOURNAL
+            ));
+        }
+    } else {
+        let (recovered, _) = transaction::prepare(&root, &scope.walk().temps)?;
+        report.notes.extend(recovered);
+    }
+    super::fault::point("locked");
+    let given = Given {
+        flags: &opts.flags,
+        params: &opts.params,
+    };
+    let (expanded, model, literals);
+    let mut problems: Vec<(String, String)> = Vec::new();
+    let rule_set = if set.manifest.targets == TargetKind::Functions {
+        report.command = format!("instrument add --rules {}", set.manifest.name);
+        set.retain_and_compile(|_| true)?;
+        let filled = params::fill(&set.manifest, &given, &style, no_computed, |_, _| Ok(None))?;
+        literals = filled.literals();
+        report.params = filled.params;
+        let targets = select_targets(&set, &root, &opts.targets, &mut report)?;
+        let Some(targets) = targets else {
+            report.advice = Some("fix the selection above; nothing was changed".into());
+            return Ok(report);
+        };
+        report.functions = targets.iter().map(FunctionTarget::name).collect();
+        expanded = expand::for_functions(&set, &targets)?;
+        model = None;
+        &expanded
+    } else {
+        let m = check_model(&set, &root, &opts.targets)?;
+        set.retain_and_compile(|r| r.models.is_empty() || r.models.contains(&m))?;
+        report.command = format!("instrument add {}", checkout::display_model(&m));
+        let config = opts.config.as_deref();
+        let filled = params::fill(
+            &set.manifest,
+            &given,
+            &style,
+            |c| match c {
+                ComputedDefault::DetailLayers => layers::auto(&root, &set.manifest, &m, config)
+                    .map(|choice| {
+                        (
+                            Value::Ints(choice.layers),
+                            choice.reason.unwrap_or_default(),
+                        )
+                    }),
+            },
+            |c, value| match (c, value) {
+                (ComputedDefault::DetailLayers, Value::Ints(l)) => {
+                    layers::check_explicit(&root, &set.manifest, &m, config, l)
+                }
+                _ => Ok(None),
+            },
+        )?;
+        literals = filled.literals();
+        report.params = filled.params;
+        report.notes.extend(filled.notes);
+        problems = filled.problems;
+        report.model = Some(checkout::display_model(&m));
+        model = Some(m);
+        &set
+    };
+    let req = AddRequest {
+        root: &root,
+        rule_set,
+        model: model.as_deref(),
+        params: &literals,
+        partial: opts.partial,
+        style,
+    };
+    let outcome = session::plan_add(&req);
+    // A parameter that could not be worked out matters only to the groups that apply:
+    // under --partial, one only skipped groups use is no reason to refuse.
+    for (name, problem) in problems {
+        let placeholder = format!("{{{name}}}");
+        let needed = outcome.groups.iter().filter(|g| g.applies()).any(|g| {
+            rule_set
+                .rules
+                .iter()
+                .any(|r| g.rules.contains(&r.id) && r.template.contains(&placeholder))
+        });
+        if needed || !opts.partial {
+            report.problems.push(problem);
+        } else {
+            report.notes.push(format!(
+                "{problem} (not needed: the groups that use it are skipped)"
+            ));
+        }
+    }
+    report.groups = outcome.groups.clone();
+    report.failures = outcome.file_failures.clone();
+    let refused = !outcome.file_failures.is_empty()
+        || (!opts.partial && !outcome.ok())
+        || !report.problems.is_empty();
+    if refused {
+        report.advice = Some(advice(&report));
+        return Ok(report);
+    }
+    report.changes = outcome
+        .plans
+        .iter()
+        .filter(|p| p.before != p.after)
+        .map(|p| FileChange::new(p.file.clone(), p.before.clone(), p.after.clone()))
+        .collect();
+    if report.changes.is_empty() {
+        report.verdict = Verdict::UpToDate;
+        return Ok(report);
+    }
+    super::fault::point("planned");
+    if !opts.dry_run {
+        let changes: Vec<Change> = report
+            .changes
+            .iter()
+            .map(|c| Change {
+                file: c.file.clone(),
+                before: c.before.clone().into_bytes(),
+                after: c.after.clone().into_bytes(),
+            })
+            .collect();
+        transaction::commit(&root, &report.command, &changes)?;
+    }
+    report.verdict = Verdict::Applied;
+    Ok(report)
+}
+
+fn no_computed(_: ComputedDefault) -> params::Computed {
+    Err("this rule set has no [detail_layers]; pass the value".into())
+}
+
+/// The model `targets` names, if this rule set has rules for it.
+fn check_model(
+    set: &RuleSet,
+    root: &std::path::Path,
+    targets: &[String],
+) -> Result<String, String> {
+    let [typed] = targets else {
+        return Err(format!(
+            "rule set {} takes one model, got {} arguments ({})",
+            set.manifest.name,
+            targets.len(),
+            targets.join(" ")
+        ));
+    };
+    let model = checkout::resolve_model(root, &set.manifest, typed)?;
+    let mut supported: Vec<&String> = set.rules.iter().flat_map(|r| r.models.iter()).collect();
+    supported.sort();
+    supported.dedup();
+    if !supported.is_empty() && !supported.contains(&&model) {
+        let names: Vec<String> = supported
+            .iter()
+            .map(|m| checkout::display_model(m))
+            .collect();
+        return Err(format!(
+            "rule set {} has no rules for model {} yet (it has rules for: {})",
+            set.manifest.name,
+            checkout::display_model(&model),
+            names.join(", ")
+        ));
+    }
+    Ok(model)
+}
+
+/// Select the functions a function-target rule set instruments, with the same scan and
+/// refusals as the functions-trace JSON. `None` when the selection has errors.
+fn select_targets(
+    set: &RuleSet,
+    root: &std::path::Path,
+    selectors: &[String],
+    report: &mut AddReport,
+) -> Result<Option<Vec<FunctionTarget>>, String> {
+    let tree = Tree::scan(&[root.join(&set.manifest.source_dir)], None)?;
+    let compilers: Vec<String> = set
+        .manifest
+        .forbid_inside
+        .iter()
+        .map(|f| f.decorator.clone())
+        .collect();
+    let select::Selected {
+        targets: picked,
+        problems,
+        ..
+    } = select::select_functions(&tree, false, selectors, &compilers);
+    report.selection = problems.iter().map(Problem::to_string).collect();
+    if problems.iter().any(|p| p.severity == Severity::Error) {
+        return Ok(None);
+    }
+    Ok(Some(
+        picked
+            .iter()
+            .map(|t| FunctionTarget {
+                file: t
+                    .path
+                    .strip_prefix(root)
+                    .unwrap_or(&t.path)
+                    .to_string_lossy()
+                    .replace('\\', "/"),
+                class: t.class.clone(),
+                function: t.function.clone(),
+            })
+            .collect(),
+    ))
+}
+
+/// The next step for a refused `add`, from what failed.
+fn advice(report: &AddReport) -> String {
+    let failures: Vec<&Failure> = report
+        .failures
+        .iter()
+        .chain(report.groups.iter().flat_map(|g| g.failures.iter()))
+        .collect();
+    let has = |k: FailureKind| failures.iter().any(|f| f.kind == k);
+    let mut steps: Vec<&str> = Vec::new();
+    if has(FailureKind::Markers) {
+        steps.push("review the region edited by hand, then undo the edit or run `instrument remove --force` (it restores the original from the marker)");
+    }
+    if has(FailureKind::Encoding) {
+        steps.push("save the file as UTF-8 (Python reads source as UTF-8), then run add again");
+    }
+    if has(FailureKind::Anchor) || has(FailureKind::Name) || has(FailureKind::File) {
+        steps.push("`instrument explain` shows where each anchor resolves; pass --partial to apply the groups that fit, or --rules DIR with rules for this revision");
+    }
+    if has(FailureKind::Syntax) {
+        steps.push("fix the syntax error (or check that the file is Python)");
+    }
+    if !report.problems.is_empty() {
+        steps.push("pass --detail-layers (or --config FILE for the model's config)");
+    }
+    if steps.is_empty() {
+        steps.push("fix what is reported above");
+    }
+    let failing = report.groups.iter().filter(|g| !g.applies()).count();
+    let what = if failing > 0 {
+        format!("{failing} of {} groups cannot apply; ", report.groups.len())
+    } else {
+        String::new()
+    };
+    format!("{what}nothing was changed. Next: {}", steps.join("; "))
+}

@@ -1,0 +1,41 @@
+//! What planning works with: the context rules are planned in, one edit of a file (a
+//! region to put in), and the line arithmetic edits are placed by.
+
+use std::collections::BTreeMap;
+
+use crate::python::style::Style;
+use crate::rules::RuleSet;
+
+/// What planning needs besides the file: the rule set and the parameter values.
+pub struct PlanContext<'a> {
+    pub rule_set: &'a RuleSet,
+    /// Template parameters (`RANKS` -> `{3, 14}`).
+    pub params: &'a BTreeMap<String, String>,
+    /// Top-level packages isort treats as first party (the rule set's and the checkout's own).
+    pub first_party: &'a [String],
+    /// The checkout's formatting settings.
+    pub style: &'a Style,
+}
+
+/// One region to put in, as an edit of the stripped text.
+pub(super) struct Edit {
+    pub(super) start: usize,
+    pub(super) end: usize,
+    /// The region's lines, markers included, without line endings.
+    pub(super) lines: Vec<String>,
+    /// Indices of `lines` whose reads must be checked (template code, not markers,
+    /// kept originals or code copied from the original statement).
+    pub(super) checked: Vec<usize>,
+    pub(super) rule_index: usize,
+    /// The line ending of each kept original (`lines[1..]`): each `# |` line keeps the
+    /// ending its original had, so a CRLF line in an LF file comes back as it was.
+    pub(super) stash_eols: Vec<&'static str>,
+}
+
+pub(super) fn line_start(text: &str, at: usize) -> usize {
+    text[..at].rfind('\n').map_or(0, |i| i + 1)
+}
+
+pub(super) fn next_line_start(text: &str, at: usize) -> usize {
+    text[at..].find('\n').map_or(text.len(), |i| at + i + 1)
+}

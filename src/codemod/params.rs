@@ -1,0 +1,414 @@
+//! Template parameters: the text a user gave (`--ranks 3,14`), checked against the kind
+//! the rule set declares in `[params]`, and written as the Python literal the templates
+//! receive (`{3, 14}`), in the checkout's quote style. Which flag sets which parameter,
+//! and what it is by default, is the rule set's; nothing here knows the names.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::python::{literal, style::Style};
+use crate::rules::{ComputedDefault, Manifest, ParamDefault, ParamKind, ParamSpec};
+
+/// A checked value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    Ints(Vec<u64>),
+    Int(u64),
+    Text(String),
+    None,
+}
+
+/// Where a parameter's value came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Origin {
+    Flag,
+    Default,
+    /// Worked out by the engine (the detail layers), with why.
+    Computed,
+    /// Not given, so `None`: the inserted code decides at run time.
+    Unset,
+}
+
+/// One parameter as `add` fills it in.
+#[derive(Debug, Clone, Serialize)]
+pub struct Param {
+    pub name: String,
+    /// The Python literal the templates receive.
+    pub literal: String,
+    pub origin: Origin,
+}
+
+/// How the user sets `spec`: `--ranks`, or `--param NAME=` for one without a flag.
+pub fn shown(name: &str, spec: &ParamSpec) -> String {
+    match &spec.flag {
+        Some(f) => format!("--{f}"),
+        None => format!("--param {name}="),
+    }
+}
+
+/// Check `text` as given for a parameter of `spec`'s kind.
+pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String> {
+    let ints = |text: &str| -> Result<Vec<u64>, String> {
+        if text.trim().is_empty() {
+            return Err(format!(
+                "{flag} is empty; give comma-separated non-negative integers, e.g. {flag} 3,14"
+            ));
+        }
+        let mut out = Vec::new();
+        for part in text.split(',') {
+            let p = part.trim();
+            let n: u64 = p.parse().map_err(|_| {
+                format!(
+                    "{flag} {}: `{}` is not a non-negative integer (expected e.g. {flag} 3,14)",
+                    text.escape_debug(),
+                    p.escape_debug()
+                )
+            })?;
+            if !out.contains(&n) {
+                out.push(n);
+            }
+        }
+        out.sort_unstable();
+        Ok(out)
+    };
+    match spec.kind {
+        ParamKind::IntSet | ParamKind::IntTuple => ints(text).map(Value::Ints),
+        ParamKind::Int => {
+            let t = text.trim();
+            t.parse::<u64>()
+                .map(Value::Int)
+                .map_err(|_| format!("{flag} {}: not a non-negative integer", text.escape_debug()))
+        }
+        ParamKind::Path | ParamKind::String | ParamKind::Choice => {
+            if let Some((at, ch)) = literal::first_control(text) {
+                return Err(format!(
+                    "{flag} {:?}: character {} is a control character ({}); a value ends up in Python source and must not hold one{}",
+                    text,
+                    at + 1,
+                    ch.escape_unicode(),
+                    if ch == '\r' {
+                        " (a CRLF line ending from a launcher script?)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            if spec.kind == ParamKind::Path && text.is_empty() {
+                return Err(format!("{flag} is empty; give a folder, e.g. {flag} /tmp"));
+            }
+            if spec.kind == ParamKind::Choice && !spec.choices.iter().any(|c| c == text) {
+                return Err(format!(
+                    "{flag} {text}: expected one of {}",
+                    spec.choices.join(", ")
+                ));
+            }
+            Ok(Value::Text(text.to_string()))
+        }
+    }
+}
+
+/// The Python literal for `value`.
+pub fn render(spec: &ParamSpec, value: &Value, style: &Style) -> String {
+    match (spec.kind, value) {
+        (_, Value::None) => "None".to_string(),
+        (ParamKind::IntSet, Value::Ints(v)) => literal::int_set(v),
+        (_, Value::Ints(v)) => literal::int_tuple(v),
+        (_, Value::Int(n)) => n.to_string(),
+        (_, Value::Text(t)) => literal::string(t, style.double_quotes),
+    }
+}
+
+/// What the caller supplies: the flags given, `--param NAME=VALUE` pairs, and how to
+/// work out a computed default (`Err` with the reason when it cannot).
+pub struct Given<'a> {
+    pub flags: &'a BTreeMap<String, String>,
+    pub params: &'a [(String, String)],
+}
+
+/// The result of filling in every parameter.
+pub struct Filled {
+    pub params: Vec<Param>,
+    /// Why computed values are what they are (printed for the user to check).
+    pub notes: Vec<String>,
+    /// Computed defaults that could not be worked out, by parameter name: reported after
+    /// the groups.
+    pub problems: Vec<(String, String)>,
+}
+
+impl Filled {
+    /// Name -> literal, as the templates take them.
+    pub fn literals(&self) -> BTreeMap<String, String> {
+        self.params
+            .iter()
+            .map(|p| (p.name.clone(), p.literal.clone()))
+            .collect()
+    }
+}
+
+/// Outcome of a computed default: the value and why, or why it could not be chosen.
+pub type Computed = Result<(Value, String), String>;
+
+/// Fill in every parameter `manifest` declares. `compute` works out computed defaults;
+/// `check_given` checks a given value that has one (against the model, say).
+pub fn fill(
+    manifest: &Manifest,
+    given: &Given,
+    style: &Style,
+    mut compute: impl FnMut(ComputedDefault) -> Computed,
+    mut check_given: impl FnMut(ComputedDefault, &Value) -> Result<Option<String>, String>,
+) -> Result<Filled, String> {
+    let set = &manifest.name;
+    for flag in given.flags.keys() {
+        if !manifest
+            .params
+            .values()
+            .any(|p| p.flag.as_deref() == Some(flag.as_str()))
+        {
+            return Err(format!(
+                "--{flag}: rule set {set} has no parameter it sets (its parameters: {})",
+                names(manifest)
+            ));
+        }
+    }
+    for (name, _) in given.params {
+        if !manifest.params.contains_key(name) {
+            return Err(format!(
+                "--param {name}=: rule set {set} has no parameter {name} (its parameters: {})",
+                names(manifest)
+            ));
+        }
+    }
+    let mut filled = Filled {
+        params: Vec::new(),
+        notes: Vec::new(),
+        problems: Vec::new(),
+    };
+    for (name, spec) in &manifest.params {
+        let flag = shown(name, spec);
+        let text = given
+            .params
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v)
+            .or_else(|| spec.flag.as_ref().and_then(|f| given.flags.get(f)));
+        let (value, origin) = match (text, &spec.default) {
+            (Some(t), default) => {
+                let v = parse(spec, &flag, t)?;
+                let checked = match default {
+                    Some(ParamDefault::Computed { computed }) => Some(*computed),
+                    Some(ParamDefault::RunTime { preview, .. }) => *preview,
+                    _ => None,
+                };
+                if let Some(c) = checked
+                    && let Some(note) = check_given(c, &v)?
+                {
+                    filled.notes.push(note);
+                }
+                (v, Origin::Flag)
+            }
+            (None, Some(ParamDefault::Text(t))) => (
+                parse(spec, &flag, t)
+                    .map_err(|e| format!("rule set {set}: the default of {name}: {e}"))?,
+                Origin::Default,
+            ),
+            (None, Some(ParamDefault::Computed { computed })) => match compute(*computed) {
+                Ok((v, why)) => {
+                    filled.notes.push(format!(
+                        "{} {}: {why}",
+                        name_of(name),
+                        render(spec, &v, style)
+                    ));
+                    (v, Origin::Computed)
+                }
+                Err(why) if spec.optional => {
+                    filled
+                        .notes
+                        .push(format!("{} chosen at run time: {why}", name_of(name)));
+                    (Value::None, Origin::Unset)
+                }
+                Err(why) => {
+                    filled
+                        .problems
+                        .push((name.clone(), format!("{}: {why}", name_of(name))));
+                    // A stand-in, so every group can still be planned and reported.
+                    (placeholder(spec), Origin::Computed)
+                }
+            },
+            (None, Some(ParamDefault::RunTime { run_time, preview })) => {
+                let mut note = format!("{} chosen at run time: {run_time}", name_of(name));
+                // The preview is for the user to check; when it cannot be worked out the
+                // code still decides at run time, so that is no problem, only said.
+                match preview.map(&mut compute) {
+                    Some(Ok((v, why))) => {
+                        let v = render(spec, &v, style);
+                        note.push_str(&format!("; a rank holding every layer takes {v}: {why}"));
+                    }
+                    Some(Err(why)) => note.push_str(&format!(" (no preview here: {why})")),
+                    None => {}
+                }
+                filled.notes.push(note);
+                (Value::None, Origin::Unset)
+            }
+            (None, None) if spec.optional => (Value::None, Origin::Unset),
+            (None, None) => {
+                return Err(format!(
+                    "rule set {set} needs {name} ({}): pass {flag}",
+                    spec.help
+                ));
+            }
+        };
+        filled.params.push(Param {
+            name: name.clone(),
+            literal: render(spec, &value, style),
+            origin,
+        });
+    }
+    Ok(filled)
+}
+
+/// `DETAIL_LAYERS` -> `detail layers`, for messages.
+fn name_of(name: &str) -> String {
+    name.to_lowercase().replace('_', " ")
+}
+
+fn names(manifest: &Manifest) -> String {
+    if manifest.params.is_empty() {
+        return "none".into();
+    }
+    manifest
+        .params
+        .iter()
+        .map(|(n, p)| format!("{n} ({})", shown(n, p)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn placeholder(spec: &ParamSpec) -> Value {
+    match spec.kind {
+        ParamKind::IntSet | ParamKind::IntTuple => Value::Ints(vec![0]),
+        ParamKind::Int => Value::Int(0),
+        _ => Value::Text(String::new()),
+    }
+}
+
+/// The values rule examples get for what they do not set: each parameter's default,
+/// the first layers for a computed one, `None` for an optional one.
+pub fn example_defaults(manifest: &Manifest) -> BTreeMap<String, String> {
+    let style = Style::default();
+    manifest
+        .params
+        .iter()
+        .map(|(name, spec)| {
+            let value = match &spec.default {
+                Some(ParamDefault::Text(t)) => {
+                    parse(spec, name, t).unwrap_or_else(|_| placeholder(spec))
+                }
+                Some(ParamDefault::Computed { .. }) => Value::Ints(vec![0, 1]),
+                Some(ParamDefault::RunTime { .. }) => Value::None,
+                None if spec.optional => Value::None,
+                None => placeholder(spec),
+            };
+            (name.clone(), render(spec, &value, &style))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(kind: ParamKind) -> ParamSpec {
+        ParamSpec {
+            kind,
+            flag: Some("x".into()),
+            default: None,
+            optional: false,
+            choices: vec!["python".into(), "all".into()],
+            help: String::new(),
+        }
+    }
+
+    #[test]
+    fn values_are_checked_and_rendered() {
+        let style = Style::default();
+        let set = spec(ParamKind::IntSet);
+        let v = parse(&set, "--ranks", " 14, 3,3").unwrap();
+        assert_eq!(render(&set, &v, &style), "{3, 14}");
+        assert!(parse(&set, "--ranks", "3,,4").is_err());
+        assert!(parse(&set, "--ranks", "99999999999999999999999").is_err());
+        let path = spec(ParamKind::Path);
+        let e = parse(&path, "--snapshot-dir", "/tmp/x\r").unwrap_err();
+        assert!(e.contains("control character") && e.contains("CRLF"), "{e}");
+        let v = parse(&path, "--snapshot-dir", "/tmp/x\"; STEP=5").unwrap();
+        assert_eq!(render(&path, &v, &style), "'/tmp/x\"; STEP=5'");
+        let choice = spec(ParamKind::Choice);
+        assert!(parse(&choice, "--stacks", "cpp").is_err());
+        assert_eq!(
+            render(&choice, &parse(&choice, "--stacks", "all").unwrap(), &style),
+            "\"all\""
+        );
+    }
+
+    #[test]
+    fn defaults_flow_from_the_rule_set() {
+        let manifest: Manifest = toml::from_str(
+            r#"
+name = "t"
+description = "t"
+source_dir = "."
+[params.DETAIL_LAYERS]
+kind = "int-tuple"
+flag = "detail-layers"
+default = { computed = "detail-layers" }
+optional = true
+help = "layers"
+[params.STACKS]
+kind = "choice"
+choices = ["python", "all"]
+flag = "stacks"
+default = "python"
+help = "stacks"
+"#,
+        )
+        .unwrap();
+        let style = Style::default();
+        let flags = BTreeMap::new();
+        let given = Given {
+            flags: &flags,
+            params: &[],
+        };
+        // A computed default that cannot be worked out, on an optional parameter: None,
+        // decided at run time, with the reason.
+        let filled = fill(
+            &manifest,
+            &given,
+            &style,
+            |_| Err("no config".into()),
+            |_, _| Ok(None),
+        )
+        .unwrap();
+        let lits = filled.literals();
+        assert_eq!(lits["DETAIL_LAYERS"], "None");
+        assert_eq!(lits["STACKS"], "\"python\"");
+        assert!(filled.notes[0].contains("chosen at run time: no config"));
+        assert!(filled.problems.is_empty());
+        let flags = BTreeMap::from([("stacks".to_string(), "all".to_string())]);
+        let given = Given {
+            flags: &flags,
+            params: &[("DETAIL_LAYERS".into(), "5,6".into())],
+        };
+        let filled = fill(
+            &manifest,
+            &given,
+            &style,
+            |_| Ok((Value::Ints(vec![0, 1]), "why".into())),
+            |_, _| Ok(None),
+        )
+        .unwrap();
+        assert_eq!(filled.literals()["DETAIL_LAYERS"], "(5, 6)");
+        assert_eq!(filled.literals()["STACKS"], "\"all\"");
+    }
+}

@@ -1,0 +1,103 @@
+//! Command-line conventions: colour (`--color`, `NO_COLOR`, terminals), `--json` for
+//! add / remove / check, shell completions.
+
+mod common;
+
+use std::process::Command;
+
+use common::*;
+
+/// Run `args` under a pseudo-terminal (util-linux `script`), so colour decisions see a tty.
+fn in_terminal(args: &str, cwd: &std::path::Path, no_color: bool) -> Option<String> {
+    let script = tool("script", "INSTRUMENT_REQUIRE_SCRIPT")?;
+    let mut cmd = Command::new(script);
+    cmd.args([
+        "-qec",
+        &format!("{} {args}", env!("CARGO_BIN_EXE_instrument")),
+        "/dev/null",
+    ])
+    .current_dir(cwd)
+    .env_remove("NO_COLOR");
+    if no_color {
+        cmd.env("NO_COLOR", "1");
+    }
+    let out = cmd.output().ok()?;
+    Some(String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+#[test]
+fn colour_follows_the_terminal_no_color_and_the_flag() {
+    let dir = scratch_copy(&fixture());
+    let dry = ["add", "qwen3-moe", "--dry-run"];
+    let piped = instrument(&dry, dir.path());
+    assert!(!stdout(&piped).contains('\x1b'), "no colour into a pipe");
+    let mut always = dry.to_vec();
+    always.push("--color=always");
+    assert!(stdout(&instrument(&always, dir.path())).contains("\x1b[32m"));
+    if let Some(tty) = in_terminal("add qwen3-moe --dry-run", dir.path(), false) {
+        assert!(tty.contains("\x1b[32m"), "a terminal gets colour");
+        let plain = in_terminal("add qwen3-moe --dry-run", dir.path(), true).unwrap();
+        assert!(!plain.contains('\x1b'), "NO_COLOR turns it off");
+        let never =
+            in_terminal("--color never add qwen3-moe --dry-run", dir.path(), false).unwrap();
+        assert!(!never.contains('\x1b'));
+    }
+}
+
+#[test]
+fn add_remove_and_check_speak_json() {
+    let dir = scratch_copy(&fixture());
+    let out = instrument(
+        &["add", "qwen3-moe", "--ranks", "3,14", "--json"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema"], "instrument.add/1");
+    assert_eq!(doc["verdict"], "applied");
+    assert_eq!(doc["changes"].as_array().unwrap().len(), 6);
+    let ranks = doc["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "RANKS")
+        .unwrap();
+    assert_eq!(ranks["literal"], "{3, 14}");
+    assert_eq!(ranks["origin"], "flag");
+    let out = instrument(&["check", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema"], "instrument.status/1");
+    assert_eq!(doc["instrumented"], true);
+    let out = instrument(&["remove", "--json"], dir.path());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema"], "instrument.remove/1");
+    assert_eq!(doc["changes"].as_array().unwrap().len(), 6);
+    // A refused add is a report too, with exit 2.
+    std::fs::write(dir.path().join("pithtrain/tasks/pretrain_lm.py"), "x = (\n").unwrap();
+    let out = instrument(&["add", "qwen3-moe", "--json"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["verdict"], "refused");
+    assert!(
+        doc["advice"]
+            .as_str()
+            .unwrap()
+            .contains("nothing was changed")
+    );
+}
+
+#[test]
+fn completions_cover_the_commands_and_flags() {
+    for shell in ["bash", "zsh", "fish"] {
+        let out = instrument(&["completions", shell], &repo_root());
+        assert_eq!(out.status.code(), Some(0));
+        let text = stdout(&out);
+        assert!(
+            text.contains("snapshot-dir") && text.contains("remove"),
+            "{shell}"
+        );
+    }
+    let out = instrument(&["completions", "tcsh"], &repo_root());
+    assert_eq!(out.status.code(), Some(2));
+}
