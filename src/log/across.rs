@@ -109,7 +109,6 @@ fn row(r: &RankReport) -> AcrossRow {
     for c in r.setup_breakdown.iter().filter(|c| c.source == "stated") {
         *setup_costs.entry(c.label.clone()).or_insert(0) += c.bytes;
     }
-    let file = r.files_written.last();
     AcrossRow {
         rank: r.rank,
         pp_rank: r.pp_rank,
@@ -127,8 +126,18 @@ fn row(r: &RankReport) -> AcrossRow {
             .map(|n| n.max_bytes),
         setup_total_bytes: setup_costs.values().sum(),
         setup_costs,
-        file: file.map(|f| f.path.clone()),
-        command: file.and_then(|f| f.command.clone()),
+        detail_layers: r.detail_layers.as_ref().map(|d| {
+            if d.layers.is_empty() {
+                "none".to_string()
+            } else {
+                d.layers
+                    .iter()
+                    .map(i64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        }),
+        files: r.files_written.clone(),
     }
 }
 

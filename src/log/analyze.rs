@@ -222,6 +222,8 @@ impl View<'_> {
             Kind::SavedActivation => "activation",
             Kind::SavedWeight => "weight",
             Kind::SavedTotal => "saved totals",
+            Kind::FileFailed => "file not written",
+            Kind::Oom => "out of memory",
             _ => "",
         };
         fill(
@@ -307,25 +309,58 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
     let setup = setup_phases(&views);
     let setup_breakdown = breakdown(&setup);
     let (step, layers, outside_layers) = step_and_layers(&views);
-    let files_written = views
-        .iter()
-        .filter(|v| v.e.kind == Kind::File)
-        .map(|v| FileWritten {
+    // A file written (or not) by the print right after an out-of-memory print.
+    let after_oom = |i: usize| i > 0 && views[i - 1].e.kind == Kind::Oom;
+    let of_kind = |k: Kind| views.iter().enumerate().filter(move |(_, v)| v.e.kind == k);
+    let files_written = of_kind(Kind::File)
+        .map(|(i, v)| FileWritten {
             label: v.label(),
             path: v.role_text(Role::Path).unwrap_or_default(),
             host: v.role_text(Role::Host),
             at: v.at.clone(),
             command: v.e.open.as_deref().map(|o| fill(o, v.e, v.r.values)),
+            at_out_of_memory: after_oom(i),
         })
         .collect();
-    let notes = views
-        .iter()
-        .filter(|v| v.e.kind == Kind::Note)
-        .map(|v| Note {
+    let files_not_written = of_kind(Kind::FileFailed)
+        .map(|(i, v)| FileNotWritten {
             label: v.label(),
+            path: v.role_text(Role::Path).unwrap_or_default(),
+            reason: v.role_text(Role::Reason),
+            at: v.at.clone(),
+            at_out_of_memory: after_oom(i),
+        })
+        .collect();
+    let out_of_memory = of_kind(Kind::Oom)
+        .map(|(_, v)| OutOfMemory {
+            label: v.label(),
+            requested_bytes: v.role_bytes(Role::Requested).unwrap_or(0),
+            free_bytes: v.role_bytes(Role::Free),
+            total_bytes: v.role_bytes(Role::Total),
             at: v.at.clone(),
         })
         .collect();
+    let detail_layers = of_kind(Kind::DetailLayers)
+        .last()
+        .map(|(_, v)| DetailLayers {
+            label: v.label(),
+            layers: v
+                .role_text(Role::Layers)
+                .map(|t| t.split(',').filter_map(|x| x.trim().parse().ok()).collect())
+                .unwrap_or_default(),
+            held: v.role_text(Role::Held),
+            at: v.at.clone(),
+        });
+    let notes_of = |k: Kind| {
+        of_kind(k)
+            .map(|(_, v)| Note {
+                label: v.label(),
+                at: v.at.clone(),
+            })
+            .collect()
+    };
+    let warnings = notes_of(Kind::Warning);
+    let notes = notes_of(Kind::Note);
     let (run_file, run_line) = st.runs.last().copied().unwrap_or((0, 0));
     RankReport {
         rank,
@@ -350,7 +385,11 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
         step,
         layers,
         outside_layers,
+        detail_layers,
         files_written,
+        files_not_written,
+        out_of_memory,
+        warnings,
         notes,
         prints_after_step: st.after_step,
         prints_not_kept: st.not_kept,

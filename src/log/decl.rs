@@ -24,12 +24,20 @@ pub enum Kind {
     SavedTotal,
     /// A file the run wrote (a memory snapshot).
     File,
+    /// A file the run meant to write and could not (with the reason).
+    FileFailed,
+    /// The rank ran out of memory (what it asked for, what was free).
+    Oom,
+    /// Which layers the rank prints layer detail for (or that it has none).
+    DetailLayers,
+    /// Something that went wrong or leaves the report short (nothing will be profiled).
+    Warning,
     /// Anything else worth saying per rank.
     Note,
 }
 
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 9] = [
+    pub const ALL: [(&'static str, Kind); 13] = [
         ("setup", Kind::Setup),
         ("timeline", Kind::Timeline),
         ("layer", Kind::Layer),
@@ -38,6 +46,10 @@ impl Kind {
         ("saved-weight", Kind::SavedWeight),
         ("saved-total", Kind::SavedTotal),
         ("file", Kind::File),
+        ("file-failed", Kind::FileFailed),
+        ("oom", Kind::Oom),
+        ("detail-layers", Kind::DetailLayers),
+        ("warning", Kind::Warning),
         ("note", Kind::Note),
     ];
 
@@ -57,7 +69,13 @@ impl Kind {
     fn needs_label(self) -> bool {
         matches!(
             self,
-            Kind::Setup | Kind::Timeline | Kind::Layer | Kind::File | Kind::Note
+            Kind::Setup
+                | Kind::Timeline
+                | Kind::Layer
+                | Kind::File
+                | Kind::DetailLayers
+                | Kind::Warning
+                | Kind::Note
         )
     }
 }
@@ -89,10 +107,20 @@ pub enum Role {
     /// A file the run wrote.
     Path,
     Host,
+    /// Why something failed, as printed.
+    Reason,
+    /// An allocation that failed: what it asked for, what was free, of how much.
+    Requested,
+    Free,
+    Total,
+    /// A list of layer numbers (`0, 1`): the layers given detail.
+    Layers,
+    /// The layers a rank holds, as printed (`0-1, 6-7`).
+    Held,
 }
 
 impl Role {
-    pub const ALL: [(&'static str, Role); 15] = [
+    pub const ALL: [(&'static str, Role); 21] = [
         ("rank", Role::Rank),
         ("pp_rank", Role::PpRank),
         ("allocated", Role::Allocated),
@@ -108,6 +136,12 @@ impl Role {
         ("size", Role::Size),
         ("path", Role::Path),
         ("host", Role::Host),
+        ("reason", Role::Reason),
+        ("requested", Role::Requested),
+        ("free", Role::Free),
+        ("total", Role::Total),
+        ("layers", Role::Layers),
+        ("held", Role::Held),
     ];
 
     pub fn name(self) -> &'static str {
@@ -128,6 +162,7 @@ impl Role {
             Role::Rank | Role::PpRank | Role::Layer | Role::Count => Some(Ty::Int),
             Role::Stage | Role::Host => Some(Ty::Word),
             Role::Path => Some(Ty::Path),
+            Role::Reason | Role::Layers | Role::Held => Some(Ty::Text),
             _ => None,
         }
     }
@@ -144,6 +179,9 @@ impl Role {
                 | Role::Activations
                 | Role::Weights
                 | Role::Size
+                | Role::Requested
+                | Role::Free
+                | Role::Total
         )
     }
 }
@@ -394,7 +432,8 @@ fn check_kind_roles(kind: Kind, fields: &[Field], inherit: &[Role]) -> Result<()
         Kind::Layer => &[Role::Allocated],
         Kind::SavedActivation | Kind::SavedWeight => &[Role::Size],
         Kind::SavedTotal => &[Role::Activations, Role::Weights],
-        Kind::File => &[Role::Path],
+        Kind::File | Kind::FileFailed => &[Role::Path],
+        Kind::Oom => &[Role::Requested],
         _ => &[],
     };
     for r in need {

@@ -133,6 +133,13 @@ pub fn printed_lines(set: &RuleSet) -> BTreeMap<usize, Vec<Line>> {
         src: &src,
         defs: &defs,
     };
+    // What the helpers print on their own, whoever calls them: those lines are the
+    // defining rule's (a caller's line is one that prints something the caller passed).
+    let mut helper_lines: Vec<Line> = Vec::new();
+    for (_, def) in &own_defs {
+        ev.definition_alone(*def, &mut helper_lines);
+    }
+    let helper_lines: Vec<Line> = helper_lines.into_iter().map(normalize).collect();
     let mut out: BTreeMap<usize, Vec<Line>> = BTreeMap::new();
     let mut rules: Vec<usize> = bodies.keys().copied().collect();
     rules.sort();
@@ -140,6 +147,7 @@ pub fn printed_lines(set: &RuleSet) -> BTreeMap<usize, Vec<Line>> {
         let mut lines = Vec::new();
         let mut env = Env::default();
         ev.block(bodies[&rule], &mut env, &mut lines, 0);
+        lines.retain(|l| !helper_lines.contains(&normalize(l.clone())));
         for (r, def) in &own_defs {
             if *r == rule {
                 ev.definition_alone(*def, &mut lines);
@@ -345,7 +353,7 @@ impl<'s> Eval<'s> {
                 for e in children {
                     match e.kind() {
                         "call" => self.call(e, env, out, depth),
-                        "assignment" => self.assignment(e, env),
+                        "assignment" => self.assignment(e, env, out, depth),
                         "augmented_assignment" => self.augmented(e, env),
                         _ => {}
                     }
@@ -377,7 +385,8 @@ impl<'s> Eval<'s> {
                 }
                 self.children_blocks(s, env, out, depth);
             }
-            "if_statement" | "while_statement" | "with_statement" | "try_statement" => {
+            "if_statement" => self.branches(s, env, out, depth),
+            "while_statement" | "with_statement" | "try_statement" => {
                 self.children_blocks(s, env, out, depth);
             }
             _ => {}
@@ -401,18 +410,102 @@ impl<'s> Eval<'s> {
         }
     }
 
-    fn assignment(&self, a: Node<'s>, env: &mut Env) {
+    /// An `if` and its `elif`/`else` branches: each read from the state before the `if`;
+    /// afterwards a name holds what any branch (or, without `else`, none) left in it.
+    fn branches(&self, s: Node<'s>, env: &mut Env, out: &mut Vec<Line>, depth: usize) {
+        let mut blocks = Vec::new();
+        let mut has_else = false;
+        let mut c = s.walk();
+        for ch in s.named_children(&mut c) {
+            match ch.kind() {
+                "block" => blocks.push(ch),
+                "elif_clause" | "else_clause" => {
+                    has_else |= ch.kind() == "else_clause";
+                    let mut cc = ch.walk();
+                    blocks.extend(ch.named_children(&mut cc).filter(|n| n.kind() == "block"));
+                }
+                _ => {}
+            }
+        }
+        let before = env.clone();
+        let mut after: Vec<Env> = Vec::new();
+        for b in blocks {
+            let mut e = before.clone();
+            self.block(b, &mut e, out, depth);
+            after.push(e);
+        }
+        if !has_else {
+            after.push(before);
+        }
+        let mut merged = Env::default();
+        for e in after {
+            for (k, v) in e.strings {
+                let m = match merged.strings.remove(&k) {
+                    Some(old) => old.union(v),
+                    None => v,
+                };
+                merged.strings.insert(k, m);
+            }
+            for (k, v) in e.lists {
+                let m = match merged.lists.remove(&k) {
+                    Some(old) => old.union(v),
+                    None => v,
+                };
+                merged.lists.insert(k, m);
+            }
+            if let Some(r) = e.returns {
+                merged.returns = Some(match merged.returns.take() {
+                    Some(old) => old.union(r),
+                    None => r,
+                });
+            }
+        }
+        *env = merged;
+    }
+
+    /// The helper a call runs: `name(...)`, or `module.name(...)` through an imported
+    /// module (`_mod._layer_mem_choose(...)`), not a method of `self`.
+    fn helper(&self, func: Node<'s>) -> Option<Node<'s>> {
+        match func.kind() {
+            "identifier" => self.defs.get(self.text(func)).copied(),
+            "attribute" => {
+                let obj = func.child_by_field_name("object")?;
+                let attr = func.child_by_field_name("attribute")?;
+                if obj.kind() != "identifier" || self.text(obj) == "self" {
+                    return None;
+                }
+                self.defs.get(self.text(attr)).copied()
+            }
+            _ => None,
+        }
+    }
+
+    fn assignment(&self, a: Node<'s>, env: &mut Env, out: &mut Vec<Line>, depth: usize) {
         let (Some(left), Some(right)) = (
             a.child_by_field_name("left"),
             a.child_by_field_name("right"),
         ) else {
             return;
         };
+        // `x = helper(...)`: what the helper prints is printed whatever becomes of `x`.
+        let called = match right.kind() {
+            "call" if depth < MAX_DEPTH => right
+                .child_by_field_name("function")
+                .and_then(|f| self.helper(f))
+                .map(|def| {
+                    self.invoke(def, right.child_by_field_name("arguments"), env, out, depth)
+                }),
+            _ => None,
+        };
         if left.kind() != "identifier" {
             return;
         }
         let name = self.text(left).to_string();
-        match self.string(right, env, 0) {
+        let value = match called {
+            Some(returned) => returned,
+            None => self.string(right, env, 0),
+        };
+        match value {
             Some(sym) => {
                 env.strings.insert(name, sym);
             }
@@ -487,10 +580,10 @@ impl<'s> Eval<'s> {
             }
             return;
         }
-        if let Some(def) = self.defs.get(fname)
+        if let Some(def) = self.helper(func)
             && depth < MAX_DEPTH
         {
-            self.invoke(*def, args, env, out, depth);
+            self.invoke(def, args, env, out, depth);
         }
     }
 
@@ -588,13 +681,13 @@ impl<'s> Eval<'s> {
             }
             "call" => {
                 let func = n.child_by_field_name("function")?;
-                let def = self.defs.get(self.text(func))?;
+                let def = self.helper(func)?;
                 if depth >= MAX_DEPTH {
                     return None;
                 }
                 let mut ignore = Vec::new();
                 self.invoke(
-                    *def,
+                    def,
                     n.child_by_field_name("arguments"),
                     env,
                     &mut ignore,
@@ -780,13 +873,38 @@ mod tests {
                 "[rank=⟨rank⟩]       experts: after clamped_swiglu  ⟨$ACT⟩=⟨tuple($ACT.shape)⟩: alloc=⟨alloc:.2f⟩"
             ]
         );
-        // A local f-string path inside the print.
-        assert_eq!(
-            of("7.after-step"),
-            vec![
-                "[rank=⟨rank⟩] Memory snapshot saved to ⟨_mem_snapshot_dir⟩/memory_snapshot_rank⟨rank⟩_step⟨training.step⟩.pickle"
-            ]
+        // A helper called through an imported module, with the caller's prefix; strings
+        // set in both branches of an `if` give a line for each.
+        let choice: Vec<String> = of("4A.profiling-flag")
+            .into_iter()
+            .filter(|l| l.contains("detail layers"))
+            .collect();
+        assert_eq!(choice.len(), 4, "{choice:#?}");
+        assert!(
+            choice
+                .iter()
+                .all(|l| l.starts_with("[rank=⟨self.rank⟩ pp=⟨pp_rank⟩] detail layers"))
         );
+        assert!(
+            choice
+                .iter()
+                .any(|l| l.contains(": none, none of the layers this rank holds ("))
+        );
+        assert!(
+            choice
+                .iter()
+                .any(|l| l.contains(": the layers of --detail-layers ⟨given⟩ this rank holds ("))
+        );
+        // What a helper prints on its own is the line of the rule that defines it, not
+        // of every rule that calls it (7.before-step and 7.after-optimizer call them,
+        // the second through an assignment).
+        let state = of("7.state");
+        assert_eq!(state.len(), 6, "{state:#?}");
+        assert!(state.contains(
+            &"[rank=⟨rank⟩] Memory snapshot saved to ⟨socket.gethostname()⟩:⟨path⟩".to_string()
+        ));
+        assert!(of("7.before-step").is_empty());
+        assert!(of("7.after-optimizer").is_empty());
         assert!(of("5D.param").is_empty());
     }
 }

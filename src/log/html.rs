@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::model::*;
-use super::text::{gib, mib, peak_text, signed_gib, standout_text};
+use super::text::{command_line, gib, mib, peak_text, signed_gib, standout_text};
 
 const GIB: f64 = 1073741824.0;
 const MIB: f64 = 1048576.0;
@@ -52,6 +52,19 @@ pub fn render(r: &Report) -> String {
     );
     o.push_str("<p class=\"muted\">Memory as printed, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB).</p>");
     inputs(&mut o, r);
+    if !r.findings.is_empty() {
+        o.push_str("<h2>Findings</h2><div class=\"standout\">");
+        for f in &r.findings {
+            let _ = write!(
+                o,
+                "<p>rank {}: {} <span class=\"muted\">({})</span></p>",
+                f.rank,
+                esc(&f.text),
+                esc(&f.at)
+            );
+        }
+        o.push_str("</div>");
+    }
     if let Some(a) = &r.across {
         across(&mut o, a);
     }
@@ -136,7 +149,7 @@ fn across(o: &mut String, a: &Across) {
     for l in &labels {
         let _ = write!(o, "<th class=\"n\">{}</th>", esc(l));
     }
-    o.push_str("<th>open the snapshot</th></tr>");
+    o.push_str("<th>detail layers</th><th>open the snapshot</th></tr>");
     for r in &a.ranks {
         let _ = write!(
             o,
@@ -157,10 +170,24 @@ fn across(o: &mut String, a: &Across) {
                 opt(r.setup_costs.get(l).copied())
             );
         }
+        let commands: Vec<String> = r
+            .files
+            .iter()
+            .filter_map(|f| {
+                f.command
+                    .as_deref()
+                    .map(|c| format!("<code>{}</code>", esc(&command_line(c, f.host.as_deref()))))
+            })
+            .collect();
         let _ = write!(
             o,
-            "<td><code>{}</code></td></tr>",
-            esc(r.command.as_deref().unwrap_or("-"))
+            "<td>{}</td><td>{}</td></tr>",
+            esc(r.detail_layers.as_deref().unwrap_or("-")),
+            if commands.is_empty() {
+                "-".to_string()
+            } else {
+                commands.join("<br>")
+            }
         );
     }
     o.push_str("</table>");
@@ -446,6 +473,14 @@ fn rank_section(o: &mut String, r: &RankReport) {
         esc(&r.files.join(", ")),
         esc(&r.run_from)
     );
+    if let Some(d) = &r.detail_layers {
+        let _ = write!(
+            o,
+            "<p>Detail layers {} <span class=\"muted\">({})</span></p>",
+            esc(&d.label),
+            esc(&d.at)
+        );
+    }
     if !r.layers.is_empty() {
         o.push_str("<h3>Detail layers</h3><div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>allocated after the stage</span><span><i style=\"background:#f28e2b\"></i>saved activations</span><span><i style=\"background:#76b7b2\"></i>saved weights</span></div><div class=\"row\">");
         for l in &r.layers {
@@ -567,16 +602,61 @@ fn rank_section(o: &mut String, r: &RankReport) {
         o.push_str("</table>");
     }
     o.push_str("</details>");
+    for m in &r.out_of_memory {
+        let mut line = format!("{}: {} requested", m.label, gib(m.requested_bytes));
+        if let Some(f) = m.free_bytes {
+            let _ = write!(line, ", {} free", gib(f));
+        }
+        if let Some(t) = m.total_bytes {
+            let _ = write!(line, " of {}", gib(t));
+        }
+        let _ = write!(
+            o,
+            "<p><b>{}</b> <span class=\"muted\">({})</span></p>",
+            esc(&line),
+            esc(&m.at)
+        );
+    }
     for f in &r.files_written {
         let _ = write!(
             o,
-            "<p>{}: <code>{}</code>{}</p>",
+            "<p>{}{}: <code>{}</code>{}{}</p>",
             esc(&f.label),
+            if f.at_out_of_memory {
+                " (at the out-of-memory error)"
+            } else {
+                ""
+            },
             esc(&f.path),
+            f.host
+                .as_deref()
+                .map(|h| format!(" on {}", esc(h)))
+                .unwrap_or_default(),
             f.command
                 .as_deref()
                 .map(|c| format!(" — open it: <code>{}</code>", esc(c)))
                 .unwrap_or_default()
+        );
+    }
+    for f in &r.files_not_written {
+        let _ = write!(
+            o,
+            "<p><b>{}: <code>{}</code>{}</b> <span class=\"muted\">({})</span></p>",
+            esc(&f.label),
+            esc(&f.path),
+            f.reason
+                .as_deref()
+                .map(|x| format!(": {}", esc(x)))
+                .unwrap_or_default(),
+            esc(&f.at)
+        );
+    }
+    for w in &r.warnings {
+        let _ = write!(
+            o,
+            "<p><b>Warning: {}</b> <span class=\"muted\">({})</span></p>",
+            esc(&w.label),
+            esc(&w.at)
         );
     }
     for n in &r.notes {

@@ -6,7 +6,8 @@
 //!
 //! - `decl`: the declarations, compiled; `matcher`: one line against all of them;
 //! - `inputs`: which files; `scan`: streaming them for prints;
-//! - `analyze`: prints to per-rank reports; `across`: ranks side by side;
+//! - `analyze`: prints to per-rank reports; `across`: ranks side by side; `findings`:
+//!   what went wrong, every rank's;
 //! - `model`: the report as data (the JSON schema); `text`, `html`: renderers;
 //! - `fstring`, `readback`: `test-rules` proof that each declaration reads its template.
 
@@ -17,6 +18,7 @@ use crate::rules::RuleSet;
 pub mod across;
 pub mod analyze;
 pub mod decl;
+pub mod findings;
 pub mod fstring;
 pub mod html;
 pub mod inputs;
@@ -84,6 +86,7 @@ pub fn read(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, 
         .filter(|r| !ranks.iter().any(|x| x.rank == *r))
         .collect();
     let across = across::across(&ranks);
+    let findings = findings::findings(&ranks);
     Ok(Report {
         schema: model::SCHEMA,
         rules: catalog.origin.clone(),
@@ -91,6 +94,7 @@ pub fn read(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, 
         skipped_files,
         totals,
         ranks,
+        findings,
         across,
         missing_ranks,
     })

@@ -21,6 +21,9 @@ pub struct Report {
     pub skipped_files: Vec<String>,
     pub totals: Totals,
     pub ranks: Vec<RankReport>,
+    /// What went wrong or leaves the report short, every rank's, in rank order: out of
+    /// memory, files not written, warnings.
+    pub findings: Vec<Finding>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub across: Option<Across>,
     /// Ranks asked for with `--rank` that printed nothing.
@@ -69,7 +72,13 @@ pub struct RankReport {
     pub layers: Vec<LayerReport>,
     /// Probes inside the step that name no layer (embedding, head).
     pub outside_layers: Vec<Probe>,
+    /// Which layers the rank gives layer detail, as it said (the last time it said).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail_layers: Option<DetailLayers>,
     pub files_written: Vec<FileWritten>,
+    pub files_not_written: Vec<FileNotWritten>,
+    pub out_of_memory: Vec<OutOfMemory>,
+    pub warnings: Vec<Note>,
     pub notes: Vec<Note>,
     /// Prints after the profiled step's schedule began again (a second profiled step), not
     /// in the report.
@@ -248,16 +257,63 @@ pub struct SavedTensor {
     pub values: BTreeMap<String, String>,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct FileWritten {
     pub label: String,
     pub path: String,
+    /// The machine the file is on, when the print names it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<String>,
     pub at: At,
     /// The command that opens it, as the rule declares.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
+    /// Written right after the rank said it ran out of memory (the print before it).
+    pub at_out_of_memory: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FileNotWritten {
+    pub label: String,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub at: At,
+    pub at_out_of_memory: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OutOfMemory {
+    pub label: String,
+    /// The allocation that failed, and the memory free (of the total) when it did.
+    pub requested_bytes: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_bytes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub total_bytes: Option<i64>,
+    pub at: At,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DetailLayers {
+    /// The rank's own words, as the declaration labels them.
+    pub label: String,
+    /// The layers given detail (empty: none).
+    pub layers: Vec<i64>,
+    /// The layers the rank holds, as printed (`0-1, 6-7`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
+    pub at: At,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Finding {
+    pub rank: i64,
+    /// `out-of-memory`, `file-not-written` or `warning`.
+    pub kind: &'static str,
+    /// One line saying it, units included.
+    pub text: String,
+    pub at: At,
 }
 
 #[derive(Debug, Serialize)]
@@ -295,11 +351,12 @@ pub struct AcrossRow {
     /// The stated setup costs, by label.
     pub setup_costs: BTreeMap<String, i64>,
     pub setup_total_bytes: i64,
-    /// The snapshot (or other file) the rank wrote, and the command that opens it.
+    /// The detail layers (`0, 1`, or `none`), when the rank said.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub file: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub command: Option<String>,
+    pub detail_layers: Option<String>,
+    /// The snapshots (or other files) the rank wrote: where, on which host, the command
+    /// that opens each.
+    pub files: Vec<FileWritten>,
 }
 
 #[derive(Debug, Serialize)]

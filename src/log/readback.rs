@@ -190,7 +190,16 @@ fn go(
             go(toks, sk, ti + 1, si, bounds, budget)
         }
         Tok::Value(i) => {
+            // A declared value reads one of the template's values (or literal text): one
+            // that swallowed a second value would hide a value added to the print.
+            let mut fields = 0;
             for end in si + 1..=sk.len() {
+                if matches!(sk[end - 1], Sk::F(_)) {
+                    fields += 1;
+                    if fields > 1 {
+                        break;
+                    }
+                }
                 bounds[i] = (si, end);
                 if go(toks, sk, ti + 1, end, bounds, budget) {
                     return true;
@@ -505,15 +514,17 @@ mod tests {
                 .any(|m| m.contains("is not a line its template prints")),
             "{p:?}"
         );
-        // A value added (the host a snapshot is on).
+        // A value added (the size of a snapshot), in a helper another rule calls.
         let p = problems(|s| {
-            let r = rule(s, "7.after-step");
+            let r = rule(s, "7.state");
+            assert!(r.template.contains(":{path}\", flush=True)"));
             r.template = r.template.replace(
-                "saved to {snapshot_path}\"",
-                "saved to {snapshot_path} on {_host}\"",
+                ":{path}\", flush=True)",
+                ":{path} ({_mib:.1f} MiB)\", flush=True)",
             );
         });
         assert_eq!(p.len(), 2, "{p:?}");
+        assert!(p.iter().all(|m| m.starts_with("7.state: ")), "{p:?}");
         // A new line.
         let p = problems(|s| {
             let r = rule(s, "3.after-apply-fsdp");

@@ -216,6 +216,12 @@ pub fn render(r: &Report) -> String {
         o,
         "Memory as printed: GiB, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB)."
     );
+    if !r.findings.is_empty() {
+        let _ = writeln!(o, "Findings");
+        for f in &r.findings {
+            say(&mut o, &format!("  rank {}: {} ({})", f.rank, f.text, f.at));
+        }
+    }
     for rank in &r.ranks {
         render_rank(&mut o, rank);
     }
@@ -345,8 +351,12 @@ fn render_rank(o: &mut String, r: &RankReport) {
             }
         }
     }
-    if !r.layers.is_empty() {
+    if let Some(d) = &r.detail_layers {
+        say(o, &format!("Detail layers {} ({})", d.label, d.at));
+    } else if !r.layers.is_empty() {
         let _ = writeln!(o, "Detail layers");
+    }
+    if !r.layers.is_empty() {
         for l in &r.layers {
             let rows: Vec<Vec<String>> = l
                 .stages
@@ -418,16 +428,52 @@ fn render_rank(o: &mut String, r: &RankReport) {
             .collect();
         wrap(o, "  outside the layers (GiB): ", &steps);
     }
+    for m in &r.out_of_memory {
+        let mut line = format!(
+            "{}: {} requested",
+            capital(&m.label),
+            gib(m.requested_bytes)
+        );
+        if let Some(f) = m.free_bytes {
+            let _ = write!(line, ", {} free", gib(f));
+        }
+        if let Some(t) = m.total_bytes {
+            let _ = write!(line, " of {}", gib(t));
+        }
+        say(o, &format!("{line} ({})", m.at));
+    }
     for f in &r.files_written {
         let host = f
             .host
             .as_deref()
             .map(|h| format!(" on {h}"))
             .unwrap_or_default();
-        let _ = writeln!(o, "{}: {}{host}", capital(&f.label), f.path);
+        let when = if f.at_out_of_memory {
+            " (at the out-of-memory error)"
+        } else {
+            ""
+        };
+        say(o, &format!("{}{when}: {}{host}", capital(&f.label), f.path));
         if let Some(c) = &f.command {
-            let _ = writeln!(o, "  open it: {c}");
+            say(
+                o,
+                &format!("  open it: {}", command_line(c, f.host.as_deref())),
+            );
         }
+    }
+    for f in &r.files_not_written {
+        let reason = f
+            .reason
+            .as_deref()
+            .map(|x| format!(": {x}"))
+            .unwrap_or_default();
+        say(
+            o,
+            &format!("{}: {}{reason} ({})", capital(&f.label), f.path, f.at),
+        );
+    }
+    for w in &r.warnings {
+        say(o, &format!("Warning: {} ({})", w.label, w.at));
     }
     for n in &r.notes {
         let _ = writeln!(o, "Note: {} ({})", n.label, n.at);
@@ -446,6 +492,14 @@ fn render_rank(o: &mut String, r: &RankReport) {
             r.prints_not_kept,
             super::analyze::MAX_RECORDS_PER_RANK
         );
+    }
+}
+
+/// A command that opens a file, with the host the file is on as a shell comment.
+pub fn command_line(command: &str, host: Option<&str>) -> String {
+    match host {
+        Some(h) => format!("{command}  # the file is on {h}"),
+        None => command.to_string(),
     }
 }
 
@@ -531,7 +585,7 @@ fn render_across(o: &mut String, a: &Across) {
                     .map(|p| p.to_string())
                     .unwrap_or_else(|| "-".into()),
                 opt(r.peak_bytes),
-                shorten(r.peak_label.as_deref().unwrap_or("-"), 30),
+                shorten(r.peak_label.as_deref().unwrap_or("-"), 24),
                 opt(r.schedule_end_bytes),
                 opt(r.non_pytorch_max_bytes),
                 if r.setup_costs.is_empty() {
@@ -539,6 +593,7 @@ fn render_across(o: &mut String, a: &Across) {
                 } else {
                     gib(r.setup_total_bytes)
                 },
+                shorten(r.detail_layers.as_deref().unwrap_or("-"), 12),
             ]
         })
         .collect();
@@ -553,6 +608,7 @@ fn render_across(o: &mut String, a: &Across) {
             "end of step",
             "non-PyTorch",
             "setup costs",
+            "<detail layers",
         ],
         &rows,
     );
@@ -603,16 +659,22 @@ fn render_across(o: &mut String, a: &Across) {
         }
         Some(s) => say(o, &format!("  {}", standout_text(s))),
     }
-    let cmds: Vec<&AcrossRow> = a.ranks.iter().filter(|r| r.command.is_some()).collect();
-    if !cmds.is_empty() {
+    let files: Vec<(i64, &FileWritten)> = a
+        .ranks
+        .iter()
+        .flat_map(|r| r.files.iter().map(move |f| (r.rank, f)))
+        .filter(|(_, f)| f.command.is_some())
+        .collect();
+    if !files.is_empty() {
         let _ = writeln!(o, "  open each rank's snapshot:");
-        for r in cmds {
-            let _ = writeln!(
-                o,
-                "    rank {}: {}",
-                r.rank,
-                r.command.as_deref().unwrap_or("")
-            );
+        for (rank, f) in files {
+            let c = command_line(f.command.as_deref().unwrap_or(""), f.host.as_deref());
+            let when = if f.at_out_of_memory {
+                " (at the out-of-memory error)"
+            } else {
+                ""
+            };
+            say(o, &format!("    rank {rank}{when}: {c}"));
         }
     }
 }
