@@ -54,7 +54,7 @@ fn check_rank(report: &Value, r: i64, t: &Value, cut: Option<usize>, what: &str)
     let timeline: Vec<&Value> = prints
         .iter()
         .copied()
-        .filter(|p| text(p).starts_with(&format!("[rank={r} pp=")))
+        .filter(|p| text(p).starts_with(&format!("[rank={r} pp=")) && text(p).contains("alloc="))
         .collect();
     let points = tr["step"]["points"].as_array().unwrap();
     assert_eq!(points.len(), timeline.len(), "{what}: schedule points");
@@ -173,7 +173,28 @@ fn check_rank(report: &Value, r: i64, t: &Value, cut: Option<usize>, what: &str)
         );
     }
 
-    // The snapshot files, and the command that opens each.
+    // The detail layers the rank chose at run time: those whose stages the fake torch's
+    // saved-tensor hooks saw, and the layers the report details.
+    let mut hooked: Vec<i64> = saved_truth
+        .iter()
+        .map(|g| g["layer"].as_i64().unwrap())
+        .collect();
+    hooked.dedup();
+    let chosen: Vec<i64> = tr["detail_layers"]["layers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{what}: no detail-layers line read"))
+        .iter()
+        .map(|l| l.as_i64().unwrap())
+        .collect();
+    assert_eq!(chosen, hooked, "{what}: detail layers");
+    let detailed: Vec<i64> = layers
+        .iter()
+        .map(|l| l["layer"].as_i64().unwrap())
+        .collect();
+    assert_eq!(detailed, hooked, "{what}: layers reported");
+
+    // The snapshot files, on the host they were written on, and the command that opens each.
+    let host = t["host"].as_str().unwrap();
     let files: Vec<String> = tr["files_written"]
         .as_array()
         .unwrap()
@@ -181,6 +202,7 @@ fn check_rank(report: &Value, r: i64, t: &Value, cut: Option<usize>, what: &str)
         .map(|f| {
             let path = f["path"].as_str().unwrap().to_string();
             assert_eq!(f["command"], format!("instrument snapshot {path}"));
+            assert_eq!(f["host"], host, "{what}: snapshot host");
             path
         })
         .collect();
@@ -202,6 +224,9 @@ fn check_scenario(s: &Scenario, what: &str) {
         let ranks = s.truth["ranks"].as_object().unwrap();
         for (r, t) in ranks {
             let r: i64 = r.parse().unwrap();
+            let mut t = t.clone();
+            t["host"] = s.truth["host"].clone();
+            let t = &t;
             let cut = files.iter().find_map(|f| {
                 s.truth["files"][*f]["cut"][r.to_string()]
                     .as_u64()
@@ -237,12 +262,12 @@ fn every_model_on_both_pipeline_layouts_reads_what_the_fake_torch_returned() {
                     for &(model, example, pp) in chunk {
                         let s = scenario(py, model, example, pp, &[]);
                         check_scenario(&s, &format!("{model} pp={pp}"));
-                        if pp == 2 {
-                            // The second stage holds none of the detail layers (0, 1).
-                            let report = log_json(&[&s.path("srun.log")]);
-                            assert!(rank(&report, 14)["layers"].as_array().unwrap().is_empty());
-                            assert!(!rank(&report, 3)["layers"].as_array().unwrap().is_empty());
-                        }
+                        // Each rank details layers it holds: on pp=2 the two stages
+                        // detail different layers.
+                        let report = log_json(&[&s.path("srun.log")]);
+                        let layers = |r| rank(&report, r)["detail_layers"]["layers"].clone();
+                        assert!(!layers(3).as_array().unwrap().is_empty());
+                        assert_eq!(pp == 2, layers(3) != layers(14), "{model} pp={pp}");
                     }
                 })
             })
@@ -305,5 +330,95 @@ fn a_resumed_run_reports_the_checkpoint_load_and_its_step() {
             .iter()
             .any(|p| p["label"] == "load_ckpt")
     );
-    assert_eq!(r3["files_written"][0]["label"], "memory snapshot of step 5");
+    let path = r3["files_written"][0]["path"].as_str().unwrap();
+    assert!(path.ends_with("_step5.pickle"), "{path}");
+}
+
+#[test]
+fn a_rank_out_of_memory_reports_what_the_allocator_said_and_its_snapshot() {
+    let Some(py) = python() else { return };
+    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 1, &["--oom-in", "backward"]);
+    let report = log_json(&[
+        &s.path("node0.console.log"),
+        &s.path("node1.console.log.gz"),
+    ]);
+    let t3 = &s.truth["ranks"]["3"];
+    let oom = t3["oom"].as_array().unwrap();
+    assert_eq!(oom.len(), 1, "the fake torch's OOM observer calls: {oom:?}");
+    let r3 = rank(&report, 3);
+    let read = r3["out_of_memory"].as_array().unwrap();
+    assert_eq!(read.len(), 1, "{read:?}");
+    near_gib(
+        b(&read[0]["requested_bytes"]),
+        b(&oom[0]["requested"]),
+        "requested",
+    );
+    near_gib(b(&read[0]["free_bytes"]), b(&oom[0]["free"]), "free");
+    near_gib(b(&read[0]["total_bytes"]), b(&oom[0]["allowed"]), "allowed");
+    // The snapshot written at the error is the file on disk, and said to be.
+    let on_disk: Vec<&str> = t3["snapshots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_str().unwrap())
+        .collect();
+    let files = r3["files_written"].as_array().unwrap();
+    assert_eq!(files.len(), on_disk.len(), "{files:?} vs {on_disk:?}");
+    assert_eq!(files[0]["path"], on_disk[0]);
+    assert_eq!(files[0]["at_out_of_memory"], true);
+    // Rank 14 ran the step to its end: no OOM, the step's snapshot.
+    let r14 = rank(&report, 14);
+    assert!(r14["out_of_memory"].as_array().unwrap().is_empty());
+    assert_eq!(r14["files_written"][0]["at_out_of_memory"], false);
+    assert_eq!(
+        report["findings"].as_array().unwrap().len(),
+        1,
+        "{}",
+        report["findings"]
+    );
+    assert_eq!(report["findings"][0]["rank"], 3);
+    assert_eq!(report["findings"][0]["kind"], "out-of-memory");
+}
+
+#[test]
+fn a_snapshot_that_cannot_be_written_is_said_per_rank_and_no_command_is_offered() {
+    let Some(py) = python() else { return };
+    let s = scenario_in(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        1,
+        &[],
+        Some("blocked/snaps"),
+    );
+    let dir = s.snaps.path().join("blocked/snaps");
+    for r in [3, 14] {
+        assert!(
+            s.truth["ranks"][r.to_string()]["snapshots"]
+                .as_array()
+                .unwrap()
+                .is_empty()
+        );
+    }
+    let report = log_json(&[&s.path("srun.log")]);
+    for r in [3, 14] {
+        let tr = rank(&report, r);
+        assert!(tr["files_written"].as_array().unwrap().is_empty());
+        let failed = tr["files_not_written"].as_array().unwrap();
+        assert_eq!(failed.len(), 1, "rank {r}: {failed:?}");
+        let path = failed[0]["path"].as_str().unwrap();
+        assert!(path.starts_with(&dir.display().to_string()), "{path}");
+        assert!(!failed[0]["reason"].as_str().unwrap().is_empty());
+    }
+    let kinds: Vec<&str> = report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["file-not-written", "file-not-written"]);
+    let text = instrument(&["log", &s.path("srun.log")]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(!text.contains("instrument snapshot"), "{text}");
+    assert!(text.contains("not saved"), "{text}");
 }

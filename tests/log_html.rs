@@ -83,12 +83,27 @@ fn the_page_holds_the_plots_and_renders_in_chromium() {
         );
     }
     assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
-    // Memory over the step for both ranks, one scale; the setup breakdown; rank 3's two
-    // detail layers (allocation and saved tensors), rank 14 holding none.
+    // Memory over the step for both ranks, one scale; the setup breakdown; each rank's two
+    // detail layers, chosen at run time (allocation and saved tensors): rank 3 on the first
+    // stage details layers 0 and 1, rank 14 on the second the first two it holds.
     assert_eq!(html.matches("<svg class=\"step\"").count(), 2);
     assert_eq!(html.matches("<svg class=\"setup\"").count(), 1);
-    assert_eq!(html.matches("<svg class=\"stages\"").count(), 2);
-    assert_eq!(html.matches("<svg class=\"saved\"").count(), 2);
+    assert_eq!(html.matches("<svg class=\"stages\"").count(), 4);
+    assert_eq!(html.matches("<svg class=\"saved\"").count(), 4);
+    for r in ["3", "14"] {
+        let layers: Vec<String> = s.truth["ranks"][r]["saved"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["layer"].to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert!(
+            html.contains(&format!("Detail layers {}: ", layers.join(", "))),
+            "rank {r}: detail layers {layers:?}"
+        );
+    }
     assert_eq!(html.matches("class=\"peak\"").count(), 2);
     assert!(
         html.contains("rank 3 stands out: peak allocated"),

@@ -2,7 +2,8 @@
 """Logs of an instrumented run, made by running the instrumented fixture on the fake torch,
 with the truth the fake torch returned, for `instrument log`'s tests and benchmark.
 
-Each rank runs in its own process (like a torchrun worker). While it runs, every line it
+Each rank runs in its own process (like a torchrun worker), with every stage of its pipeline
+group, exchanging activations through the fake torch as tests/exec/run_fixture.py runs it. While it runs, every line it
 prints is recorded together with what the fake torch reports at that moment (allocated,
 reserved, free and total memory), the non-PyTorch memory around init_process_group and
 init_device_mesh, the bytes of every tensor handed to a saved-tensors hook (weights told
@@ -29,7 +30,7 @@ with carriage returns, torchrun's own lines, a line with U+FFFD (torchrun's tail
 files with errors="replace"), CRLF line ends in one file.
 
     python3 tools/log_fixture.py scenario --checkout DIR --example qwen3-tiny --pp 2 \\
-        --ranks 3,14 --snapshot-dir DIR --out DIR [--hold-mib 14:300] [--resume-from 5]
+        --ranks 3,14 --snapshot-dir DIR --out DIR [--hold-mib 14:300] [--resume-from 5] [--oom-in backward]
 """
 
 import argparse
@@ -37,8 +38,10 @@ import gzip
 import json
 import os
 import random
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -55,13 +58,12 @@ def worker(args) -> int:
     """Run one rank of the instrumented checkout, recording the truth (child process)."""
     checkout = Path(args.checkout).resolve()
     sys.path[:0] = [str(FAKE_TORCH), str(checkout)]
-    rank = args.rank
-    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank % GPUS_PER_NODE), WORLD_SIZE=str(WORLD))
+    rank = int(os.environ["RANK"])
     import builtins
 
     import torch
 
-    truth = {"rank": rank, "pp_rank": args.pp_rank, "prints": [], "saved": [], "setup": {}}
+    truth = {"rank": rank, "pp_rank": None, "prints": [], "saved": [], "setup": {}}
     real_print = builtins.print
 
     def non_pt():
@@ -114,8 +116,16 @@ def worker(args) -> int:
         after=lambda *a, **k: setup.__setitem__("non_pt_after_mesh", non_pt()),
     )
 
-    # This rank's pipeline stage (the fake mesh says 0 for everyone).
-    torch.distributed.DeviceMesh.get_local_rank = lambda self, name: args.pp_rank if name == "pp" else 0
+    # This rank's pipeline stage, as the device mesh tells pithtrain.
+    get_local_rank = torch.distributed.DeviceMesh.get_local_rank
+
+    def recording_local_rank(self, name):
+        out = get_local_rank(self, name)
+        if name == "pp":
+            truth["pp_rank"] = out
+        return out
+
+    torch.distributed.DeviceMesh.get_local_rank = recording_local_rank
 
     # Saved tensors: group what each hook context is handed, weight or not by the
     # parameters of the modules.
@@ -169,24 +179,11 @@ def worker(args) -> int:
         if args.hold_mib:
             held["t"] = torch.Tensor([0.0] * args.hold_mib)
             truth["held_bytes"] = held["t"].nbytes()
-        loss, out = step(self, *a, **k)
+        out = step(self, *a, **k)
         held.pop("t", None)
-        # The fixture stands for pipeline rank 0; later stages compute no loss.
-        return (loss if loss is not None else torch.Tensor([0.0])), out
+        return out
 
     dualpipev.DualPipeV.step = recording_step
-    if args.pp_rank > 0:
-        # The fixture plays the first stage: a later stage's inputs come from the stage
-        # before it, which this process stands in for.
-        recv = dualpipev.DualPipeV._recv_forward
-
-        def recv_forward(self, phase):
-            if phase == 0:
-                self.input_chunks[0].append([torch.Tensor([0.5, 0.25, 1.0, 2.0])])
-                return
-            return recv(self, phase)
-
-        dualpipev.DualPipeV._recv_forward = recv_forward
 
     from pithtrain.contexts import training
     from pithtrain.tasks import pretrain_lm
@@ -208,9 +205,12 @@ def worker(args) -> int:
 
     pretrain_lm.load_checkpoint = recording_load
 
+    # As tests/exec/run_fixture.py runs it: expert parallel 2, max(4, 2 * pp) micro-batches.
     cfg = PretrainLMCfg()
     cfg.distributed.pipeline_parallel_size = args.pp
+    cfg.distributed.expert_parallel_size = 2
     cfg.training.model = checkout / "examples" / "pretrain_lm" / args.example
+    cfg.training.num_chunks = max(4, 2 * args.pp)
     cfg.training.max_steps = 2
     work = Path(args.work)
     cfg.training.memory_profile_output = work
@@ -218,10 +218,40 @@ def worker(args) -> int:
         cfg.training.save_location = work
         (work / "torch-dcp" / ("step-%08d" % args.resume_from)).mkdir(parents=True, exist_ok=True)
         cfg.training.max_steps = args.resume_from + 2
-    launch(cfg)
+    # What the allocator tells the out-of-memory observers the instrumented run attaches.
+    truth["oom"] = []
+    attach = torch._C._cuda_attach_out_of_memory_observer
+
+    def recording_attach(observer):
+        def recording_observer(device, size, allowed, free):
+            truth["oom"].append({"requested": size, "allowed": allowed, "free": free})
+            return observer(device, size, allowed, free)
+
+        return attach(recording_observer)
+
+    torch._C._cuda_attach_out_of_memory_observer = recording_attach
+    if args.oom_in:
+        # Nothing more can be allocated from the first forward (or backward) chunk on.
+        owner = dualpipev.DualPipeV
+        name = {"forward": "_forward_compute_chunk", "backward": "_backward_compute_chunk"}[args.oom_in]
+        inner_chunk = getattr(owner, name)
+        cut = {"done": False}
+
+        def cut_on_entry(*a, **k):
+            if not cut["done"]:
+                cut["done"] = True
+                torch.cuda.set_per_process_memory_fraction(torch.cuda.memory_allocated() / torch.TOTAL)
+            return inner_chunk(*a, **k)
+
+        setattr(owner, name, cut_on_entry)
+    code = 0
+    try:
+        launch(cfg)
+    except torch.OutOfMemoryError:
+        code = 1
     builtins.print = real_print
     Path(args.truth).write_text(json.dumps(truth, indent=1))
-    return 0
+    return code
 
 
 # --- the noise a real run prints around the memory prints --------------------------------
@@ -329,25 +359,51 @@ def scenario(args) -> int:
     holds = dict((int(a), int(b)) for a, b in (h.split(":") for h in args.hold_mib)) if args.hold_mib else {}
     truths = {}
     procs = []
-    for rank in ranks:
-        pp_rank = (rank // GPUS_PER_NODE) % args.pp if args.pp > 1 else 0
+    # Like torchrun: one process per rank, every stage of each listed rank's pipeline
+    # group (the ranks it sends to and receives from), exchanging through the fake torch.
+    inner = WORLD // args.pp
+    everyone = sorted({r % inner + stage * inner for r in ranks for stage in range(args.pp)})
+    p2p = out / "p2p"
+    p2p.mkdir(exist_ok=True)
+    for rank in everyone:
         work = out / f"work-rank{rank}"
         work.mkdir(exist_ok=True)
         cmd = [
             sys.executable, str(Path(__file__).resolve()), "worker",
             "--checkout", args.checkout, "--example", args.example, "--pp", str(args.pp),
-            "--pp-rank", str(pp_rank), "--rank", str(rank), "--work", str(work),
-            "--truth", str(out / f"truth-rank{rank}.json"),
+            "--work", str(work), "--truth", str(out / f"truth-rank{rank}.json"),
         ]
         if rank in holds:
             cmd += ["--hold-mib", str(holds[rank])]
         if args.resume_from is not None:
             cmd += ["--resume-from", str(args.resume_from)]
-        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+        if args.oom_in and rank == ranks[0]:
+            cmd += ["--oom-in", args.oom_in]
+        env = dict(
+            os.environ,
+            PYTHONDONTWRITEBYTECODE="1",
+            RANK=str(rank),
+            LOCAL_RANK=str(rank % GPUS_PER_NODE),
+            WORLD_SIZE=str(WORLD),
+            FAKE_TORCH_P2P_DIR=str(p2p),
+        )
         procs.append((rank, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)))
+    # A rank that runs out of memory stops its pipeline partners waiting; torchrun would
+    # stop them too.
+    deadline = time.monotonic() + 120
+    while any(p.poll() is None for _, p in procs):
+        failed = not args.oom_in and any(p.poll() not in (None, 0) for _, p in procs)
+        if failed or time.monotonic() > deadline:
+            for _, p in procs:
+                if p.poll() is None:
+                    p.terminate()
+            break
+        time.sleep(0.01)
     for rank, p in procs:
         stdout, stderr = p.communicate()
-        if p.returncode != 0:
+        if rank not in ranks:
+            continue
+        if p.returncode != 0 and not args.oom_in:
             sys.stderr.write(stderr)
             return p.returncode
         truths[rank] = json.loads((out / f"truth-rank{rank}.json").read_text())
@@ -427,6 +483,7 @@ def scenario(args) -> int:
     for rank in ranks:
         snapshots[rank] = sorted(str(p) for p in Path(args.snapshot_dir).glob("memory_snapshot_rank%d*.pickle" % rank))
     result = {
+        "host": socket.gethostname(),
         "example": args.example,
         "pp": args.pp,
         "files": files,
@@ -437,6 +494,7 @@ def scenario(args) -> int:
                 "saved": truths[r]["saved"],
                 "setup": truths[r]["setup"],
                 "held_bytes": truths[r].get("held_bytes", 0),
+                "oom": truths[r]["oom"],
                 "snapshots": snapshots[r],
             }
             for r in ranks
@@ -456,8 +514,7 @@ def main() -> int:
         p.add_argument("--example", default="qwen3-tiny")
         p.add_argument("--pp", type=int, default=2)
         p.add_argument("--resume-from", type=int)
-    w.add_argument("--rank", type=int, required=True)
-    w.add_argument("--pp-rank", type=int, default=0)
+    w.add_argument("--oom-in", choices=["forward", "backward"])
     w.add_argument("--work", required=True)
     w.add_argument("--truth", required=True)
     w.add_argument("--hold-mib", type=int, default=0)
@@ -465,6 +522,7 @@ def main() -> int:
     s.add_argument("--snapshot-dir", required=True)
     s.add_argument("--out", required=True)
     s.add_argument("--hold-mib", action="append", help="RANK:MIB held during the profiled step")
+    s.add_argument("--oom-in", choices=["forward", "backward"], help="the first rank runs out of memory there")
     s.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     return worker(args) if args.cmd == "worker" else scenario(args)

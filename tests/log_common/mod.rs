@@ -97,11 +97,29 @@ pub fn scenario(
     pp: u32,
     generator_args: &[&str],
 ) -> Scenario {
+    scenario_in(python, model, example, pp, generator_args, None)
+}
+
+/// As `scenario`, with the snapshot folder `add` is given under the snapshot tempdir
+/// (`Some("file/below")`: a folder that cannot be made, under a file of that name).
+pub fn scenario_in(
+    python: &Path,
+    model: &str,
+    example: &str,
+    pp: u32,
+    generator_args: &[&str],
+    snapshot_subdir: Option<&str>,
+) -> Scenario {
     let checkout = tempfile::tempdir().unwrap();
     copy_tree(&repo_root().join("fixtures/pithtrain"), checkout.path());
     let snaps = tempfile::tempdir().unwrap();
     let root = checkout.path().display().to_string();
-    let snap_dir = snaps.path().display().to_string();
+    let mut snap_dir = snaps.path().display().to_string();
+    if let Some(sub) = snapshot_subdir {
+        let (file, _) = sub.split_once('/').unwrap_or((sub, ""));
+        std::fs::write(snaps.path().join(file), b"a file, not a folder").unwrap();
+        snap_dir = snaps.path().join(sub).display().to_string();
+    }
     let add = instrument(&[
         "add",
         model,
