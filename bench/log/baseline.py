@@ -4,7 +4,7 @@ the print lines out of the log, and this script reads them with regular expressi
 written for today's memory prints, computing the same facts the benchmark compares:
 per rank (the last run it printed), the number of schedule points, the peak allocation
 of the profiled step (schedule points and layer probes), the CUDA-context, NCCL and
-device-mesh costs, and the snapshot path.
+device-mesh costs, and the snapshot path (the print says HOST:PATH).
 
     grep -a -F '[rank=' LOG | python3 bench/log/baseline.py
 """
@@ -18,7 +18,7 @@ INIT = re.compile(r" init_process_group \| cuda_ctx=([-\d.]+) after_nccl_world=(
 MESH = re.compile(r" init_device_mesh \| non-pt=([-\d.]+) mesh_cost=([-\d.]+)$")
 POINT = re.compile(r" [^:]+: ([-\d.]+) GiB (?:\(.*\) )?\| alloc=[-\d.]+ cached=[-\d.]+ non-pt=[-\d.]+$")
 PROBE = re.compile(r": alloc=([-\d.]+)$")
-SNAPSHOT = re.compile(r" Memory snapshot saved to (\S.*)$")
+SNAPSHOT = re.compile(r" Memory snapshot saved to [^:\s]+:(\S.*)$")  # HOST:PATH
 
 
 def main() -> int:

@@ -28,7 +28,7 @@ const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#
 svg{max-width:100%;height:auto;display:block}h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}\
 h3{font-size:14px;margin:18px 0 6px}table{border-collapse:collapse;margin:8px 0}\
 td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}code{font-size:12px}.muted{color:#777}\
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}code{font-size:12px;overflow-wrap:anywhere}.muted{color:#777}\
 .standout{border-left:4px solid #e15759;padding:4px 12px;margin:10px 0;background:#fafafa}\
 .legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\
 svg text{font:11px system-ui,sans-serif}.row{display:flex;flex-wrap:wrap;gap:24px}\
