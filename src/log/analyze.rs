@@ -341,7 +341,7 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
         })
         .collect();
     let detail_layers = of_kind(Kind::DetailLayers)
-        .last()
+        .next_back()
         .map(|(_, v)| DetailLayers {
             label: v.label(),
             layers: v
