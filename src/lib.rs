@@ -7,11 +7,13 @@
 //! - `python`   — Python through tree-sitter: parsing, name binding, package scans;
 //! - `snapshot` — the PyTorch memory-snapshot reader and analysis (`instrument snapshot`);
 //! - `nsys`     — Nsight Systems helpers (`instrument nsys ...`);
+//! - `log`      — reading what the prints printed (`instrument log`);
 //! - `cli`      — the command line, thin glue over the above.
 
 pub mod cli;
 pub mod codemod;
 pub mod exit;
+pub mod log;
 pub mod nsys;
 pub mod python;
 pub mod rules;

@@ -10,6 +10,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use crate::exit;
 
 pub mod codemod;
+pub mod log;
 pub mod nsys;
 pub mod rules;
 pub mod snapshot;
@@ -81,6 +82,8 @@ pub enum Command {
     /// Nsight Systems helpers: functions-trace JSON, the profile command, and the report.
     #[command(subcommand)]
     Nsys(nsys::NsysCommand),
+    /// Read what an instrumented run printed: per rank and across ranks, as text, JSON or HTML.
+    Log(log::LogArgs),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(CompletionsArgs),
 }
@@ -110,6 +113,7 @@ pub fn run() -> ExitCode {
         Command::TestRules(args) => rules::test_rules(args),
         Command::Snapshot(args) => snapshot::run(args),
         Command::Nsys(cmd) => nsys::run(cmd),
+        Command::Log(args) => log::run(args),
         Command::Completions(args) => {
             clap_complete::generate(
                 args.shell,

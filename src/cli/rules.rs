@@ -165,14 +165,17 @@ pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
         results.len(),
         set.rules.len()
     );
+    // Each printed line must read back through the rule's print declarations.
+    let prints = crate::log::readback::check(&set).map_err(user_error)?;
+    for line in crate::log::readback::report(&prints) {
+        println!("{line}");
+    }
     println!(
-        "{} passed, {} failed",
-        results.len() - failed.len(),
-        failed.len()
+        "prints: {} of {} lines the templates of {} rules print read back through {} declarations",
+        prints.read_back, prints.lines, prints.rules, prints.declarations
     );
-    Ok(if failed.is_empty() {
-        exit::OK
-    } else {
-        exit::FOUND
-    })
+    let checked = results.len() + prints.read_back + prints.problems.len();
+    let failures = failed.len() + prints.problems.len();
+    println!("{} passed, {} failed", checked - failures, failures);
+    Ok(if failures == 0 { exit::OK } else { exit::FOUND })
 }

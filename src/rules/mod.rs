@@ -10,8 +10,10 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 pub mod load;
+pub mod prints;
 
 pub use load::{RuleSet, load_rule_set, load_rule_set_lazy};
+pub use prints::PrintDecl;
 
 /// The rule set used when `--rules` is not given.
 pub const DEFAULT_SET: &str = "memory-prints";
@@ -324,6 +326,9 @@ pub struct Rule {
     /// Self-tests: input snippet and the expected output (checked by `instrument test-rules`).
     #[serde(default)]
     pub examples: Vec<Example>,
+    /// How the lines the template prints read (for `instrument log`); see `prints.rs`.
+    #[serde(default)]
+    pub prints: Vec<PrintDecl>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -1,0 +1,170 @@
+//! `instrument log --html FILE`: a self-contained page with the plots, checked in the
+//! markup and rendered in headless Chromium (a render sentinel written by the page's own
+//! script after load, no console errors, a screenshot taken). Without /usr/bin/chromium
+//! the browser part is skipped with a notice, unless INSTRUMENT_REQUIRE_CHROMIUM=1.
+
+mod log_common;
+
+use std::path::Path;
+use std::process::Command;
+
+use log_common::*;
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn chromium(args: &[String]) -> (String, Vec<String>) {
+    let profile = tempfile::tempdir().unwrap();
+    let out = Command::new(CHROMIUM)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=5000",
+        ])
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(args)
+        .output()
+        .expect("run chromium");
+    let console = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter(|l| l.contains(":CONSOLE"))
+        .map(str::to_string)
+        .collect();
+    (String::from_utf8_lossy(&out.stdout).to_string(), console)
+}
+
+fn status(dom: &str) -> Option<String> {
+    let start = dom.find("id=\"render-status\"")?;
+    let rest = &dom[start..];
+    let open = rest.find('>')? + 1;
+    let close = rest[open..].find('<')?;
+    Some(rest[open..open + close].to_string())
+}
+
+fn page(s: &Scenario, dir: &Path) -> (std::path::PathBuf, String) {
+    let html = dir.join("log.html");
+    let out = instrument(&[
+        "log",
+        &s.path("node0.console.log"),
+        &s.path("node1.console.log.gz"),
+        "--html",
+        html.to_str().unwrap(),
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("HTML report written to"));
+    let text = std::fs::read_to_string(&html).unwrap();
+    (html, text)
+}
+
+#[test]
+fn the_page_holds_the_plots_and_renders_in_chromium() {
+    let Some(py) = python() else { return };
+    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &["--hold-mib", "3:200"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (html_path, html) = page(&s, dir.path());
+    for bad in [
+        "http://", "https://", "<link", "<iframe", "<img", "@import", "src=",
+    ] {
+        assert!(
+            !html.contains(bad),
+            "external reference {bad:?} in the page"
+        );
+    }
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    // Memory over the step for both ranks, one scale; the setup breakdown; each rank's two
+    // detail layers, chosen at run time (allocation and saved tensors): rank 3 on the first
+    // stage details layers 0 and 1, rank 14 on the second the first two it holds.
+    assert_eq!(html.matches("<svg class=\"step\"").count(), 2);
+    assert_eq!(html.matches("<svg class=\"setup\"").count(), 1);
+    assert_eq!(html.matches("<svg class=\"stages\"").count(), 4);
+    assert_eq!(html.matches("<svg class=\"saved\"").count(), 4);
+    for r in ["3", "14"] {
+        let layers: Vec<String> = s.truth["ranks"][r]["saved"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["layer"].to_string())
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert!(
+            html.contains(&format!("Detail layers {}: ", layers.join(", "))),
+            "rank {r}: detail layers {layers:?}"
+        );
+    }
+    assert_eq!(html.matches("class=\"peak\"").count(), 2);
+    assert!(
+        html.contains("rank 3 stands out: peak allocated"),
+        "rank 3 holds 200 MiB more"
+    );
+    assert!(html.contains("instrument snapshot "));
+    // The same y-scale on every panel.
+    let scales: Vec<&str> = html
+        .split("<svg class=\"step\" data-scale-gib=\"")
+        .skip(1)
+        .map(|svg| svg.split('"').next().unwrap())
+        .collect();
+    assert_eq!(scales.len(), 2);
+    assert_eq!(scales[0], scales[1], "panels on one scale");
+    // Text from the log is escaped.
+    assert!(!html.contains("<rank"));
+
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var("INSTRUMENT_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
+            panic!(
+                "{CHROMIUM} is missing and INSTRUMENT_REQUIRE_CHROMIUM=1 (apt-get install -y chromium)"
+            );
+        }
+        eprintln!(
+            "NOTICE: skipping the headless-Chromium check of --html: {CHROMIUM} is not installed"
+        );
+        return;
+    }
+    let url = format!("file://{}", html_path.display());
+    let (dom, console) = chromium(&["--dump-dom".into(), url.clone()]);
+    assert!(console.is_empty(), "console output {console:?}");
+    let st = status(&dom).expect("the page finished rendering");
+    let svgs: usize = st
+        .strip_prefix("render-ok svg=")
+        .expect(&st)
+        .parse()
+        .unwrap();
+    assert!(svgs >= 7, "{st}");
+    let png = dir.path().join("log.png");
+    chromium(&[
+        "--window-size=1240,2000".into(),
+        format!("--screenshot={}", png.display()),
+        url,
+    ]);
+    let bytes = std::fs::read(&png).expect("a screenshot");
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+        "{} bytes",
+        bytes.len()
+    );
+    // The check can fail: a page with a script error is caught both ways.
+    let bad = dir.path().join("bad.html");
+    std::fs::write(
+        &bad,
+        html.replace("</body>", "<script>notDefined();</script></body>"),
+    )
+    .unwrap();
+    let (dom, console) = chromium(&["--dump-dom".into(), format!("file://{}", bad.display())]);
+    assert!(
+        console.iter().any(|l| l.contains("notDefined")),
+        "{console:?}"
+    );
+    assert!(status(&dom).unwrap().starts_with("render-error"));
+}
