@@ -43,7 +43,9 @@ def parse_args(argv):
     ap.add_argument("--world", type=int, default=16, help="WORLD_SIZE")
     ap.add_argument("--model", default="qwen3-tiny", help="folder under examples/pretrain_lm")
     ap.add_argument("--config", help="a model folder (holding config.json) instead of --model")
-    ap.add_argument("--num-chunks", type=int, help="micro-batches per step (default max(4, 2 * pp))")
+    ap.add_argument(
+        "--num-chunks", type=int, help="micro-batches per step (default max(4, 2 * pp))"
+    )
     ap.add_argument("--max-steps", type=int, default=2)
     ap.add_argument("--resume-from", type=int)
     ap.add_argument("--profile-start", type=int)
@@ -104,10 +106,18 @@ def main() -> int:
     for rank, (p, out) in procs.items():
         out.close()
         text = (work / f"rank{rank}.out").read_text()
-        prints, _, tail = text.rpartition("RESULT ")
-        if tail:
+        # rpartition gives the whole text as the tail when there is no RESULT line (a rank
+        # stopped before it printed one), and a rank stopped while printing it leaves half.
+        prints, found, tail = text.rpartition("RESULT ")
+        result = None
+        if found:
+            try:
+                result = json.loads(tail)
+            except ValueError:
+                result = None
+        if result is not None:
             sys.stdout.write(prints)
-            results[str(rank)] = json.loads(tail)
+            results[str(rank)] = result
         else:
             sys.stdout.write(text)
             results[str(rank)] = {"error": f"stopped (exit {p.returncode})"}
