@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{OK, user_error};
-use crate::snapshot::{Options, analyse, html, text};
+use crate::snapshot::report::{html, text};
+use crate::snapshot::{Options, analyse};
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {

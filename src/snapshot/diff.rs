@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use super::analysis::Analysis;
-use super::attrib::Category;
+use super::sites::Category;
 use super::report::{Diff, DiffSite, SiteRef, Source};
 
 #[derive(Default, Clone, Copy)]

@@ -2,7 +2,7 @@
 //! diff) holds its evidence, with that evidence and the matching fix.
 
 use super::analysis::Analysis;
-use super::attrib::Category;
+use super::sites::Category;
 use super::report::{Diff, Pattern, SiteRef, human, pct, sat_sum};
 use super::trace::NONE;
 
@@ -319,7 +319,7 @@ fn checkpointing(a: &mut Analysis) -> Option<Pattern> {
                 .iter()
                 .max_by_key(|s| s.activation_at_peak)
                 .expect("non-empty");
-            let act_sites = super::analysis::group_sites(
+            let act_sites = super::sites::group_sites(
                 snap,
                 &mut a.attr,
                 t.recs

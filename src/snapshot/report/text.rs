@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use super::analysis::Totals;
-use super::report::{Report, human, pct, short, signed_human};
+use crate::snapshot::analysis::Totals;
+use super::{Report, human, pct, short, signed_human};
 
 fn totals_lines(out: &mut String, t: &Totals) {
     let _ = writeln!(
@@ -161,10 +161,10 @@ pub fn render(r: &Report) -> String {
     }
     for s in &r.sites {
         let origin = match s.origin {
-            super::attrib::Origin::User => "",
-            super::attrib::Origin::Torch => " (no user frame; torch)",
-            super::attrib::Origin::Native => " (no Python frame)",
-            super::attrib::Origin::None => "",
+            crate::snapshot::sites::Origin::User => "",
+            crate::snapshot::sites::Origin::Torch => " (no user frame; torch)",
+            crate::snapshot::sites::Origin::Native => " (no Python frame)",
+            crate::snapshot::sites::Origin::None => "",
         };
         let _ = writeln!(
             out,

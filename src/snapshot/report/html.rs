@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
-use super::attrib::Category;
-use super::model::BlockState;
-use super::report::{Report, SegmentBar, Timeline, human, short};
+use crate::snapshot::sites::Category;
+use crate::snapshot::model::BlockState;
+use super::{Report, SegmentBar, Timeline, human, short};
 
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());

@@ -7,6 +7,8 @@
 //! `--internal GLOB` adds patterns. Only when no user frame exists does it fall back to
 //! the first torch frame, then to the first frame at all.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::model::{FrameId, Snapshot, StackId};
@@ -293,6 +295,82 @@ pub fn categorize(snap: &Snapshot, frames: &[FrameId]) -> Category {
         return Category::Temporary;
     }
     Category::Other
+}
+
+/// Live memory grouped under one site frame.
+#[derive(Clone, Debug)]
+pub struct SiteAgg {
+    pub site: Option<FrameId>,
+    pub origin: Origin,
+    pub bytes: u64,
+    pub blocks: u64,
+    pub category: Category,
+    /// The stack holding the most bytes under this site (for context lines).
+    pub example_stack: StackId,
+}
+
+/// Group `(stack, bytes)` pairs by site frame; largest first.
+pub fn group_sites(
+    snap: &Snapshot,
+    attr: &mut Attributor,
+    items: impl Iterator<Item = (StackId, u64)>,
+) -> Vec<SiteAgg> {
+    struct Acc {
+        origin: Origin,
+        bytes: u64,
+        blocks: u64,
+        cat: BTreeMap<Category, u64>,
+        stacks: BTreeMap<StackId, u64>,
+    }
+    let mut by: BTreeMap<Option<FrameId>, Acc> = BTreeMap::new();
+    for (stack, bytes) in items {
+        let a = attr.attribute(snap, stack);
+        let acc = by.entry(a.site).or_insert_with(|| Acc {
+            origin: a.origin,
+            bytes: 0,
+            blocks: 0,
+            cat: BTreeMap::new(),
+            stacks: BTreeMap::new(),
+        });
+        acc.bytes = acc.bytes.saturating_add(bytes);
+        acc.blocks += 1;
+        let c = acc.cat.entry(a.category).or_default();
+        *c = c.saturating_add(bytes);
+        let st = acc.stacks.entry(stack).or_default();
+        *st = st.saturating_add(bytes);
+    }
+    let mut out: Vec<SiteAgg> = by
+        .into_iter()
+        .map(|(site, acc)| {
+            let category = acc
+                .cat
+                .iter()
+                .max_by_key(|&(c, b)| (*b, std::cmp::Reverse(*c)))
+                .map(|(c, _)| *c)
+                .unwrap_or(Category::Other);
+            let example_stack = acc
+                .stacks
+                .iter()
+                .max_by_key(|&(s, b)| (*b, std::cmp::Reverse(*s)))
+                .map(|(s, _)| *s)
+                .unwrap_or(0);
+            SiteAgg {
+                site,
+                origin: acc.origin,
+                bytes: acc.bytes,
+                blocks: acc.blocks,
+                category,
+                example_stack,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(b.blocks.cmp(&a.blocks))
+            .then(a.site.cmp(&b.site))
+    });
+    out
 }
 
 #[cfg(test)]

@@ -1,14 +1,18 @@
 //! The report: every fact `instrument snapshot` states, as one serialisable value.
 //! `--json` prints it (schema in docs/snapshot.md), the text and HTML renderers read it.
 
+pub mod html;
+pub mod text;
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::analysis::{Analysis, SiteAgg, Totals, group_sites};
-use super::attrib::{Category, Origin};
-use super::model::{Action, BlockState, FrameId, Layout, Snapshot, StackId};
-use super::trace::{NONE, StepMethod, TraceAnalysis};
+use crate::snapshot::analysis::{Analysis, Totals};
+use crate::snapshot::sites::{SiteAgg, group_sites};
+use crate::snapshot::sites::{Category, Origin};
+use crate::snapshot::model::{Action, BlockState, FrameId, Layout, Snapshot, StackId};
+use crate::snapshot::trace::{NONE, StepMethod, TraceAnalysis};
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -646,7 +650,7 @@ fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
 
 fn segment_map(a: &mut Analysis) -> Vec<SegmentBar> {
     let snap = a.snap;
-    let mut segs: Vec<&super::model::Segment> = snap
+    let mut segs: Vec<&crate::snapshot::model::Segment> = snap
         .segments
         .iter()
         .filter(|s| s.device == a.device)

@@ -1,0 +1,1 @@
+//! The allocator state at an OOM (filled in below).

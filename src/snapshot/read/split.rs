@@ -1,0 +1,662 @@
+//! Split reads: a helper thread reads the second half of a long trace while the main
+//! reader reads the first.
+//!
+//! The helper starts at a trace-entry boundary about half-way through the file and
+//! reads entries with the fast path's scanner, *symbolically*: it cannot know the
+//! memo's length where it starts (protocol 4's MEMOIZE numbers implicitly), so every
+//! memo reference is kept as its raw index and every memo store it makes is numbered
+//! from zero. Key strings are resolved from the main reader's published memo; actions
+//! and stacks are resolved only at take-over, when the main reader reaches the
+//! helper's first byte and knows the memo's length `L` there: an index below `L` is
+//! the main reader's entry, index `L + k` is the helper's k-th store.
+//!
+//! The main reader takes the helper's part only if it reaches that byte exactly, at
+//! an EMPTY_DICT inside a batch of trace entries, and every reference resolves (to a
+//! string for an action, a stack for `frames`, frames inside a new stack); otherwise
+//! it reads everything itself. Either way the snapshot is the same.
+
+use std::collections::VecDeque;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, Sender, channel};
+
+use super::PickleError;
+use super::builder::keys::*;
+use super::builder::{Builder, MAX_SIZE};
+use super::fast::{Key, Scan, Store, Val, scan};
+use super::input::{Input, Source};
+use super::value::*;
+use super::vm::{PResult, Vm, read_with};
+use crate::snapshot::model::{Action, Event, FxMap, Interner, Snapshot, StrId};
+
+/// The main reader's key strings (memo index and text) and where the helper starts looking.
+pub struct Publication {
+    strings: Vec<(u32, String)>,
+    target: u64,
+}
+
+#[derive(Clone, Copy)]
+enum ActionSym {
+    Known(Action),
+    Ref(u32),
+}
+
+#[derive(Clone, Copy)]
+enum StackSym {
+    Empty,
+    Helper(u32),
+    Ref(u32),
+}
+
+#[derive(Clone, Copy)]
+struct SymEvent {
+    ev: Event,
+    action: ActionSym,
+    stack: StackSym,
+}
+
+/// One of the helper's memo stores.
+enum Local {
+    Released,
+    Discarded,
+    Str(String),
+    Stack(u32),
+}
+
+/// What the helper read: the trace entries from `start` (an EMPTY_DICT) to `stop`
+/// (just after an entry), and the memo stores those bytes made.
+pub struct HelperResult {
+    start: u64,
+    stop: u64,
+    events: VecDeque<SymEvent>,
+    dropped: u64,
+    locals: Vec<Local>,
+    /// Explicit PUT indices: (store number, index), checked against `L + k`.
+    explicit: Vec<(u32, u32)>,
+    /// New stacks: the memo indices of their frames.
+    stacks: Vec<Vec<u32>>,
+    seen: (bool, bool, bool),
+}
+
+/// The main reader's side of a split read.
+pub struct SplitMain {
+    publish_after: u64,
+    target: u64,
+    tx: Option<Sender<Publication>>,
+    rx: Receiver<HelperResult>,
+    start: Arc<AtomicU64>,
+    cancel: Arc<AtomicBool>,
+    done: bool,
+    waited: bool,
+    taken_events: u64,
+}
+
+/// `start` before the helper has decided, and after it gave up.
+const NOT_YET: u64 = u64::MAX;
+const GAVE_UP: u64 = u64::MAX - 1;
+
+/// Tells the main reader the helper gave up unless it posted a start.
+struct GiveUpOnDrop<'a>(&'a AtomicU64);
+
+impl Drop for GiveUpOnDrop<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .0
+            .compare_exchange(NOT_YET, GAVE_UP, Ordering::AcqRel, Ordering::Acquire);
+    }
+}
+
+impl<R: Source> Vm<'_, R> {
+    /// After an APPENDS: publish the key strings once the trace is under way, and
+    /// give up on the helper's part if this reader went past its start.
+    pub(crate) fn split_after_appends(&mut self, l: PV) {
+        let offset = self.inp.offset();
+        let is_trace = self.b.is_event_list(l);
+        let Some(sp) = self.split.as_deref_mut() else {
+            return;
+        };
+        if sp.tx.is_some() && offset >= sp.publish_after && is_trace {
+            let strings = self
+                .b
+                .memo
+                .values()
+                .filter_map(|(i, v)| v.str_id().map(|s| (i, self.b.strings.get(s).to_string())))
+                .collect();
+            sp.target = sp.target.max(offset);
+            let target = sp.target;
+            if let Some(tx) = sp.tx.take() {
+                let _ = tx.send(Publication { strings, target });
+            }
+        }
+        let start = sp.start.load(Ordering::Acquire);
+        if !sp.done && (start == GAVE_UP || (start != NOT_YET && offset > start)) {
+            sp.done = true;
+            sp.cancel.store(true, Ordering::Release);
+        }
+    }
+
+    /// At an EMPTY_DICT: is this where the helper started? The first one past the
+    /// helper's target waits (briefly) for the helper to say where it starts, so
+    /// that the outcome does not depend on which thread is faster.
+    pub(crate) fn at_split_start(&mut self) -> bool {
+        let off = self.op_offset;
+        let Some(sp) = self.split.as_deref_mut() else {
+            return false;
+        };
+        if sp.done {
+            return false;
+        }
+        if !sp.waited && sp.tx.is_none() && off >= sp.target {
+            sp.waited = true;
+            let t0 = std::time::Instant::now();
+            while sp.start.load(Ordering::Acquire) == NOT_YET
+                && t0.elapsed() < std::time::Duration::from_secs(5)
+            {
+                std::thread::sleep(std::time::Duration::from_micros(50));
+            }
+        }
+        let start = sp.start.load(Ordering::Acquire);
+        if start == GAVE_UP || (start != NOT_YET && off > start) {
+            sp.done = true;
+            sp.cancel.store(true, Ordering::Release);
+            return false;
+        }
+        start == off
+    }
+
+    /// At the helper's start: when this reader is inside a batch of trace entries,
+    /// resolve the helper's part and take it as if read here. Returns false with
+    /// nothing changed otherwise.
+    pub(crate) fn take_over(&mut self) -> PResult<bool> {
+        let Some(sp) = self.split.as_deref_mut() else {
+            return Ok(false);
+        };
+        sp.done = true;
+        let Ok(res) = sp.rx.recv() else {
+            return Ok(false);
+        };
+        if res.start != self.op_offset || res.stop <= res.start {
+            return Ok(false);
+        }
+        let Some(&m) = self.marks.last() else {
+            return Ok(false);
+        };
+        if m == 0 || !self.b.is_event_list(self.stack[m - 1]) {
+            return Ok(false);
+        }
+        if self.stack[m..].iter().any(|v| v.tag() != T_EVENT) {
+            return Ok(false);
+        }
+        let Some(resolved) = resolve(self.b, &res) else {
+            return Ok(false);
+        };
+        // Accepted: the entries parked so far in this batch come first.
+        let l = self.stack[m - 1];
+        let r = self.b.list_extend(l, &self.stack[m..]);
+        self.build(r)?;
+        self.stack.truncate(m);
+        let sp = self.split.as_deref_mut().expect("checked");
+        sp.taken_events = res.events.len() as u64 + res.dropped;
+        let base = self.b.memo_len();
+        for (k, local) in resolved.locals.into_iter().enumerate() {
+            let r = self.b.memo_set_value(base + k as u64, local);
+            self.build(r)?;
+        }
+        self.b.add_seen_event_keys(res.seen);
+        let r = self.b.extend_events(l, resolved.events, res.dropped);
+        self.build(r)?;
+        self.inp.skip_to(res.stop)?;
+        Ok(true)
+    }
+}
+
+struct Resolved {
+    events: VecDeque<Event>,
+    locals: Vec<PV>,
+}
+
+/// The helper's part in the main reader's terms, or None (nothing changed) if
+/// anything does not resolve.
+fn resolve(b: &mut Builder, res: &HelperResult) -> Option<Resolved> {
+    let base = b.memo_len();
+    if res
+        .explicit
+        .iter()
+        .any(|&(k, idx)| idx as u64 != base + k as u64)
+    {
+        return None;
+    }
+    let n_local = res.locals.len() as u64;
+    let local = |i: u32| -> Option<&Local> {
+        let i = i as u64;
+        (i >= base && i < base + n_local).then(|| &res.locals[(i - base) as usize])
+    };
+    // Check everything before changing anything.
+    let mut stack_frames = Vec::with_capacity(res.stacks.len());
+    for st in &res.stacks {
+        let mut frames = Vec::with_capacity(st.len());
+        for &i in st {
+            if local(i).is_some() {
+                return None;
+            }
+            frames.push(b.memo_raw(i as u64).frame_id()?);
+        }
+        stack_frames.push(frames);
+    }
+    for se in &res.events {
+        if let ActionSym::Ref(i) = se.action {
+            match local(i) {
+                Some(Local::Str(_)) => {}
+                Some(_) => return None,
+                None => {
+                    b.memo_raw(i as u64).str_id()?;
+                }
+            }
+        }
+        if let StackSym::Ref(i) = se.stack {
+            match local(i) {
+                Some(Local::Stack(_)) => {}
+                Some(_) => return None,
+                None => {
+                    b.memo_raw(i as u64).stack_id()?;
+                }
+            }
+        }
+    }
+    let stack_ids: Vec<_> = stack_frames.iter().map(|f| b.intern_stack(f)).collect();
+    let locals: Vec<PV> = res
+        .locals
+        .iter()
+        .map(|l| match l {
+            Local::Released => PV::RELEASED,
+            Local::Discarded => PV::DISCARDED,
+            Local::Str(s) => b.str(s),
+            Local::Stack(h) => PV::stack(stack_ids[*h as usize]),
+        })
+        .collect();
+    let value = |i: u32| -> PV {
+        let j = i as u64;
+        if j >= base && j < base + n_local {
+            locals[(j - base) as usize]
+        } else {
+            b.memo_raw(j)
+        }
+    };
+    let mut events = VecDeque::with_capacity(res.events.len());
+    for se in &res.events {
+        let mut ev = se.ev;
+        ev.action = match se.action {
+            ActionSym::Known(a) => a,
+            ActionSym::Ref(i) => Action::from_name(b.strings.get(value(i).str_id()?)),
+        };
+        ev.stack = match se.stack {
+            StackSym::Empty => 0,
+            StackSym::Helper(h) => stack_ids[h as usize],
+            StackSym::Ref(i) => value(i).stack_id()?,
+        };
+        events.push_back(ev);
+    }
+    Some(Resolved { events, locals })
+}
+
+/// The helper's symbolic reading of trace entries.
+struct Helper {
+    keys: FxMap<u32, StrId>,
+    names: Interner,
+    locals: Vec<Local>,
+    explicit: Vec<(u32, u32)>,
+    stacks: Vec<Vec<u32>>,
+    stack_map: FxMap<Vec<u32>, u32>,
+    events: VecDeque<SymEvent>,
+    dropped: u64,
+    max_events: usize,
+    seen: (bool, bool, bool),
+}
+
+impl Helper {
+    fn store(&mut self, s: Option<Store>, l: Local) {
+        if let Some(s) = s {
+            if let Store::At(i) = s {
+                self.explicit.push((self.locals.len() as u32, i));
+            }
+            self.locals.push(l);
+        }
+    }
+
+    fn key(&self, k: Key, buf: &[u8]) -> Option<(StrId, Option<(Option<Store>, String)>)> {
+        match k {
+            Key::Ref(i) => self.keys.get(&i).map(|&s| (s, None)),
+            Key::Str(off, n, s) => {
+                let t = std::str::from_utf8(&buf[off as usize..(off + n) as usize]).ok()?;
+                Some((self.names.lookup(t)?, Some((s, t.to_string()))))
+            }
+        }
+    }
+
+    /// One scanned entry; false when it cannot be read symbolically.
+    fn entry(&mut self, sc: &Scan, buf: &[u8]) -> bool {
+        let mark = (self.locals.len(), self.explicit.len(), self.stacks.len());
+        let ok = self.entry_inner(sc, buf).is_some();
+        if !ok {
+            self.locals.truncate(mark.0);
+            self.explicit.truncate(mark.1);
+            self.stacks.truncate(mark.2);
+            self.stack_map.retain(|_, v| (*v as usize) < mark.2);
+        }
+        ok
+    }
+
+    fn entry_inner(&mut self, sc: &Scan, buf: &[u8]) -> Option<()> {
+        self.store(sc.dict_before, Local::Released);
+        let mut se = SymEvent {
+            ev: Builder::fresh_event(),
+            action: ActionSym::Known(Action::Other),
+            stack: StackSym::Empty,
+        };
+        for (n, &(k, v)) in sc.fields.iter().enumerate() {
+            let (key, inline) = self.key(k, buf)?;
+            if n == 0 && key != K_ACTION {
+                return None;
+            }
+            if let Some((s, t)) = inline {
+                self.store(s, Local::Str(t));
+            }
+            match (key, v) {
+                (K_ACTION, Val::Ref(i)) => se.action = ActionSym::Ref(i),
+                (K_ACTION, Val::Str(off, len, s)) => {
+                    let t = std::str::from_utf8(&buf[off as usize..(off + len) as usize]).ok()?;
+                    se.action = ActionSym::Known(Action::from_name(t));
+                    self.store(s, Local::Str(t.to_string()));
+                }
+                (K_ADDR | K_DEVICE_FREE, Val::Int(i)) if i >= 0 => se.ev.addr = i as u64,
+                (K_SIZE, Val::Int(i)) if i >= 0 && i as u64 <= MAX_SIZE => se.ev.size = i as u64,
+                (K_STREAM, Val::Int(i)) => se.ev.stream = i,
+                (K_TIME_US, Val::Int(i)) => {
+                    se.ev.time_us = i;
+                    self.seen.0 = true;
+                }
+                (K_FRAMES, Val::Ref(i)) => se.stack = StackSym::Ref(i),
+                (K_FRAMES, Val::None) => se.stack = StackSym::Empty,
+                (K_FRAMES, Val::List { before, after, start, len }) => {
+                    let items = sc.refs[start as usize..(start + len) as usize].to_vec();
+                    se.stack = if items.is_empty() {
+                        StackSym::Empty
+                    } else {
+                        let next = self.stacks.len() as u32;
+                        let h = *self.stack_map.entry(items.clone()).or_insert(next);
+                        if h == next {
+                            self.stacks.push(items);
+                        }
+                        StackSym::Helper(h)
+                    };
+                    let local = match se.stack {
+                        StackSym::Helper(h) => Local::Stack(h),
+                        _ => Local::Discarded,
+                    };
+                    if before.is_some() && after.is_some() {
+                        return None;
+                    }
+                    self.store(before.or(after), local);
+                }
+                (K_COMPILE_CONTEXT | K_USER_METADATA | K_POOL_ID | K_FORWARD_FRAMES, _)
+                | (_, Val::Tuple(_))
+                | (_, Val::Strings { .. }) => {
+                    if key == K_COMPILE_CONTEXT {
+                        self.seen.1 = true;
+                    }
+                    if key == K_USER_METADATA {
+                        self.seen.2 = true;
+                    }
+                    self.ignored(v, sc, buf)?;
+                }
+                (K_ACTION | K_ADDR | K_DEVICE_FREE | K_SIZE | K_STREAM | K_TIME_US | K_FRAMES, _) => {
+                    return None;
+                }
+                _ => self.ignored(v, sc, buf)?,
+            }
+        }
+        self.store(sc.dict_after, Local::Released);
+        if self.events.len() >= self.max_events {
+            self.events.pop_front();
+            self.dropped += 1;
+        }
+        self.events.push_back(se);
+        Some(())
+    }
+
+    /// A value the event does not use: only its memo stores count.
+    fn ignored(&mut self, v: Val, sc: &Scan, buf: &[u8]) -> Option<()> {
+        match v {
+            Val::Str(off, len, s) => {
+                let t = std::str::from_utf8(&buf[off as usize..(off + len) as usize]).ok()?;
+                self.store(s, Local::Str(t.to_string()));
+            }
+            Val::Tuple(s) => self.store(s, Local::Discarded),
+            Val::List { before, after, len, .. } => {
+                if len > 0 {
+                    return None;
+                }
+                self.store(before, Local::Discarded);
+                self.store(after, Local::Discarded);
+            }
+            Val::Strings { before, after, start, len } => {
+                self.store(before, Local::Discarded);
+                for &(off, n, s) in &sc.strs[start as usize..(start + len) as usize] {
+                    let t = std::str::from_utf8(&buf[off as usize..(off + n) as usize]).ok()?;
+                    self.store(s, Local::Str(t.to_string()));
+                }
+                self.store(after, Local::Discarded);
+            }
+            _ => {}
+        }
+        Some(())
+    }
+}
+
+/// Past any FRAME opcodes in the input.
+fn skip_frames<R: Source>(inp: &mut Input<R>) -> Option<u8> {
+    loop {
+        if inp.end - inp.pos < 16 && inp.fill(16).is_err() {
+            return None;
+        }
+        let op = *inp.buf.get(inp.pos)?;
+        if op != 0x95 {
+            return Some(op);
+        }
+        inp.pos += 9;
+    }
+}
+
+/// Read entries from `c` (an EMPTY_DICT) on; returns the offset after the last
+/// whole entry (`c` when the first one does not read).
+fn run_helper<R: Source>(
+    inp: &mut Input<R>,
+    h: &mut Helper,
+    start: &AtomicU64,
+    cancel: &AtomicBool,
+) -> u64 {
+    const WINDOW: usize = 1 << 14;
+    let mut sc = Scan::default();
+    let mut commit = inp.offset();
+    let first = commit;
+    let mut posted = false;
+    let mut n = 0u64;
+    loop {
+        match skip_frames(inp) {
+            Some(b'}') => inp.pos += 1,
+            Some(b'e') => {
+                // The batch ends; go on only if a new batch of entries follows.
+                let save = inp.pos;
+                inp.pos += 1;
+                let again = skip_frames(inp) == Some(b'(') && {
+                    inp.pos += 1;
+                    skip_frames(inp) == Some(b'}')
+                };
+                if !again {
+                    inp.pos = save;
+                    break;
+                }
+                inp.pos += 1;
+            }
+            _ => break,
+        }
+        if inp.end - inp.pos < WINDOW && inp.fill(WINDOW).is_err() {
+            break;
+        }
+        let at = inp.pos;
+        let buf = &inp.buf[at..inp.end.min(at + WINDOW)];
+        if scan(buf, &mut sc).is_none() || !h.entry(&sc, buf) {
+            break;
+        }
+        inp.pos = at + sc.used;
+        commit = inp.offset();
+        n += 1;
+        if !posted && n >= 4 {
+            // The candidate reads: tell the main reader where we start.
+            posted = true;
+            start.store(first, Ordering::Release);
+        }
+        if n.is_multiple_of(4096) && cancel.load(Ordering::Acquire) {
+            break;
+        }
+    }
+    if posted { commit } else { first }
+}
+
+/// The helper thread: wait for the publication, find an entry boundary after the
+/// target, read entries symbolically, send what it read.
+fn helper(
+    path: &Path,
+    total: u64,
+    max_events: usize,
+    rx: Receiver<Publication>,
+    tx: Sender<HelperResult>,
+    start: &AtomicU64,
+    cancel: &AtomicBool,
+) {
+    let _give_up = GiveUpOnDrop(start);
+    let Ok(publication) = rx.recv() else { return };
+    let Ok(mut f) = std::fs::File::open(path) else {
+        return;
+    };
+    let target = publication.target;
+    if f.seek(SeekFrom::Start(target)).is_err() {
+        return;
+    }
+    let mut window = vec![0u8; 1 << 20];
+    let mut n = 0;
+    while n < window.len() {
+        match f.read(&mut window[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(k) => n += k,
+        }
+    }
+    let mut names = Interner::default();
+    for k in KNOWN {
+        names.intern(k);
+    }
+    let keys: FxMap<u32, StrId> = publication
+        .strings
+        .iter()
+        .filter_map(|(i, s)| names.lookup(s).map(|id| (*i, id)))
+        .collect();
+    // Candidates: an entry's SETITEMS (and a C++ BINPUT) then the next EMPTY_DICT,
+    // or a batch's APPENDS, MARK, EMPTY_DICT.
+    let w = &window[..n];
+    let candidates = (1..w.len().saturating_sub(8))
+        .filter(|&i| {
+            w[i] == b'}'
+                && (w[i - 1] == b'u'
+                    || (i >= 2 && &w[i - 2..i] == b"e(")
+                    || (i >= 3 && w[i - 3] == b'u' && w[i - 2] == b'q')
+                    || (i >= 6 && w[i - 6] == b'u' && w[i - 5] == b'r'))
+        })
+        .map(|i| target + i as u64)
+        .take(32);
+    for c in candidates {
+        if cancel.load(Ordering::Acquire) {
+            return;
+        }
+        let Ok(mut file) = std::fs::File::open(path) else {
+            return;
+        };
+        if file.seek(SeekFrom::Start(c)).is_err() {
+            return;
+        }
+        let mut inp = Input::at(file, total, c);
+        let mut h = Helper {
+            keys: keys.clone(),
+            names: Interner::default(),
+            locals: Vec::new(),
+            explicit: Vec::new(),
+            stacks: Vec::new(),
+            stack_map: FxMap::default(),
+            events: VecDeque::new(),
+            dropped: 0,
+            max_events,
+            seen: (false, false, false),
+        };
+        for k in KNOWN {
+            h.names.intern(k);
+        }
+        let stop = run_helper(&mut inp, &mut h, start, cancel);
+        if stop > c {
+            let _ = tx.send(HelperResult {
+                start: c,
+                stop,
+                events: h.events,
+                dropped: h.dropped,
+                locals: h.locals,
+                explicit: h.explicit,
+                stacks: h.stacks,
+                seen: h.seen,
+            });
+            return;
+        }
+    }
+}
+
+/// Read a large snapshot file with a helper thread that reads the second half of
+/// its trace (from about `at` of the file) at the same time. Returns the snapshot and
+/// how many trace entries came from the helper.
+pub fn read_pickle_split(
+    path: &Path,
+    total: u64,
+    max_events: usize,
+    at: f64,
+) -> Result<(Snapshot, u64), PickleError> {
+    let file = std::fs::File::open(path).map_err(|e| PickleError {
+        offset: 0,
+        msg: format!("cannot open: {e}"),
+        retain: false,
+    })?;
+    let (pub_tx, pub_rx) = channel();
+    let (res_tx, res_rx) = channel();
+    let start = Arc::new(AtomicU64::new(NOT_YET));
+    let cancel = Arc::new(AtomicBool::new(false));
+    std::thread::scope(|s| {
+        let (start2, cancel2) = (start.clone(), cancel.clone());
+        s.spawn(move || helper(path, total, max_events, pub_rx, res_tx, &start2, &cancel2));
+        let mut sp = SplitMain {
+            publish_after: total / 50,
+            target: (total as f64 * at) as u64,
+            tx: Some(pub_tx),
+            rx: res_rx,
+            start,
+            cancel: cancel.clone(),
+            done: false,
+            waited: false,
+            taken_events: 0,
+        };
+        let r = read_with(file, total, max_events, true, false, Some(&mut sp));
+        cancel.store(true, Ordering::Release);
+        let taken = sp.taken_events;
+        drop(sp);
+        r.map(|mut snap| {
+            snap.read_ahead_events = taken;
+            (snap, taken)
+        })
+    })
+}

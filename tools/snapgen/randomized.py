@@ -1,0 +1,4 @@
+"""Random graphs."""
+
+def generate(out, n, seed):
+    raise NotImplementedError
