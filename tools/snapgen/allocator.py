@@ -277,11 +277,10 @@ class Allocator:
         self.pool.append(block)
 
     def release_cached_blocks(self, ctx):
-        for b in list(self.events):
+        events, self.events = self.events, []
+        for b in events:  # synchronize_and_free_events: one block at a time
             b.event_count = 0
             b.pending_streams = set()
-        events, self.events = self.events, []
-        for b in events:
             self.free_block(b, ctx)
         released = False
         for b in sorted(self.pool, key=lambda b: (b.small, b.stream, b.size, b.ptr)):

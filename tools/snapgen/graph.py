@@ -37,6 +37,12 @@ def _fresh(s):
     return s.encode("utf-8").decode("utf-8")
 
 
+def _pool_id():
+    """A new (0, 0) tuple (pybind makes one per std::pair; a literal would be one
+    shared constant)."""
+    return tuple([0, 0])
+
+
 def traceback_frames(tb, stacks):
     """A traceback's frames innermost first, as torch's ``symbolize`` orders them:
     the C++ unwind with each Python frame placed before the interpreter frame that
@@ -118,7 +124,7 @@ def build(devices, version="2.9", stacks="all", pending_name="active_pending_fre
                    "active_size": sum(b.size for b in blocks if alloc.state(b) != "inactive"),
                    "requested_size": sum(b.req for b in blocks if alloc.state(b) != "inactive"),
                    "stream": head.stream, "segment_type": "small" if head.small else "large",
-                   "segment_pool_id": (0, 0)}
+                   "segment_pool_id": _pool_id()}
             if not legacy:
                 seg["is_expandable"] = False
                 add_frames(seg, head.seg_ctx)
@@ -160,7 +166,7 @@ def build(devices, version="2.9", stacks="all", pending_name="active_pending_fre
             if version == "2.9":
                 e["compile_context"] = _fresh("")
                 e["user_metadata"] = _fresh(te.user_metadata)
-                e["pool_id"] = (0, 0)
+                e["pool_id"] = _pool_id()
             if te.ctx is not None:
                 to_gather.append(te.ctx)
                 dest.append(e)

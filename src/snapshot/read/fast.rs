@@ -397,8 +397,10 @@ impl Scan {
             }
             let pv = match v {
                 Val::Ref(i) => {
+                    // A dropped container (an earlier `pool_id` tuple) is fine where
+                    // it is ignored; apply_event refuses it anywhere else.
                     let pv = b.memo_raw(i as u64);
-                    if pv.is_missing() || pv.tag() == T_OBJ {
+                    if pv == PV::UNSET || pv.tag() == T_OBJ {
                         return None;
                     }
                     pv
