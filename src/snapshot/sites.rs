@@ -1,27 +1,23 @@
-//! Attribution: which frame of a stack names the owner of an allocation, and what
-//! kind of memory the stack says it is.
+//! Sites: which frame of a stack names an allocation, and what kind of memory the
+//! stack says it is. Below both the analysis and the trace, which group by site.
 //!
-//! The site is the first (innermost) frame in the user's own Python files, skipping
-//! torch internals (`torch/nn/modules/*`, `torch/autograd/*`, `torch/optim/*`,
-//! `torch/utils/*`, the rest of the `torch` package, generated code) and C++ frames;
-//! `--internal GLOB` adds patterns. Only when no user frame exists does it fall back to
-//! the first torch frame, then to the first frame at all.
+//! The site is the first (innermost) frame in the user's own Python files: torch's
+//! own files ([`frames::INTERNAL_FILES`], plus `--internal GLOB`), the standard
+//! library and C++ frames are skipped. Without a user frame, the first torch Python
+//! frame (`origin: "torch"`); without a Python frame (the autograd engine's thread),
+//! the first C++ frame that is not plumbing ([`frames::NEVER_A_SITE`]): the autograd
+//! node or communication call, an ATen operator only when nothing else is there.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+pub use super::frames::Category;
+use super::frames::{self, CATEGORY_RULES, OPERATOR, WEAK_PARAMETERS};
 use super::model::{FrameId, Snapshot, StackId};
 
-/// Internal-code patterns applied to every frame's filename (see [`glob_match_path`]).
-pub const DEFAULT_INTERNAL: &[&str] = &[
-    "torch/nn/modules/*",
-    "torch/autograd/*",
-    "torch/optim/*",
-    "torch/utils/*",
-    "torch/*",
-    "*/torchinductor_*/*",
-];
+/// Internal-code patterns applied to every Python frame's filename.
+pub const DEFAULT_INTERNAL: &[&str] = frames::INTERNAL_FILES;
 
 /// Glob match: `*` matches any run of characters (slashes included), `?` one character.
 pub fn glob_match(pat: &[u8], s: &[u8]) -> bool {
@@ -65,32 +61,6 @@ pub fn glob_match_path(pat: &str, path: &str) -> bool {
         .any(|(i, _)| glob_match(p, &s[i + 1..]))
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    Parameters,
-    Gradients,
-    OptimizerState,
-    Activations,
-    Temporary,
-    Communication,
-    Other,
-}
-
-impl Category {
-    pub fn name(self) -> &'static str {
-        match self {
-            Category::Parameters => "parameters",
-            Category::Gradients => "gradients",
-            Category::OptimizerState => "optimizer_state",
-            Category::Activations => "activations",
-            Category::Temporary => "temporary",
-            Category::Communication => "communication",
-            Category::Other => "other",
-        }
-    }
-}
-
 /// How the site frame was chosen.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -117,13 +87,24 @@ pub struct Attribution {
 pub struct Attributor {
     patterns: Vec<String>,
     cache: Vec<Option<Attribution>>,
-    frame_class: Vec<u8>,
+    frame_class: Vec<Class>,
 }
 
-const UNKNOWN: u8 = 0;
-const USER: u8 = 1;
-const TORCH: u8 = 2;
-const NATIVE: u8 = 3;
+/// What a frame is, for choosing sites.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Class {
+    Unknown,
+    /// The user's own Python code.
+    User,
+    /// torch's (or `--internal`) Python code, or the standard library.
+    Torch,
+    /// A C++ frame that can name an allocation (an autograd node, c10d).
+    Native,
+    /// An ATen operator: names an allocation only when nothing better is there.
+    Operator,
+    /// Never a site: unwinder, allocator, dispatcher, interpreter, thread start.
+    Plumbing,
+}
 
 impl Attributor {
     pub fn new(extra_internal: &[String]) -> Self {
@@ -140,19 +121,27 @@ impl Attributor {
         &self.patterns
     }
 
-    fn class(&mut self, snap: &Snapshot, f: FrameId) -> u8 {
+    pub fn class(&mut self, snap: &Snapshot, f: FrameId) -> Class {
         let i = f as usize;
         if self.frame_class.len() < snap.frames.len() {
-            self.frame_class.resize(snap.frames.len(), UNKNOWN);
+            self.frame_class.resize(snap.frames.len(), Class::Unknown);
         }
-        if self.frame_class[i] == UNKNOWN {
+        if self.frame_class[i] == Class::Unknown {
             let file = snap.frame_file(f);
-            self.frame_class[i] = if !file.ends_with(".py") {
-                NATIVE
-            } else if self.patterns.iter().any(|p| glob_match_path(p, file)) {
-                TORCH
+            let name = snap.frame_name(f);
+            self.frame_class[i] = if file.ends_with(".py") {
+                if frames::is_stdlib(file) || self.patterns.iter().any(|p| glob_match_path(p, file))
+                {
+                    Class::Torch
+                } else {
+                    Class::User
+                }
+            } else if frames::never_a_site(name, file).is_some() {
+                Class::Plumbing
+            } else if OPERATOR.iter().any(|m| m.test(name)) {
+                Class::Operator
             } else {
-                USER
+                Class::Native
             };
         }
         self.frame_class[i]
@@ -160,7 +149,7 @@ impl Attributor {
 
     /// True when the frame is in the user's own Python code.
     pub fn is_user(&mut self, snap: &Snapshot, f: FrameId) -> bool {
-        self.class(snap, f) == USER
+        self.class(snap, f) == Class::User
     }
 
     pub fn attribute(&mut self, snap: &Snapshot, s: StackId) -> Attribution {
@@ -172,27 +161,34 @@ impl Attributor {
             return a;
         }
         let frames = snap.stack(s);
-        let mut first_torch = None;
-        let mut first_native = None;
+        let (mut torch, mut native, mut operator) = (None, None, None);
         let mut user = None;
         for &f in frames {
             match self.class(snap, f) {
-                USER => {
+                Class::User => {
                     user = Some(f);
                     break;
                 }
-                TORCH if first_torch.is_none() => first_torch = Some(f),
-                NATIVE if first_native.is_none() && !is_allocator_frame(snap, f) => {
-                    first_native = Some(f)
+                Class::Torch => {
+                    torch.get_or_insert(f);
+                }
+                Class::Native => {
+                    native.get_or_insert(f);
+                }
+                Class::Operator => {
+                    operator.get_or_insert(f);
                 }
                 _ => {}
             }
         }
-        let (site, origin) = match (user, first_torch, first_native.or(frames.first().copied())) {
-            (Some(u), _, _) => (Some(u), Origin::User),
-            (None, Some(t), _) => (Some(t), Origin::Torch),
-            (None, None, Some(f)) => (Some(f), Origin::Native),
-            (None, None, None) => (None, Origin::None),
+        let (site, origin) = if let Some(u) = user {
+            (Some(u), Origin::User)
+        } else if let Some(t) = torch {
+            (Some(t), Origin::Torch)
+        } else if let Some(n) = native.or(operator).or(frames.first().copied()) {
+            (Some(n), Origin::Native)
+        } else {
+            (None, Origin::None)
         };
         let a = Attribution {
             site,
@@ -204,95 +200,20 @@ impl Attributor {
     }
 }
 
-/// The caching allocator's own frames (and ATen's empty-tensor helpers): never the
-/// owner of an allocation, so skipped when a native frame must stand for the site.
-fn is_allocator_frame(snap: &Snapshot, f: FrameId) -> bool {
-    let file = snap.frame_file(f);
-    let name = snap.frame_name(f);
-    file.contains("CUDACachingAllocator")
-        || file.contains("/c10/")
-        || file.contains("EmptyTensor")
-        || name.contains("CachingAllocator")
-        || name.starts_with("c10::")
-        || name.starts_with("at::detail::empty")
-}
-
-fn any_frame(snap: &Snapshot, frames: &[FrameId], pred: impl Fn(&str, &str) -> bool) -> bool {
-    frames
-        .iter()
-        .any(|&f| pred(snap.frame_file(f), snap.frame_name(f)))
-}
-
-/// What kind of memory a stack allocates, when its frames make that clear.
+/// What kind of memory a stack allocates: the innermost frame with evidence decides
+/// (the rules are data: [`frames::CATEGORY_RULES`]).
 pub fn categorize(snap: &Snapshot, frames: &[FrameId]) -> Category {
-    if frames.is_empty() {
-        return Category::Other;
+    for &f in frames {
+        let (name, file) = (snap.frame_name(f), snap.frame_file(f));
+        if let Some(r) = CATEGORY_RULES.iter().find(|r| r.matches(name, file)) {
+            return r.category;
+        }
     }
-    const COMM: &[&str] = &[
-        "all_reduce",
-        "allreduce",
-        "all_gather",
-        "allgather",
-        "reduce_scatter",
-        "reducescatter",
-        "all_to_all",
-        "alltoall",
-        "broadcast",
-        "nccl",
-        "processgroup",
-        "reducer::",
-    ];
-    if any_frame(snap, frames, |file, name| {
-        let n = name.to_ascii_lowercase();
-        file.contains("torch/distributed/")
-            || file.contains("/c10d/")
-            || COMM.iter().any(|c| n.contains(c))
-    }) {
-        return Category::Communication;
-    }
-    if any_frame(snap, frames, |file, _| file.contains("torch/optim/")) {
-        return Category::OptimizerState;
-    }
-    if any_frame(snap, frames, |file, name| {
-        file.contains("torch/autograd/")
-            || name == "backward"
-            || name.contains("autograd::Engine")
-            || name.contains("AccumulateGrad")
-    }) {
-        return Category::Gradients;
-    }
-    if any_frame(snap, frames, |file, name| {
-        file.contains("torch/nn/parameter.py")
-            || file.contains("torch/nn/init.py")
-            || matches!(
-                name,
-                "reset_parameters"
-                    | "load_state_dict"
-                    | "_load_from_state_dict"
-                    | "to_empty"
-                    | "init_weights"
-                    | "_init_weights"
-            )
-            || (file.contains("torch/nn/modules/")
-                && matches!(name, "__init__" | "_apply" | "to" | "cuda"))
-    }) {
+    if frames
+        .iter()
+        .any(|&f| WEAK_PARAMETERS.contains(&snap.frame_name(f)))
+    {
         return Category::Parameters;
-    }
-    if any_frame(snap, frames, |file, name| {
-        name == "forward"
-            || file.contains("torch/nn/functional.py")
-            || (file.contains("torch/nn/modules/module.py")
-                && matches!(name, "_call_impl" | "_wrapped_call_impl"))
-    }) {
-        return Category::Activations;
-    }
-    if any_frame(snap, frames, |_, name| {
-        let n = name.to_ascii_lowercase();
-        ["workspace", "scratch", "tmp", "temp"]
-            .iter()
-            .any(|w| n.contains(w))
-    }) {
-        return Category::Temporary;
     }
     Category::Other
 }

@@ -69,20 +69,41 @@ def site_key(s):
     return (s["file"], s["line"], s["function"]) if s else None
 
 
+CATEGORY_ORDER = ["parameters", "gradients", "optimizer_state", "activations", "temporary",
+                  "communication", "other"]
+
+
 def live_sites(alloc, stacks):
     """Live (active_allocated) blocks grouped by the site a memory engineer names them
-    by: bytes, blocks and category per site, largest first."""
+    by: bytes, blocks and category (the one holding most of its bytes) per site,
+    largest first."""
     by = {}
     for _, blocks in alloc.segments():
         for b in blocks:
             if not b.allocated:
                 continue
             s = b.ctx.site.site_for(stacks) if b.ctx is not None else None
-            cat = b.ctx.site.category if (b.ctx is not None and s is not None) else "other"
-            e = by.setdefault(site_key(s), {"site": s, "bytes": 0, "blocks": 0, "category": cat})
+            cat = b.ctx.site.category_for(stacks) if (b.ctx is not None and s is not None) else "other"
+            e = by.setdefault(site_key(s), {"site": s, "bytes": 0, "blocks": 0, "by_category": {}})
             e["bytes"] += b.size
             e["blocks"] += 1
+            e["by_category"][cat] = e["by_category"].get(cat, 0) + b.size
+    for e in by.values():
+        cats = e.pop("by_category")
+        e["category"] = max(cats, key=lambda c: (cats[c], -CATEGORY_ORDER.index(c)))
     return sorted(by.values(), key=lambda e: (-e["bytes"], -e["blocks"], str(site_key(e["site"]))))
+
+
+def categories(alloc, stacks):
+    """Live bytes per category."""
+    out = {}
+    for _, blocks in alloc.segments():
+        for b in blocks:
+            if b.allocated:
+                s = b.ctx.site.site_for(stacks) if b.ctx is not None else None
+                c = b.ctx.site.category_for(stacks) if (b.ctx is not None and s is not None) else "other"
+                out[c] = out.get(c, 0) + b.size
+    return out
 
 
 def counts(trace):
@@ -98,6 +119,8 @@ def device_facts(alloc):
         "totals": alloc.totals(),
         "sites_all": live_sites(alloc, "all"),
         "sites_python": live_sites(alloc, "python"),
+        "categories_all": categories(alloc, "all"),
+        "categories_python": categories(alloc, "python"),
         "trace_counts": counts(alloc.trace()),
         "trace_events": len(alloc.trace()),
     }

@@ -169,19 +169,25 @@ class CallSite:
     truth the tests compare with (``site_python`` when ``stacks="python"`` loses the
     frame that names it)."""
 
-    def __init__(self, py=(), cpp=(), thread="main", site=None, category="other", site_python=None,
-                 free_py=None):
+    def __init__(self, py=(), cpp=(), thread="main", site=None, category="other", site_python="same",
+                 free_py=None, category_python=None):
         self.py = list(py)
         self.cpp = list(cpp)
         self.thread = thread
         self.site = site
-        self.site_python = site_python if site_python is not None else site
+        self.site_python = site if site_python == "same" else site_python
         self.category = category
+        # Without C++ frames the evidence can differ (a cuBLAS workspace is only
+        # named in C++; in Python it is the forward that asked for it).
+        self.category_python = category_python or category
         # Where tensors from here usually die (the free's own Python frames).
         self.free_py = free_py
 
     def site_for(self, stacks):
         return self.site if stacks == "all" else self.site_python
+
+    def category_for(self, stacks):
+        return self.category if stacks == "all" else self.category_python
 
 
 def cpp_stack(site, kind="malloc"):

@@ -105,7 +105,7 @@ LOSS = CallSite(py=[py(f"{TORCH}/nn/functional.py", 3494, "cross_entropy"), CRIT
                     py(f"{PITH}/dualpipe/dualpipev.py", 378, "_forward_chunk"), DUALPIPE_STEP] + OUTER,
                 cpp=op("log_softmax"), site=site(CRITERION), category="activations")
 CUBLAS = CallSite(py=fwd(LINEAR_FWD, *MODULE_CALL, ATTN_FWD, *MODULE_CALL), cpp=CUBLAS_WS + op("addmm", binding=False),
-                  site=site(ATTN_FWD), category="temporary")
+                  site=site(ATTN_FWD), category="temporary", category_python="activations")
 
 # Backward on the autograd engine's device thread: only C++ frames (empty with
 # stacks="python"), except a Python custom Function's backward.

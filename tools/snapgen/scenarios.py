@@ -35,8 +35,12 @@ class Out:
             stem = name.rsplit(".", 1)[0]
             for form in FORMS:
                 write(os.path.join(d, "forms", f"{stem}.{form}{extension(form)}"), encode(proc.devices, form))
+        # The facts of the moment the snapshot was taken (torch then records a
+        # `snapshot` entry, which only the next snapshot's trace holds).
+        facts = {a.device: device_facts(a) for a in proc.devices}
         for a in proc.devices:
             a.snapshot_taken()
+        return facts
 
     def plant(self, scenario, facts):
         d = os.path.join(self.root, scenario)
@@ -145,8 +149,7 @@ def scenario_allocator(out):
     for b in side[:2]:
         a.record_stream(b, COMM_STREAM)
         a.free(b, P.A2A_RECV)
-    out.take("allocator", "snapshot.pickle", proc, forms=("p0", "p1", "p2", "p3", "p4", "p5"))
-    f = device_facts(a)
+    f = out.take("allocator", "snapshot.pickle", proc, forms=("p0", "p1", "p2", "p3", "p4", "p5"))[a.device]
     f.update({
         "helper_site": P.site(helper.py[0]),
         "helper_site_internal": P.site(helper.py[1]),
@@ -172,8 +175,7 @@ def scenario_oom(out):
     at_oom = oom_state(a, oom)
     # the except clause: the step's activations die before the snapshot
     freed_by(a, held, P.ATTN_PROJ)
-    out.take("oom", "snapshot.pickle", proc)
-    f = device_facts(a)
+    f = out.take("oom", "snapshot.pickle", proc)[a.device]
     f.update({"oom": dict(at_oom, site=P.site(P.GROUPED_FUNC_FWD)), "top_holder": at_oom["holders"][0]})
     assert at_oom["cause"] == "out_of_memory"
     out.plant("oom", f)
@@ -219,8 +221,7 @@ def scenario_fragmentation(out):
     oom = [te for te in a.trace() if te.action == "oom"][0]
     at_oom = oom_state(a, oom)
     assert at_oom["cause"] == "fragmentation", at_oom
-    out.take("fragmentation", "snapshot.pickle", proc)
-    f = device_facts(a)
+    f = out.take("fragmentation", "snapshot.pickle", proc)[a.device]
     f.update({"oom": dict(at_oom, site=P.site(P.SILU_FUNC_FWD)), "pattern": "allocator_fragmentation"})
     out.plant("fragmentation", f)
 
@@ -230,8 +231,7 @@ def scenario_retained_graph(out):
     a = proc.devices[0]
     proc.record_memory_history(max_entries=1_048_576)
     training(a, steps=6, retain=True)
-    out.take("retained_graph", "snapshot.pickle", proc, forms=("p5",))
-    f = device_facts(a)
+    f = out.take("retained_graph", "snapshot.pickle", proc, forms=("p5",))[a.device]
     f.update({"steps": 6, "pattern": "retained_autograd_graph",
               "activation_sites": [P.site(P.GROUPED_FUNC_FWD), P.site(P.SILU_FUNC_FWD)],
               "loss_site": P.site(P.CRITERION),
@@ -246,8 +246,7 @@ def scenario_growing_container(out):
     feat = P.user(f"{PITH}/tasks/pretrain_lm.py", 448, "train_step", category="other")
     feat.py = feat.py[:1] + feat.py[2:]
     facts, _ = training(a, steps=8, container=feat)
-    out.take("growing_container", "snapshot.pickle", proc)
-    f = device_facts(a)
+    f = out.take("growing_container", "snapshot.pickle", proc)[a.device]
     f.update({"steps": 8, "pattern": "growing_python_container", "site": feat.site,
               "blocks_live": len(facts["feats"]), "block_bytes": 256 * KiB,
               "absent": ["retained_autograd_graph", "python_reference_cycles"]})
@@ -259,8 +258,7 @@ def scenario_optimizer(out):
     a = proc.devices[0]
     proc.record_memory_history(max_entries=1_048_576)
     facts, _ = training(a, steps=5)
-    out.take("optimizer_first_step", "snapshot.pickle", proc, forms=("p2",))
-    f = device_facts(a)
+    f = out.take("optimizer_first_step", "snapshot.pickle", proc, forms=("p2",))[a.device]
     f.update({"pattern": "first_step_optimizer_state",
               "optimizer_bytes": sum(b.size for b in facts["opt"]),
               "optimizer_step": facts["optimizer_step"], "also": "activation_checkpointing",
@@ -273,8 +271,7 @@ def scenario_reference_cycles(out):
     a = proc.devices[0]
     proc.record_memory_history(max_entries=1_048_576)
     training(a, steps=9, gc_every=3)
-    out.take("reference_cycles", "snapshot.pickle", proc)
-    f = device_facts(a)
+    f = out.take("reference_cycles", "snapshot.pickle", proc)[a.device]
     f.update({"pattern": "python_reference_cycles", "bursts": 3, "burst_blocks": 2,
               "burst_bytes": 2 * 512 * KiB, "site": P.site(py(f"{PITH}/utils/metrics.py", 44, "record")),
               "absent": ["retained_autograd_graph", "growing_python_container"]})
@@ -295,8 +292,7 @@ def scenario_ddp(out):
                       site=P.site(P.SETUP_MODEL), category="communication")
     bk = [a.malloc(25 * MiB, bucket) for _ in range(5)]
     a.malloc(8 * MiB, P.BATCH)
-    out.take("ddp", "snapshot.pickle", proc)
-    f = device_facts(a)
+    f = out.take("ddp", "snapshot.pickle", proc)[a.device]
     f.update({"pattern": "ddp_replication",
               "parameters": sum(b.size for b in ps), "gradients": sum(b.size for b in gs),
               "optimizer_state": sum(b.size for b in os_), "communication": sum(b.size for b in bk)})
@@ -325,8 +321,7 @@ def scenario_leak_diff(out):
             buffer = a.malloc(12 * MiB, buf)
             freed_by(a, cached[2:], cache)
         if step in (5, 50):
-            out.take("leak_diff", f"snapshot_step_{step:03d}.pickle", proc)
-            facts[str(step)] = device_facts(a)
+            facts[str(step)] = out.take("leak_diff", f"snapshot_step_{step:03d}.pickle", proc)[0]
     out.plant("leak_diff", {"leak_site": leak.site, "buffer_site": buf.site, "cache_site": cache.site,
                             "param_site": P.EXPERT_WEIGHT.site, "before": facts["5"], "after": facts["50"],
                             "pattern": "growing_python_container"})
@@ -346,8 +341,7 @@ def scenario_multi_rank(out):
         proc.record_memory_history(max_entries=1_048_576)
         training(a, steps=2, act=(12 if r == 3 else 6) * MiB, optimizer=False)
         [a.malloc((24 if r == 3 else 8) * MiB, P.EXPERT_GEMM) for _ in range(3)]
-        out.take("multi_rank", name, proc)
-        facts["ranks"][name] = dict(device_facts(a), rank=r)
+        facts["ranks"][name] = dict(out.take("multi_rank", name, proc)[r], rank=r)
     proc = Process()
     proc.record_memory_history()
     proc.devices[0].malloc(MiB, P.BATCH)
@@ -367,8 +361,7 @@ def scenario_legacy(out):
     a.record_stream(b, COMM_STREAM)
     a.free(b, P.ATTN_PROJ)
     a.free(xs[1], P.EXPERT_GEMM)
-    out.take("legacy", "snapshot.pickle", proc, forms=("v1.13-awaiting", "v2.0"))
-    f = device_facts(a)
+    f = out.take("legacy", "snapshot.pickle", proc, forms=("v1.13-awaiting", "v2.0"))[a.device]
     f["top_site"] = f["sites_all"][0]
     out.plant("legacy", f)
 
@@ -378,8 +371,8 @@ def scenario_multi_device(out):
     a = proc.devices[1]
     proc.record_memory_history(max_entries=1_048_576)
     training(a, steps=2, optimizer=False)
-    out.take("multi_device", "snapshot.pickle", proc)
-    out.plant("multi_device", dict(device_facts(a), events=len(a.trace())))
+    f = out.take("multi_device", "snapshot.pickle", proc)[1]
+    out.plant("multi_device", dict(f, events=f["trace_events"]))
 
 
 def scenario_long_trace(out):
@@ -388,8 +381,8 @@ def scenario_long_trace(out):
     a = proc.devices[0]
     proc.record_memory_history(max_entries=1_048_576, stacks="python")
     training(a, steps=100, layers=2, act=2 * MiB)
-    out.take("long_trace", "snapshot.pickle", proc, forms=("python", "python-p2"))
-    out.plant("long_trace", dict(device_facts(a), events=len(a.trace())))
+    f = out.take("long_trace", "snapshot.pickle", proc, forms=("python", "python-p2"))[0]
+    out.plant("long_trace", dict(f, events=f["trace_events"]))
 
 
 def scenario_ring_buffer(out):
@@ -400,8 +393,7 @@ def scenario_ring_buffer(out):
     proc.record_memory_history(max_entries=700)
     training(a, steps=12, layers=3, act=4 * MiB, side_stream=True)
     first = a.trace()[0]
-    out.take("ring_buffer", "snapshot.pickle", proc)
-    f = device_facts(a)
+    f = out.take("ring_buffer", "snapshot.pickle", proc)[a.device]
     f.update({"max_entries": 700, "first_time_us": first.time_us,
               "window_start_live_bytes": first.live_before})
     out.plant("ring_buffer", f)
@@ -418,8 +410,7 @@ def scenario_pithtrain_moe(out):
     proc.record_memory_history(max_entries=1_048_576)
     training(a, steps=2, params=params, side_stream=True, optimizer=False)
     nccl = a.malloc(3 * MiB, P.NCCL_BUF)
-    out.take("pithtrain_moe", "snapshot.pickle", proc, forms=("p4", "python"))
-    f = device_facts(a)
+    f = out.take("pithtrain_moe", "snapshot.pickle", proc, forms=("p4", "python"))[a.device]
     f["nccl_site"] = P.NCCL_BUF.site
     out.plant("pithtrain_moe", f)
     del nccl
