@@ -2,7 +2,8 @@
 //! (torch 1.13 to 2.9 schemas, stacks "python" and "all", pickle protocols 2, 4
 //! and 5, torch::jit::Pickler's protocol 2, JSON, both names of the delayed-free
 //! state) reads to the facts the scenario planted: totals, sites and their
-//! categories, live bytes per category, trace counts.
+//! categories, live bytes per category, trace counts; and a split read of each
+//! form of the long trace is what one pass reads.
 
 mod snapshot_common;
 
@@ -127,4 +128,27 @@ fn every_scenario_in_every_form_gives_the_planted_truth() {
         }
     }
     assert!(checked >= 150, "only {checked} files checked");
+    split_read_of_every_form_matches_one_pass(dir.path());
+}
+
+/// The split read (a helper thread reads the second half of the trace) of every
+/// form of the long trace gives what one pass gives, and the helper's part is used.
+fn split_read_of_every_form_matches_one_pass(dir: &Path) {
+    use instrument::snapshot::read::{read_pickle_split, read_pickle_with};
+    let forms = dir.join("long_trace/forms");
+    let mut n = 0;
+    for f in std::fs::read_dir(&forms).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "json") {
+            continue;
+        }
+        let data = std::fs::read(&f).unwrap();
+        let total = data.len() as u64;
+        let one = read_pickle_with(&data[..], total, 1_000_000, true, false).unwrap();
+        let (split, ahead) = read_pickle_split(&f, total, 1_000_000, 0.5).unwrap();
+        assert_eq!(canonical(&one), canonical(&split), "{}", f.display());
+        assert!(ahead >= 1000, "{}: the helper read {ahead} entries", f.display());
+        n += 1;
+    }
+    assert!(n >= 9);
 }

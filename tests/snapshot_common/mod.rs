@@ -104,3 +104,57 @@ pub fn find_site<'a>(sites: &'a Value, want: &Value) -> Option<&'a Value> {
 pub fn pattern<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
     r["patterns"].as_array()?.iter().find(|p| p["name"] == name)
 }
+
+/// Events, segments and blocks with stacks spelled out, to compare two readings.
+pub fn canonical(s: &instrument::snapshot::model::Snapshot) -> Vec<String> {
+    let stack = |id| {
+        s.stack(id)
+            .iter()
+            .map(|&f| {
+                format!(
+                    "{}:{}:{}",
+                    s.frame_file(f),
+                    s.frame_line(f),
+                    s.frame_name(f)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    let mut out = Vec::new();
+    for t in &s.traces {
+        out.push(format!("trace dropped={}", t.dropped));
+        for e in &t.events {
+            out.push(format!(
+                "{:?} {} {} {} {} {}",
+                e.action,
+                e.addr,
+                e.size,
+                e.stream,
+                e.time_us,
+                stack(e.stack)
+            ));
+        }
+    }
+    for seg in &s.segments {
+        out.push(format!(
+            "seg {} {} {} {}",
+            seg.device,
+            seg.address,
+            seg.total_size,
+            stack(seg.stack)
+        ));
+        for b in &seg.blocks {
+            out.push(format!(
+                "{:?} {} {} {:?} {}",
+                b.address,
+                b.size,
+                b.requested_size,
+                b.state,
+                stack(b.stack)
+            ));
+        }
+    }
+    out
+}
+

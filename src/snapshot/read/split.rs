@@ -63,6 +63,8 @@ enum Local {
     Discarded,
     Str(String),
     Stack(u32),
+    /// An empty `frames` list.
+    EmptyStack,
 }
 
 /// What the helper read: the trace entries from `start` (an EMPTY_DICT) to `stop`
@@ -109,31 +111,37 @@ impl Drop for GiveUpOnDrop<'_> {
 }
 
 impl<R: Source> Vm<'_, R> {
-    /// After an APPENDS: publish the key strings once the trace is under way, and
-    /// give up on the helper's part if this reader went past its start.
-    pub(crate) fn split_after_appends(&mut self, l: PV) {
-        let offset = self.inp.offset();
-        let is_trace = self.b.is_event_list(l);
-        let Some(sp) = self.split.as_deref_mut() else {
+    /// Inside a batch of trace entries (at least one read): publish the key strings
+    /// once, for the helper to start on.
+    fn split_publish(&mut self) {
+        let offset = self.op_offset;
+        let Some(sp) = self.split.as_deref() else {
             return;
         };
-        if sp.tx.is_some() && offset >= sp.publish_after && is_trace {
-            let strings = self
-                .b
-                .memo
-                .values()
-                .filter_map(|(i, v)| v.str_id().map(|s| (i, self.b.strings.get(s).to_string())))
-                .collect();
-            sp.target = sp.target.max(offset);
-            let target = sp.target;
-            if let Some(tx) = sp.tx.take() {
-                let _ = tx.send(Publication { strings, target });
-            }
+        if sp.tx.is_none() || offset < sp.publish_after {
+            return;
         }
-        let start = sp.start.load(Ordering::Acquire);
-        if !sp.done && (start == GAVE_UP || (start != NOT_YET && offset > start)) {
-            sp.done = true;
-            sp.cancel.store(true, Ordering::Release);
+        let Some(&m) = self.marks.last() else {
+            return;
+        };
+        let in_trace = m > 0
+            && self.stack.len() > m
+            && self.stack[m..].iter().all(|&v| self.b.is_trace_entry(v))
+            && self.b.is_event_list(self.stack[m - 1]);
+        if !in_trace {
+            return;
+        }
+        let strings = self
+            .b
+            .memo
+            .values()
+            .filter_map(|(i, v)| v.str_id().map(|s| (i, self.b.strings.get(s).to_string())))
+            .collect();
+        let sp = self.split.as_deref_mut().expect("checked");
+        sp.target = sp.target.max(offset);
+        let target = sp.target;
+        if let Some(tx) = sp.tx.take() {
+            let _ = tx.send(Publication { strings, target });
         }
     }
 
@@ -141,6 +149,7 @@ impl<R: Source> Vm<'_, R> {
     /// helper's target waits (briefly) for the helper to say where it starts, so
     /// that the outcome does not depend on which thread is faster.
     pub(crate) fn at_split_start(&mut self) -> bool {
+        self.split_publish();
         let off = self.op_offset;
         let Some(sp) = self.split.as_deref_mut() else {
             return false;
@@ -186,7 +195,7 @@ impl<R: Source> Vm<'_, R> {
         if m == 0 || !self.b.is_event_list(self.stack[m - 1]) {
             return Ok(false);
         }
-        if self.stack[m..].iter().any(|v| v.tag() != T_EVENT) {
+        if !self.stack[m..].iter().all(|&v| self.b.is_trace_entry(v)) {
             return Ok(false);
         }
         let Some(resolved) = resolve(self.b, &res) else {
@@ -257,7 +266,7 @@ fn resolve(b: &mut Builder, res: &HelperResult) -> Option<Resolved> {
         }
         if let StackSym::Ref(i) = se.stack {
             match local(i) {
-                Some(Local::Stack(_)) => {}
+                Some(Local::Stack(_) | Local::EmptyStack) => {}
                 Some(_) => return None,
                 None => {
                     b.memo_raw(i as u64).stack_id()?;
@@ -274,6 +283,7 @@ fn resolve(b: &mut Builder, res: &HelperResult) -> Option<Resolved> {
             Local::Discarded => PV::DISCARDED,
             Local::Str(s) => b.str(s),
             Local::Stack(h) => PV::stack(stack_ids[*h as usize]),
+            Local::EmptyStack => PV::stack(0),
         })
         .collect();
     let value = |i: u32| -> PV {
@@ -393,7 +403,7 @@ impl Helper {
                     };
                     let local = match se.stack {
                         StackSym::Helper(h) => Local::Stack(h),
-                        _ => Local::Discarded,
+                        _ => Local::EmptyStack,
                     };
                     if before.is_some() && after.is_some() {
                         return None;

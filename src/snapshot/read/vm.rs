@@ -183,9 +183,6 @@ impl<R: Source> Vm<'_, R> {
                     let r = self.b.list_extend(l, &self.stack[m..]);
                     self.build(r)?;
                     self.stack.truncate(m);
-                    if self.split.is_some() {
-                        self.split_after_appends(l);
-                    }
                 }
                 b'a' => {
                     let v = self.pop()?;

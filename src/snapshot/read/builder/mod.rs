@@ -661,6 +661,15 @@ impl Builder {
         self.seen.user_metadata |= k.2;
     }
 
+    /// Is `v` a trace entry (parked by the fast path, or a dict read as one)?
+    pub fn is_trace_entry(&self, v: PV) -> bool {
+        v.tag() == T_EVENT
+            || matches!(
+                v.as_obj().and_then(|r| self.slot_of(r)).map(|s| &s.body),
+                Some(Body::Event(_))
+            )
+    }
+
     /// Is `l` a list of trace entries (or an empty list)?
     pub fn is_event_list(&self, l: PV) -> bool {
         let Some(r) = self.peek(l).as_obj() else {
