@@ -18,6 +18,8 @@ pub struct Options {
     pub max_trace_events: usize,
     /// Set for a directory of ranks: the run is known to be distributed.
     pub assume_distributed: bool,
+    /// Show C++ frames in OOM stacks (Python frames only otherwise).
+    pub cpp_frames: bool,
 }
 
 impl Default for Options {
@@ -28,6 +30,7 @@ impl Default for Options {
             internal: Vec::new(),
             max_trace_events: 1_000_000,
             assume_distributed: false,
+            cpp_frames: false,
         }
     }
 }

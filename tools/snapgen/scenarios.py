@@ -183,21 +183,31 @@ def scenario_oom(out):
 
 def oom_state(a, oom):
     """What the allocator held when `oom` was recorded: live requested bytes by
-    site, cached free memory, its largest block, and why the malloc failed."""
+    site, and in the segments of the request's pool and stream (the only ones it
+    could use) the cached free memory, its largest block, and why the malloc failed."""
     holders = {}
     for _, blocks in a.segments():
         for b in blocks:
             if b.allocated:
                 k = site_key(b.ctx.site.site) if b.ctx else None
                 holders[k] = holders.get(k, 0) + b.req
-    t = a.totals()
-    free_cached = t["inactive_bytes"]
-    largest = t["largest_inactive_block_bytes"]
-    frag = free_cached >= oom.size and largest < oom.size
+    small = oom.size <= 1 << 20
+    free = largest = reserved = n = with_free = 0
+    for h, blocks in a.segments():
+        if h.small != small or h.stream != oom.stream:
+            continue
+        n += 1
+        reserved += sum(b.size for b in blocks)
+        seg_free = sum(b.size for b in blocks if a.state(b) == "inactive")
+        free += seg_free
+        with_free += seg_free > 0
+        largest = max([largest] + [b.size for b in blocks if a.state(b) == "inactive"])
+    frag = free >= oom.size and largest < oom.size
     return {"size_bytes": oom.size, "device_free_bytes": oom.addr,
             "event_index": a.trace().index(oom), "live_bytes_before": oom.live_before,
-            "cached_free_bytes": free_cached, "largest_free_block_bytes": largest,
-            "segments": t["segments"], "cause": "fragmentation" if frag else "out_of_memory",
+            "cached_free_bytes": free, "largest_free_block_bytes": largest, "reserved_bytes": reserved,
+            "segments": n, "segments_with_free": with_free,
+            "cause": "fragmentation" if frag else "out_of_memory",
             "holders": [{"file": k[0], "line": k[1], "function": k[2], "bytes": v}
                         for k, v in sorted(holders.items(), key=lambda kv: -kv[1]) if k]}
 

@@ -144,6 +144,10 @@ fn scalar(buf: &[u8], p: usize) -> Option<(Val, usize)> {
             }
             let v = if n == 0 {
                 0
+            } else if let Some(w) = buf.get(p + 2..p + 10) {
+                // One unaligned word, the bytes past the integer shifted out.
+                let shift = 64 - 8 * n as u32;
+                (i64::from_le_bytes(w.try_into().ok()?) << shift) >> shift
             } else {
                 let mut a = [0u8; 8];
                 a[..n].copy_from_slice(buf.get(p + 2..p + 2 + n)?);
@@ -220,6 +224,21 @@ impl Scan {
         if buf[p] == b'(' {
             batch = true;
             p += 1;
+            // The common case first: a batch of memo references to frame dicts.
+            loop {
+                match *buf.get(p)? {
+                    b'h' => {
+                        self.refs.push(*buf.get(p + 1)? as u32);
+                        p += 2;
+                    }
+                    b'j' => {
+                        self.refs.push(u32_at(buf, p + 1)?);
+                        p += 5;
+                    }
+                    0x95 => p += 9,
+                    _ => break,
+                }
+            }
         }
         loop {
             p = skip_frames(buf, p)?;

@@ -39,7 +39,8 @@ pub struct Publication {
 
 #[derive(Clone, Copy)]
 enum ActionSym {
-    Known(Action),
+    /// Already in the event.
+    Known,
     Ref(u32),
 }
 
@@ -50,21 +51,63 @@ enum StackSym {
     Ref(u32),
 }
 
-#[derive(Clone, Copy)]
-struct SymEvent {
-    ev: Event,
-    action: ActionSym,
-    stack: StackSym,
+/// An entry's symbolic action and stack, packed beside its event: the action's
+/// memo index (bit 63 set) and the stack (kind in bits 30-31, value below).
+fn pack_sym(a: ActionSym, s: StackSym) -> u64 {
+    let hi = match a {
+        ActionSym::Known => 0,
+        ActionSym::Ref(i) => (1u64 << 31) | i as u64,
+    };
+    let lo = match s {
+        StackSym::Empty => 0,
+        StackSym::Helper(h) => (1u64 << 30) | h as u64,
+        StackSym::Ref(i) => (2u64 << 30) | i as u64,
+    };
+    (hi << 32) | lo
 }
 
-/// One of the helper's memo stores.
-enum Local {
-    Released,
-    Discarded,
-    Str(String),
-    Stack(u32),
-    /// An empty `frames` list.
-    EmptyStack,
+fn unpack_sym(x: u64) -> (Option<u32>, StackSym) {
+    let hi = (x >> 32) as u32;
+    let a = (hi & (1 << 31) != 0).then_some(hi & !(1 << 31));
+    let lo = x as u32;
+    let v = lo & ((1 << 30) - 1);
+    let s = match lo >> 30 {
+        0 => StackSym::Empty,
+        1 => StackSym::Helper(v),
+        _ => StackSym::Ref(v),
+    };
+    (a, s)
+}
+
+/// Indices that fit the packing (larger memos are left to the main reader).
+const MAX_SYM: u32 = 1 << 30;
+
+/// One of the helper's memo stores, packed: kind in the top 3 bits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Local(u32);
+
+impl Local {
+    const RELEASED: Local = Local(0);
+    const DISCARDED: Local = Local(1 << 29);
+    const EMPTY_STACK: Local = Local(4 << 29);
+    fn str(i: u32) -> Local {
+        Local((2 << 29) | i)
+    }
+    fn stack(h: u32) -> Local {
+        Local((3 << 29) | h)
+    }
+    fn kind(self) -> u32 {
+        self.0 >> 29
+    }
+    fn value(self) -> u32 {
+        self.0 & ((1 << 29) - 1)
+    }
+    fn is_str(self) -> bool {
+        self.kind() == 2
+    }
+    fn is_stack(self) -> bool {
+        matches!(self.kind(), 3 | 4)
+    }
 }
 
 /// What the helper read: the trace entries from `start` (an EMPTY_DICT) to `stop`
@@ -72,13 +115,15 @@ enum Local {
 pub struct HelperResult {
     start: u64,
     stop: u64,
-    events: VecDeque<SymEvent>,
+    events: VecDeque<Event>,
+    syms: VecDeque<u64>,
     dropped: u64,
     locals: Vec<Local>,
+    strs: Vec<String>,
     /// Explicit PUT indices: (store number, index), checked against `L + k`.
     explicit: Vec<(u32, u32)>,
     /// New stacks: the memo indices of their frames.
-    stacks: Vec<Vec<u32>>,
+    stacks: Vec<Box<[u32]>>,
     seen: (bool, bool, bool),
 }
 
@@ -198,7 +243,8 @@ impl<R: Source> Vm<'_, R> {
         if !self.stack[m..].iter().all(|&v| self.b.is_trace_entry(v)) {
             return Ok(false);
         }
-        let Some(resolved) = resolve(self.b, &res) else {
+        let mut res = res;
+        let Some(locals) = resolve(self.b, &mut res) else {
             return Ok(false);
         };
         // Accepted: the entries parked so far in this batch come first.
@@ -209,26 +255,22 @@ impl<R: Source> Vm<'_, R> {
         let sp = self.split.as_deref_mut().expect("checked");
         sp.taken_events = res.events.len() as u64 + res.dropped;
         let base = self.b.memo_len();
-        for (k, local) in resolved.locals.into_iter().enumerate() {
+        for (k, local) in locals.into_iter().enumerate() {
             let r = self.b.memo_set_value(base + k as u64, local);
             self.build(r)?;
         }
         self.b.add_seen_event_keys(res.seen);
-        let r = self.b.extend_events(l, resolved.events, res.dropped);
+        let events = std::mem::take(&mut res.events);
+        let r = self.b.extend_events(l, events, res.dropped);
         self.build(r)?;
         self.inp.skip_to(res.stop)?;
         Ok(true)
     }
 }
 
-struct Resolved {
-    events: VecDeque<Event>,
-    locals: Vec<PV>,
-}
-
-/// The helper's part in the main reader's terms, or None (nothing changed) if
-/// anything does not resolve.
-fn resolve(b: &mut Builder, res: &HelperResult) -> Option<Resolved> {
+/// Resolve the helper's part in the main reader's terms: its events in place, and
+/// its memo stores' values; None (nothing changed) if anything does not resolve.
+fn resolve(b: &mut Builder, res: &mut HelperResult) -> Option<Vec<PV>> {
     let base = b.memo_len();
     if res
         .explicit
@@ -238,35 +280,36 @@ fn resolve(b: &mut Builder, res: &HelperResult) -> Option<Resolved> {
         return None;
     }
     let n_local = res.locals.len() as u64;
-    let local = |i: u32| -> Option<&Local> {
+    let local_of = |i: u32| -> Option<Local> {
         let i = i as u64;
-        (i >= base && i < base + n_local).then(|| &res.locals[(i - base) as usize])
+        (i >= base && i < base + n_local).then(|| res.locals[(i - base) as usize])
     };
     // Check everything before changing anything.
     let mut stack_frames = Vec::with_capacity(res.stacks.len());
     for st in &res.stacks {
         let mut frames = Vec::with_capacity(st.len());
-        for &i in st {
-            if local(i).is_some() {
+        for &i in st.iter() {
+            if local_of(i).is_some() {
                 return None;
             }
             frames.push(b.memo_raw(i as u64).frame_id()?);
         }
         stack_frames.push(frames);
     }
-    for se in &res.events {
-        if let ActionSym::Ref(i) = se.action {
-            match local(i) {
-                Some(Local::Str(_)) => {}
+    for &x in &res.syms {
+        let (a, s) = unpack_sym(x);
+        if let Some(i) = a {
+            match local_of(i) {
+                Some(l) if l.is_str() => {}
                 Some(_) => return None,
                 None => {
                     b.memo_raw(i as u64).str_id()?;
                 }
             }
         }
-        if let StackSym::Ref(i) = se.stack {
-            match local(i) {
-                Some(Local::Stack(_) | Local::EmptyStack) => {}
+        if let StackSym::Ref(i) = s {
+            match local_of(i) {
+                Some(l) if l.is_stack() => {}
                 Some(_) => return None,
                 None => {
                     b.memo_raw(i as u64).stack_id()?;
@@ -275,15 +318,16 @@ fn resolve(b: &mut Builder, res: &HelperResult) -> Option<Resolved> {
         }
     }
     let stack_ids: Vec<_> = stack_frames.iter().map(|f| b.intern_stack(f)).collect();
+    drop(stack_frames);
     let locals: Vec<PV> = res
         .locals
         .iter()
-        .map(|l| match l {
-            Local::Released => PV::RELEASED,
-            Local::Discarded => PV::DISCARDED,
-            Local::Str(s) => b.str(s),
-            Local::Stack(h) => PV::stack(stack_ids[*h as usize]),
-            Local::EmptyStack => PV::stack(0),
+        .map(|&l| match l.kind() {
+            0 => PV::RELEASED,
+            1 => PV::DISCARDED,
+            2 => b.str(&res.strs[l.value() as usize]),
+            3 => PV::stack(stack_ids[l.value() as usize]),
+            _ => PV::stack(0),
         })
         .collect();
     let value = |i: u32| -> PV {
@@ -294,21 +338,19 @@ fn resolve(b: &mut Builder, res: &HelperResult) -> Option<Resolved> {
             b.memo_raw(j)
         }
     };
-    let mut events = VecDeque::with_capacity(res.events.len());
-    for se in &res.events {
-        let mut ev = se.ev;
-        ev.action = match se.action {
-            ActionSym::Known(a) => a,
-            ActionSym::Ref(i) => Action::from_name(b.strings.get(value(i).str_id()?)),
-        };
-        ev.stack = match se.stack {
+    let syms = std::mem::take(&mut res.syms);
+    for (ev, x) in res.events.iter_mut().zip(syms) {
+        let (a, s) = unpack_sym(x);
+        if let Some(i) = a {
+            ev.action = Action::from_name(b.strings.get(value(i).str_id()?));
+        }
+        ev.stack = match s {
             StackSym::Empty => 0,
             StackSym::Helper(h) => stack_ids[h as usize],
             StackSym::Ref(i) => value(i).stack_id()?,
         };
-        events.push_back(ev);
     }
-    Some(Resolved { events, locals })
+    Some(locals)
 }
 
 /// The helper's symbolic reading of trace entries.
@@ -316,10 +358,12 @@ struct Helper {
     keys: FxMap<u32, StrId>,
     names: Interner,
     locals: Vec<Local>,
+    strs: Vec<String>,
     explicit: Vec<(u32, u32)>,
-    stacks: Vec<Vec<u32>>,
-    stack_map: FxMap<Vec<u32>, u32>,
-    events: VecDeque<SymEvent>,
+    stacks: Vec<Box<[u32]>>,
+    stack_map: FxMap<Box<[u32]>, u32>,
+    events: VecDeque<Event>,
+    syms: VecDeque<u64>,
     dropped: u64,
     max_events: usize,
     seen: (bool, bool, bool),
@@ -332,6 +376,14 @@ impl Helper {
                 self.explicit.push((self.locals.len() as u32, i));
             }
             self.locals.push(l);
+        }
+    }
+
+    fn store_str(&mut self, s: Option<Store>, text: &str) {
+        if s.is_some() {
+            let l = Local::str(self.strs.len() as u32);
+            self.strs.push(text.to_string());
+            self.store(s, l);
         }
     }
 
@@ -348,7 +400,7 @@ impl Helper {
     /// One scanned entry; false when it cannot be read symbolically.
     fn entry(&mut self, sc: &Scan, buf: &[u8]) -> bool {
         let mark = (self.locals.len(), self.explicit.len(), self.stacks.len());
-        let ok = self.entry_inner(sc, buf).is_some();
+        let ok = self.locals.len() < MAX_SYM as usize && self.entry_inner(sc, buf).is_some();
         if !ok {
             self.locals.truncate(mark.0);
             self.explicit.truncate(mark.1);
@@ -359,51 +411,51 @@ impl Helper {
     }
 
     fn entry_inner(&mut self, sc: &Scan, buf: &[u8]) -> Option<()> {
-        self.store(sc.dict_before, Local::Released);
-        let mut se = SymEvent {
-            ev: Builder::fresh_event(),
-            action: ActionSym::Known(Action::Other),
-            stack: StackSym::Empty,
-        };
+        self.store(sc.dict_before, Local::RELEASED);
+        let mut ev = Builder::fresh_event();
+        let mut action = ActionSym::Known;
+        let mut stack = StackSym::Empty;
         for (n, &(k, v)) in sc.fields.iter().enumerate() {
             let (key, inline) = self.key(k, buf)?;
             if n == 0 && key != K_ACTION {
                 return None;
             }
             if let Some((s, t)) = inline {
-                self.store(s, Local::Str(t));
+                self.store_str(s, &t);
             }
             match (key, v) {
-                (K_ACTION, Val::Ref(i)) => se.action = ActionSym::Ref(i),
+                (K_ACTION, Val::Ref(i)) if i < MAX_SYM => action = ActionSym::Ref(i),
                 (K_ACTION, Val::Str(off, len, s)) => {
                     let t = std::str::from_utf8(&buf[off as usize..(off + len) as usize]).ok()?;
-                    se.action = ActionSym::Known(Action::from_name(t));
-                    self.store(s, Local::Str(t.to_string()));
+                    ev.action = Action::from_name(t);
+                    action = ActionSym::Known;
+                    self.store_str(s, t);
                 }
-                (K_ADDR | K_DEVICE_FREE, Val::Int(i)) if i >= 0 => se.ev.addr = i as u64,
-                (K_SIZE, Val::Int(i)) if i >= 0 && i as u64 <= MAX_SIZE => se.ev.size = i as u64,
-                (K_STREAM, Val::Int(i)) => se.ev.stream = i,
+                (K_ADDR | K_DEVICE_FREE, Val::Int(i)) if i >= 0 => ev.addr = i as u64,
+                (K_SIZE, Val::Int(i)) if i >= 0 && i as u64 <= MAX_SIZE => ev.size = i as u64,
+                (K_STREAM, Val::Int(i)) => ev.stream = i,
                 (K_TIME_US, Val::Int(i)) => {
-                    se.ev.time_us = i;
+                    ev.time_us = i;
                     self.seen.0 = true;
                 }
-                (K_FRAMES, Val::Ref(i)) => se.stack = StackSym::Ref(i),
-                (K_FRAMES, Val::None) => se.stack = StackSym::Empty,
+                (K_FRAMES, Val::Ref(i)) if i < MAX_SYM => stack = StackSym::Ref(i),
+                (K_FRAMES, Val::None) => stack = StackSym::Empty,
                 (K_FRAMES, Val::List { before, after, start, len }) => {
-                    let items = sc.refs[start as usize..(start + len) as usize].to_vec();
-                    se.stack = if items.is_empty() {
+                    let items = &sc.refs[start as usize..(start + len) as usize];
+                    stack = if items.is_empty() {
                         StackSym::Empty
+                    } else if let Some(&h) = self.stack_map.get(items) {
+                        StackSym::Helper(h)
                     } else {
-                        let next = self.stacks.len() as u32;
-                        let h = *self.stack_map.entry(items.clone()).or_insert(next);
-                        if h == next {
-                            self.stacks.push(items);
-                        }
+                        let h = self.stacks.len() as u32;
+                        let b: Box<[u32]> = items.into();
+                        self.stack_map.insert(b.clone(), h);
+                        self.stacks.push(b);
                         StackSym::Helper(h)
                     };
-                    let local = match se.stack {
-                        StackSym::Helper(h) => Local::Stack(h),
-                        _ => Local::EmptyStack,
+                    let local = match stack {
+                        StackSym::Helper(h) => Local::stack(h),
+                        _ => Local::EMPTY_STACK,
                     };
                     if before.is_some() && after.is_some() {
                         return None;
@@ -427,12 +479,14 @@ impl Helper {
                 _ => self.ignored(v, sc, buf)?,
             }
         }
-        self.store(sc.dict_after, Local::Released);
+        self.store(sc.dict_after, Local::RELEASED);
         if self.events.len() >= self.max_events {
             self.events.pop_front();
+            self.syms.pop_front();
             self.dropped += 1;
         }
-        self.events.push_back(se);
+        self.events.push_back(ev);
+        self.syms.push_back(pack_sym(action, stack));
         Some(())
     }
 
@@ -441,23 +495,23 @@ impl Helper {
         match v {
             Val::Str(off, len, s) => {
                 let t = std::str::from_utf8(&buf[off as usize..(off + len) as usize]).ok()?;
-                self.store(s, Local::Str(t.to_string()));
+                self.store_str(s, t);
             }
-            Val::Tuple(s) => self.store(s, Local::Discarded),
+            Val::Tuple(s) => self.store(s, Local::DISCARDED),
             Val::List { before, after, len, .. } => {
                 if len > 0 {
                     return None;
                 }
-                self.store(before, Local::Discarded);
-                self.store(after, Local::Discarded);
+                self.store(before, Local::DISCARDED);
+                self.store(after, Local::DISCARDED);
             }
             Val::Strings { before, after, start, len } => {
-                self.store(before, Local::Discarded);
+                self.store(before, Local::DISCARDED);
                 for &(off, n, s) in &sc.strs[start as usize..(start + len) as usize] {
                     let t = std::str::from_utf8(&buf[off as usize..(off + n) as usize]).ok()?;
-                    self.store(s, Local::Str(t.to_string()));
+                    self.store_str(s, t);
                 }
-                self.store(after, Local::Discarded);
+                self.store(after, Local::DISCARDED);
             }
             _ => {}
         }
@@ -600,10 +654,12 @@ fn helper(
             keys: keys.clone(),
             names: Interner::default(),
             locals: Vec::new(),
+            strs: Vec::new(),
             explicit: Vec::new(),
             stacks: Vec::new(),
             stack_map: FxMap::default(),
             events: VecDeque::new(),
+            syms: VecDeque::new(),
             dropped: 0,
             max_events,
             seen: (false, false, false),
@@ -617,8 +673,10 @@ fn helper(
                 start: c,
                 stop,
                 events: h.events,
+                syms: h.syms,
                 dropped: h.dropped,
                 locals: h.locals,
+                strs: h.strs,
                 explicit: h.explicit,
                 stacks: h.stacks,
                 seen: h.seen,

@@ -252,9 +252,15 @@ pub struct Oom {
     pub stream: i64,
     pub time_us: Option<i64>,
     pub site: SiteRef,
+    /// The Python frames of the failing allocation, innermost first (all frames with
+    /// --cpp-frames), up to 40.
     pub frames: Vec<FrameOut>,
     pub live_bytes_before: u64,
     pub holders: Vec<Holder>,
+    /// The allocator's state at the OOM, in the pool and stream the request needed.
+    pub state: crate::snapshot::oom::OomState,
+    /// Why it failed, in a sentence.
+    pub why: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -513,9 +519,10 @@ fn trace_out(a: &mut Analysis) -> Trace {
     out
 }
 
-fn frames_out(snap: &Snapshot, stack: StackId, max: usize) -> Vec<FrameOut> {
+fn frames_out(snap: &Snapshot, stack: StackId, max: usize, cpp: bool) -> Vec<FrameOut> {
     snap.stack(stack)
         .iter()
+        .filter(|&&f| cpp || snap.frame_file(f).ends_with(".py"))
         .take(max)
         .map(|&f| FrameOut {
             file: snap.frame_file(f).to_string(),
@@ -543,8 +550,10 @@ fn ooms_out(a: &mut Analysis, top: usize) -> Vec<Oom> {
                 stream: o.stream,
                 time_us: o.time_us,
                 site: SiteRef::of(snap, site),
-                frames: frames_out(snap, o.stack, 40),
+                frames: frames_out(snap, o.stack, 40, a.opts.cpp_frames),
                 live_bytes_before: o.live_before,
+                state: o.state.clone(),
+                why: oom_why(o),
                 holders: o
                     .holders
                     .iter()
@@ -566,6 +575,30 @@ fn ooms_out(a: &mut Analysis, top: usize) -> Vec<Oom> {
         .collect();
     a.trace = Some(t);
     out
+}
+
+/// Why an OOM happened, for people.
+fn oom_why(o: &crate::snapshot::trace::OomInfo) -> String {
+    use crate::snapshot::oom::Cause;
+    let st = &o.state;
+    match st.cause {
+        Cause::Fragmentation => format!(
+            "fragmentation: {} was cached free in {} of {} segment(s), more than the {} requested, but the largest free block was {}: the free memory was in pieces",
+            human(st.cached_free_bytes),
+            st.segments_with_free,
+            st.segments,
+            human(o.size),
+            human(st.largest_free_block_bytes)
+        ),
+        Cause::OutOfMemory => format!(
+            "out of memory: live tensors held {}; the allocator had {} cached free (largest block {}) and the device {} free, not enough for {}",
+            human(o.live_before),
+            human(st.cached_free_bytes),
+            human(st.largest_free_block_bytes),
+            human(o.device_free),
+            human(o.size)
+        ),
+    }
 }
 
 const SAMPLES: usize = 480;
