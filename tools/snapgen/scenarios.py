@@ -269,7 +269,12 @@ def scenario_optimizer(out):
     proc.record_memory_history(max_entries=1_048_576)
     facts, _ = training(a, steps=5)
     f = out.take("optimizer_first_step", "snapshot.pickle", proc, forms=("p2",))[a.device]
+    layers, act = 2, 8 * MiB
     f.update({"pattern": "first_step_optimizer_state",
+              # forward activations of every layer (attention, experts, SiLU) and the
+              # loss are live at the step's peak and freed later in the step; the
+              # all-to-all buffers are communication
+              "activation_at_peak_bytes": layers * (act // 4 + act + act // 2) + 4 * KiB,
               "optimizer_bytes": sum(b.size for b in facts["opt"]),
               "optimizer_step": facts["optimizer_step"], "also": "activation_checkpointing",
               "absent": ["retained_autograd_graph", "growing_python_container", "python_reference_cycles"]})
@@ -331,10 +336,19 @@ def scenario_leak_diff(out):
             buffer = a.malloc(12 * MiB, buf)
             freed_by(a, cached[2:], cache)
         if step in (5, 50):
-            facts[str(step)] = out.take("leak_diff", f"snapshot_step_{step:03d}.pickle", proc)[0]
+            f = out.take("leak_diff", f"snapshot_step_{step:03d}.pickle", proc)[0]
+            f.update(leak=live_of(a, leak), buffer=live_of(a, buf), cache=live_of(a, cache))
+            facts[str(step)] = f
     out.plant("leak_diff", {"leak_site": leak.site, "buffer_site": buf.site, "cache_site": cache.site,
                             "param_site": P.EXPERT_WEIGHT.site, "before": facts["5"], "after": facts["50"],
                             "pattern": "growing_python_container"})
+
+
+def live_of(a, cs):
+    """Live bytes and blocks allocated from call site `cs`."""
+    bl = [b for _, blocks in a.segments() for b in blocks
+          if b.allocated and b.ctx is not None and b.ctx.site is cs]
+    return {"bytes": sum(b.size for b in bl), "blocks": len(bl)}
 
 
 def scenario_multi_rank(out):

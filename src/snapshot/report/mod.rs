@@ -11,6 +11,7 @@ use serde::Serialize;
 use crate::snapshot::analysis::{Analysis, Totals};
 use crate::snapshot::sites::{SiteAgg, group_sites};
 use crate::snapshot::sites::{Category, Origin};
+use crate::snapshot::frames::short_function;
 use crate::snapshot::model::{Action, BlockState, FrameId, Layout, Snapshot, StackId};
 use crate::snapshot::trace::{NONE, StepMethod, TraceAnalysis};
 
@@ -80,12 +81,13 @@ impl SiteRef {
             },
         }
     }
-    /// `file:line in function` with the full path (just the file for no stack).
+    /// `file:line in function` with the full path (just the file for no stack; C++
+    /// names without their argument lists).
     pub fn label_full(&self) -> String {
         if self.function.is_empty() {
             self.file.clone()
         } else {
-            format!("{}:{} in {}", self.file, self.line, self.function)
+            format!("{}:{} in {}", self.file, self.line, short_function(&self.function))
         }
     }
 
@@ -93,7 +95,12 @@ impl SiteRef {
         if self.function.is_empty() {
             self.file.clone()
         } else {
-            format!("{}:{} in {}", short(&self.file), self.line, self.function)
+            format!(
+                "{}:{} in {}",
+                short(&self.file),
+                self.line,
+                short_function(&self.function)
+            )
         }
     }
 }
