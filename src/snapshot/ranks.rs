@@ -343,6 +343,7 @@ pub fn report(
         internal_patterns: first.internal_patterns.clone(),
         timeline: None,
         segment_map: Vec::new(),
+        history: Vec::new(),
         rank_timelines,
     }
 }

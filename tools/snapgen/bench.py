@@ -54,10 +54,12 @@ def run(proc, steps, layers, rng, on_step=None):
             acts.append(a.malloc(rng.choice((4, 8)) * MiB, P.SILU_OUT))
             tmp = a.malloc(256 * 1024, P.CUBLAS)
             a.free(tmp, P.CUBLAS)
+            a.clock.advance(800)
         loss = a.malloc(4096, P.LOSS)
         for layer in range(layers):
             t = a.malloc(4 * MiB, P.MM_BACKWARD)
             g = a.malloc(4 * MiB, P.SILU_BWD)
+            a.clock.advance(1_600)
             a.free(t)
             a.free(g)
             for _ in range(4):

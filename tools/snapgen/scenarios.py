@@ -76,6 +76,7 @@ def training(a, steps, layers=2, act=8 * MiB, retain=False, container=None, gc_e
             acts.append(recv)
             acts.append(a.malloc(act, P.EXPERT_GEMM))
             acts.append(a.malloc(act // 2, P.SILU_OUT))
+            a.clock.advance(1_500)  # the layer's forward kernels
         if oom_at == step:
             facts["oom_step"] = step
             try:
@@ -94,6 +95,7 @@ def training(a, steps, layers=2, act=8 * MiB, retain=False, container=None, gc_e
         for _ in range(layers):
             t = a.malloc(act // 4, P.MM_BACKWARD)
             g = a.malloc(act // 2, P.SILU_BWD)
+            a.clock.advance(3_000)  # the layer's backward kernels
             a.free(t)
             a.free(g)
         if not grads:

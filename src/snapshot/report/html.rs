@@ -1,218 +1,57 @@
-//! `--html FILE`: one self-contained page (inline SVG, CSS and a few lines of script;
-//! nothing loaded from the network): live memory over time stacked by the top sites
-//! with OOMs marked, the segment map, and the report's tables.
+//! `--html FILE`: one self-contained page (inline SVG, CSS and a short script;
+//! nothing loaded from the network). What people open memory_viz for, pre-aggregated
+//! so that the page stays small for any snapshot: live memory over time stacked by
+//! the largest sites (hover: site, size, stack), the blocks over time of the largest
+//! segments, the ranks of a run on one y-scale, a diff first; then the report's tables.
 
 use std::fmt::Write;
 
-use crate::snapshot::sites::Category;
-use crate::snapshot::model::BlockState;
-use super::{Report, SegmentBar, Timeline, human, short};
+use super::charts::{self, Frame, cat_color, esc};
+use super::{Oom, Report, human, short, signed_human};
+use crate::snapshot::frames::short_function;
 
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;color:#222;max-width:1000px;padding:0 16px}svg{max-width:100%;height:auto;display:block}\
+h1{font-size:21px;margin-bottom:4px}h2{font-size:16px;margin-top:30px;border-bottom:1px solid #ddd;padding-bottom:3px}h3{font-size:14px;margin:16px 0 4px}\
+table{border-collapse:collapse;margin:8px 0;width:100%}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\
+td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}code{font-size:12px}\
+.cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:120px}.card b{display:block;font-size:18px}\
+.pat{border-left:4px solid #e15759;padding:4px 12px;margin:10px 0;background:#fafafa}.why{border-left:4px solid #d00;background:#fff4f4;padding:6px 12px;margin:10px 0}\
+.legend{margin:4px 0 8px}.legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\
+svg text{font:11px system-ui,sans-serif}svg .tick{fill:#555}svg .axis{fill:#777;font-size:10px}.muted{color:#777}\
+.ranks{display:grid;grid-template-columns:1fr 1fr;gap:12px}.rank{border:1px solid #ddd;border-radius:6px;padding:6px}.rank.standout{border:2px solid #e15759;background:#fff8f8}\
+svg.history rect[data-l]{stroke:#fff;stroke-width:.5}#tip{position:fixed;pointer-events:none;background:#222;color:#fff;padding:6px 8px;font-size:12px;display:none;border-radius:4px;max-width:520px;z-index:9;white-space:pre-line}";
 
-const PALETTE: [&str; 9] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f",
-];
-
-fn cat_color(c: Category) -> &'static str {
-    match c {
-        Category::Parameters => "#4e79a7",
-        Category::Gradients => "#76b7b2",
-        Category::OptimizerState => "#59a14f",
-        Category::Activations => "#f28e2b",
-        Category::Temporary => "#edc948",
-        Category::Communication => "#b07aa1",
-        Category::Other => "#9c755f",
-    }
-}
-
-const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}svg{max-width:100%;height:auto}\
-h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}\
-table{border-collapse:collapse;margin:8px 0}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\
-td.n{text-align:right;font-variant-numeric:tabular-nums}code{font-size:12px}\
-.pat{border-left:4px solid #e15759;padding:4px 12px;margin:10px 0;background:#fafafa}\
-.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\
-svg text{font:11px system-ui,sans-serif}.muted{color:#777}#tip{position:fixed;pointer-events:none;background:#222;color:#fff;padding:3px 6px;font-size:12px;display:none;border-radius:3px}";
-
-fn timeline_svg(out: &mut String, tl: &Timeline, title: &str, small: bool) {
-    let (w, h) = if small {
-        (560.0, 120.0)
-    } else {
-        (960.0, 300.0)
-    };
-    let (ml, mb, mt) = (70.0, 24.0, 10.0);
-    let pw = w - ml - 10.0;
-    let ph = h - mb - mt;
-    let m = tl.total.len().max(1);
-    let max = tl.total.iter().copied().max().unwrap_or(0).max(1) as f64;
-    let x = |j: usize| {
-        ml + if m <= 1 {
-            0.0
-        } else {
-            j as f64 * pw / (m - 1) as f64
-        }
-    };
-    let y = |v: u64| mt + ph - v as f64 / max * ph;
-    let _ = write!(
-        out,
-        "<svg class=\"timeline\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"{}\">",
-        esc(title)
-    );
-    let _ = write!(
-        out,
-        "<line x1=\"{ml}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#999\"/><text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">0</text><text x=\"{}\" y=\"{}\">event 0</text><text x=\"{}\" y=\"{}\" text-anchor=\"end\">event {}</text>",
-        mt + ph,
-        ml + pw,
-        mt + ph,
-        ml - 4.0,
-        mt + 10.0,
-        esc(&human(max as u64)),
-        ml - 4.0,
-        mt + ph,
-        ml,
-        h - 6.0,
-        ml + pw,
-        h - 6.0,
-        tl.events.saturating_sub(1)
-    );
-    let mut layers: Vec<(String, String, &Vec<u64>)> = Vec::new();
-    if small || tl.series.is_empty() {
-        layers.push(("live".into(), PALETTE[0].into(), &tl.total));
-    } else {
-        for (k, (label, _, v)) in tl.series.iter().enumerate() {
-            layers.push((label.clone(), PALETTE[k % PALETTE.len()].into(), v));
-        }
-        layers.push(("other sites".into(), "#bab0ac".into(), &tl.other));
-    }
-    let mut base = vec![0u64; m];
-    for (label, color, v) in &layers {
-        let mut pts = String::new();
-        for (j, b) in base.iter().enumerate() {
-            let top = b.saturating_add(v.get(j).copied().unwrap_or(0));
-            let _ = write!(pts, "{:.1},{:.1} ", x(j), y(top));
-        }
-        for (j, b) in base.iter().enumerate().rev() {
-            let _ = write!(pts, "{:.1},{:.1} ", x(j), y(*b));
-        }
-        let peak = v.iter().copied().max().unwrap_or(0);
-        let _ = write!(
-            out,
-            "<polygon points=\"{pts}\" fill=\"{color}\" fill-opacity=\"0.85\" data-tip=\"{}\"><title>{}</title></polygon>",
-            esc(&format!("{label}: peak {}", human(peak))),
-            esc(&format!("{label}: peak {}", human(peak)))
-        );
-        for (j, b) in base.iter_mut().enumerate() {
-            *b = b.saturating_add(v.get(j).copied().unwrap_or(0));
-        }
-    }
-    let sample_of = |ev: u32| tl.sample_events.partition_point(|&s| s < ev).min(m - 1);
-    if !small && tl.step_starts.len() <= 200 {
-        for &s in &tl.step_starts {
-            let xs = x(sample_of(s));
-            let _ = write!(
-                out,
-                "<line x1=\"{xs:.1}\" y1=\"{mt}\" x2=\"{xs:.1}\" y2=\"{}\" stroke=\"#666\" stroke-dasharray=\"2,3\" stroke-opacity=\"0.5\"/>",
-                mt + ph
-            );
-        }
-    }
-    for &o in &tl.ooms {
-        let xo = x(sample_of(o));
-        let _ = write!(
-            out,
-            "<line class=\"oom\" x1=\"{xo:.1}\" y1=\"{mt}\" x2=\"{xo:.1}\" y2=\"{}\" stroke=\"#d00\" stroke-width=\"2\"><title>OOM at event {o}</title></line><text x=\"{:.1}\" y=\"{}\" fill=\"#d00\" text-anchor=\"{}\">OOM</text>",
-            mt + ph,
-            if xo > ml + pw / 2.0 {
-                xo - 3.0
-            } else {
-                xo + 3.0
-            },
-            mt + 12.0,
-            if xo > ml + pw / 2.0 { "end" } else { "start" }
-        );
-    }
-    out.push_str("</svg>");
-    if !small && !tl.series.is_empty() {
-        out.push_str("<div class=\"legend\">");
-        for (k, (label, cat, _)) in tl.series.iter().enumerate() {
-            let _ = write!(
-                out,
-                "<span><i style=\"background:{}\"></i>{} <span class=\"muted\">({})</span></span>",
-                PALETTE[k % PALETTE.len()],
-                esc(label),
-                cat.name()
-            );
-        }
-        out.push_str("<span><i style=\"background:#bab0ac\"></i>other sites</span></div>");
-    }
-}
-
-fn segment_svg(out: &mut String, segs: &[SegmentBar]) {
-    let w = 960.0;
-    let ml = 170.0;
-    let pw = w - ml - 10.0;
-    let row = 16.0;
-    let h = segs.len() as f64 * row + 8.0;
-    let maxsz = segs.iter().map(|s| s.total_size).max().unwrap_or(1).max(1) as f64;
-    let _ = write!(
-        out,
-        "<svg class=\"segments\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"segment map\">"
-    );
-    for (i, s) in segs.iter().enumerate() {
-        let y0 = 4.0 + i as f64 * row;
-        let sw = (s.total_size as f64 / maxsz * pw).max(2.0);
-        let _ = write!(
-            out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{:#x} {}</text><rect x=\"{ml}\" y=\"{y0}\" width=\"{sw:.1}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>",
-            ml - 6.0,
-            y0 + 11.0,
-            s.address,
-            esc(&human(s.total_size)),
-            row - 4.0
-        );
-        let total: u64 = s
-            .blocks
-            .iter()
-            .map(|b| b.0)
-            .sum::<u64>()
-            .max(s.total_size)
-            .max(1);
-        let mut off = 0u64;
-        for (size, state, label) in &s.blocks {
-            let bx = ml + off as f64 / total as f64 * sw;
-            let bw = (*size as f64 / total as f64 * sw).max(0.5);
-            let color = match state {
-                BlockState::Allocated => "#4e79a7",
-                BlockState::PendingFree => "#f28e2b",
-                BlockState::Inactive => "#e0e0e0",
-            };
-            let tip = format!("{} {}", human(*size), label);
-            let _ = write!(
-                out,
-                "<rect x=\"{bx:.1}\" y=\"{y0}\" width=\"{bw:.1}\" height=\"{}\" fill=\"{color}\" data-tip=\"{}\"><title>{}</title></rect>",
-                row - 4.0,
-                esc(&tip),
-                esc(&tip)
-            );
-            off = off.saturating_add(*size);
-        }
-    }
-    out.push_str("</svg><div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>live (active_allocated)</span><span><i style=\"background:#f28e2b\"></i>delayed free</span><span><i style=\"background:#e0e0e0\"></i>inactive (cached)</span></div>");
-}
+/// Hover: the timeline's cursor and band, the blocks' and bars' tips. `#hover=X,Y`
+/// (fractions of the first timeline's plot) shows a tip at load, for tests.
+const SCRIPT: &str = r#"(function(){
+var tip=document.getElementById('tip');
+function B(b){var u=['B','KiB','MiB','GiB','TiB'],i=0;while(b>=1024&&i<u.length-1){b/=1024;i++;}return i?b.toFixed(2)+' '+u[i]:b+' B';}
+function place(x,y,t){tip.textContent=t;tip.style.display='block';tip.style.left=Math.min(x+14,window.innerWidth-540)+'px';tip.style.top=(y+14)+'px';}
+function hide(){tip.style.display='none';}
+function pt(svg,e){var r=svg.getBoundingClientRect(),vb=svg.viewBox.baseVal;return {x:(e.clientX-r.left)*vb.width/r.width,y:(e.clientY-r.top)*vb.height/r.height};}
+function data(svg){var n=document.getElementById(svg.getAttribute('data-id')+'-data');return n?JSON.parse(n.textContent):null;}
+function showTimeline(svg,d,p,cx,cy){
+ var n=d.x.length,j=Math.round((p.x-d.ml)/d.pw*(n-1));if(j<0||j>=n){hide();return;}
+ var cur=svg.querySelector('.cursor'),x=d.ml+j*d.pw/Math.max(n-1,1);cur.setAttribute('x1',x);cur.setAttribute('x2',x);cur.setAttribute('visibility','visible');
+ var v=(d.mt+d.ph-p.y)/d.ph*d.ymax,acc=0,hit=null,t=d.x[j]+'\nlive '+B(d.total[j]);
+ for(var k=0;k<d.series.length;k++){acc+=d.series[k].v[j];if(v<=acc){hit=d.series[k];break;}}
+ if(hit){t+='\n\n'+hit.label+' ('+hit.cat+'): '+B(hit.v[j])+'\n  '+hit.stack.join('\n  ');}
+ else if(d.other.length&&v<=acc+d.other[j]){t+='\n\nother sites: '+B(d.other[j]);}
+ place(cx,cy,t);}
+document.querySelectorAll('svg.timeline').forEach(function(svg){var d=data(svg);if(!d)return;
+ svg.addEventListener('mousemove',function(e){showTimeline(svg,d,pt(svg,e),e.clientX,e.clientY);});
+ svg.addEventListener('mouseleave',function(){hide();svg.querySelector('.cursor').setAttribute('visibility','hidden');});});
+document.querySelectorAll('svg.history').forEach(function(svg){var d=data(svg);if(!d)return;
+ svg.addEventListener('mousemove',function(e){var a=e.target;if(!a.getAttribute('data-l')){hide();return;}
+  var tt=a.getAttribute('data-t').split('|');place(e.clientX,e.clientY,d.labels[+a.getAttribute('data-l')]+'\n'+B(+a.getAttribute('data-b'))+', '+tt[0]+' to '+tt[1]);});
+ svg.addEventListener('mouseleave',hide);});
+document.addEventListener('mousemove',function(e){var t=e.target&&e.target.getAttribute&&e.target.getAttribute('data-tip');if(t)place(e.clientX,e.clientY,t);else if(!e.target.closest||!e.target.closest('svg.timeline,svg.history'))hide();});
+window.addEventListener('load',function(){
+ var m=/hover=([0-9.]+),([0-9.]+)/.exec(location.hash),svg=document.querySelector('svg.timeline');
+ if(m&&svg){var d=data(svg);showTimeline(svg,d,{x:d.ml+(+m[1])*d.pw,y:d.mt+(1-(+m[2]))*d.ph},40,40);}
+ var s=document.createElement('div');s.id='render-status';var n=document.querySelectorAll('svg').length;
+ s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);s.style.display='none';document.body.appendChild(s);});
+})();"#;
 
 fn row(out: &mut String, cells: &[String], numeric: &[bool]) {
     out.push_str("<tr>");
@@ -226,27 +65,366 @@ fn row(out: &mut String, cells: &[String], numeric: &[bool]) {
     out.push_str("</tr>");
 }
 
-fn head(out: &mut String, cells: &[&str]) {
+fn head(out: &mut String, cells: &[&str], numeric: &[bool]) {
     out.push_str("<table><tr>");
-    for c in cells {
-        let _ = write!(out, "<th>{}</th>", esc(c));
+    for (i, c) in cells.iter().enumerate() {
+        let class = if numeric.get(i).copied().unwrap_or(false) {
+            " class=\"n\""
+        } else {
+            ""
+        };
+        let _ = write!(out, "<th{class}>{}</th>", esc(c));
     }
     out.push_str("</tr>");
+}
+
+fn site_label(file: &str, line: i64, function: &str) -> String {
+    if function.is_empty() {
+        file.to_string()
+    } else {
+        format!("{}:{line} in {}", short(file), short_function(function))
+    }
+}
+
+fn cards(o: &mut String, r: &Report) {
+    let t = &r.totals;
+    let peak = r.trace.peak_live_bytes.max(t.allocated_bytes);
+    let mut items = vec![
+        ("reserved", human(t.reserved_bytes)),
+        ("live now", human(t.allocated_bytes)),
+        ("peak live (trace)", human(peak)),
+        (
+            "cached, free",
+            format!(
+                "{} ({:.0}%)",
+                human(t.inactive_bytes),
+                t.inactive_fraction * 100.0
+            ),
+        ),
+        ("trace entries", r.trace.total_events.to_string()),
+    ];
+    if !r.oom.is_empty() {
+        items.push(("OOMs", r.oom.len().to_string()));
+    }
+    o.push_str("<div class=\"cards\">");
+    for (k, v) in items {
+        let _ = write!(
+            o,
+            "<div class=\"card\"><span class=\"muted\">{}</span><b>{}</b></div>",
+            esc(k),
+            esc(&v)
+        );
+    }
+    o.push_str("</div>");
+}
+
+fn diff_section(o: &mut String, r: &Report) {
+    let Some(d) = &r.diff else { return };
+    let _ = write!(
+        o,
+        "<h2>What changed</h2><p><code>{}</code> &rarr; <code>{}</code>: live {} &rarr; {} ({}), reserved {} &rarr; {}.</p>",
+        esc(&d.before.path),
+        esc(&d.after.path),
+        esc(&human(d.totals_before.allocated_bytes)),
+        esc(&human(d.totals_after.allocated_bytes)),
+        esc(&signed_human(
+            d.totals_after.allocated_bytes as i64 - d.totals_before.allocated_bytes as i64
+        )),
+        esc(&human(d.totals_before.reserved_bytes)),
+        esc(&human(d.totals_after.reserved_bytes))
+    );
+    charts::diff_svg(o, d);
+    head(
+        o,
+        &["verdict", "change", "blocks", "bytes", "site", "category"],
+        &[false, true, true, true, false, false],
+    );
+    for s in &d.sites {
+        row(
+            o,
+            &[
+                s.verdict.replace('_', "-"),
+                signed_human(s.delta_bytes),
+                format!("{} → {}", s.blocks_before, s.blocks_after),
+                format!("{} → {}", human(s.bytes_before), human(s.bytes_after)),
+                site_label(&s.file, s.line, &s.function),
+                s.category.name().into(),
+            ],
+            &[false, true, true, true, false, false],
+        );
+    }
+    let _ = write!(
+        o,
+        "</table><p class=\"muted\">{} site(s) unchanged. The sections below describe the later snapshot.</p>",
+        d.unchanged_sites
+    );
+}
+
+fn ranks_section(o: &mut String, r: &Report) {
+    if r.ranks.is_empty() {
+        return;
+    }
+    o.push_str("<h2>Ranks</h2>");
+    // One y-scale for every rank, so the rank that stands out looks different.
+    let y_max = r
+        .rank_timelines
+        .iter()
+        .map(|(_, tl)| tl.peak())
+        .chain(r.ranks.iter().map(|x| x.peak_bytes))
+        .max()
+        .unwrap_or(0);
+    if !r.rank_timelines.is_empty() {
+        let _ = write!(
+            o,
+            "<p class=\"muted\">Live memory over time on each rank, all on one scale (0 to {}).</p><div class=\"ranks\">",
+            esc(&human(y_max))
+        );
+        for (rank, tl) in &r.rank_timelines {
+            let info = r.ranks.iter().find(|x| x.rank == *rank);
+            let stands = info.is_some_and(|x| x.stands_out);
+            let _ = write!(
+                o,
+                "<div class=\"rank{}\"><b>rank {rank}</b> <span class=\"muted\">peak {}{}</span>",
+                if stands { " standout" } else { "" },
+                esc(&human(tl.peak())),
+                if stands {
+                    format!(" — {}", esc(&info.map(|x| x.reasons.join("; ")).unwrap_or_default()))
+                } else {
+                    String::new()
+                }
+            );
+            charts::timeline_svg(o, tl, &format!("rank{rank}"), &Frame::new(470.0, 150.0), y_max, false);
+            o.push_str("</div>");
+        }
+        o.push_str("</div>");
+    }
+    head(
+        o,
+        &["rank", "peak", "live", "reserved", "OOMs", "file", "stands out"],
+        &[true, true, true, true, true, false, false],
+    );
+    for x in &r.ranks {
+        row(
+            o,
+            &[
+                x.rank.to_string(),
+                human(x.peak_bytes),
+                human(x.allocated_bytes),
+                human(x.reserved_bytes),
+                x.ooms.to_string(),
+                x.file.clone(),
+                x.reasons.join("; "),
+            ],
+            &[true, true, true, true, true, false, false],
+        );
+    }
+    o.push_str("</table>");
+    for x in r.ranks.iter().filter(|x| x.stands_out) {
+        let _ = write!(o, "<p>Rank {} differs most at:</p>", x.rank);
+        head(o, &["change", "this rank", "median", "site"], &[true, true, true, false]);
+        for d in &x.differing_sites {
+            row(
+                o,
+                &[
+                    signed_human(d.delta_bytes),
+                    human(d.bytes),
+                    human(d.median_bytes),
+                    site_label(&d.file, d.line, &d.function),
+                ],
+                &[true, true, true, false],
+            );
+        }
+        o.push_str("</table>");
+    }
+    head(o, &["file", "rank", "note"], &[false, true, false]);
+    for f in &r.rank_files {
+        row(
+            o,
+            &[
+                f.file.clone(),
+                f.rank.map(|r| r.to_string()).unwrap_or_default(),
+                f.note.clone(),
+            ],
+            &[false, true, false],
+        );
+    }
+    o.push_str("</table>");
+}
+
+fn oom_detail(o: &mut String, i: usize, oom: &Oom) {
+    let _ = write!(
+        o,
+        "<h3>OOM #{}{}: {} requested at <code>{}</code></h3><p>{} free on the device, stream {:#x}, {} live just before.</p><div class=\"why\"><b>Why:</b> {}</div>",
+        i + 1,
+        oom.rank.map(|r| format!(" (rank {r})")).unwrap_or_default(),
+        esc(&human(oom.size_bytes)),
+        esc(&oom.site.label()),
+        esc(&human(oom.device_free_bytes)),
+        oom.stream,
+        esc(&human(oom.live_bytes_before)),
+        esc(&oom.why)
+    );
+    o.push_str("<p class=\"muted\">The failing allocation's frames, innermost first:</p><ol>");
+    for f in oom.frames.iter().take(16) {
+        let _ = write!(
+            o,
+            "<li><code>{}</code></li>",
+            esc(&format!("{}:{} in {}", f.file, f.line, short_function(&f.function)))
+        );
+    }
+    o.push_str("</ol>");
+    head(
+        o,
+        &["holding just before", "bytes", "blocks", "category"],
+        &[false, true, true, false],
+    );
+    for h in &oom.holders {
+        row(
+            o,
+            &[
+                site_label(&h.file, h.line, &h.function),
+                human(h.bytes),
+                h.blocks.to_string(),
+                h.category.name().into(),
+            ],
+            &[false, true, true, false],
+        );
+    }
+    o.push_str("</table>");
+}
+
+fn tables(o: &mut String, r: &Report) {
+    o.push_str("<h2>Totals</h2>");
+    head(o, &["", "bytes", "blocks"], &[false, true, true]);
+    let t = &r.totals;
+    for (name, b, n) in [
+        ("reserved (segments)", t.reserved_bytes, t.segments),
+        ("live (active_allocated)", t.allocated_bytes, t.allocated_blocks),
+        ("delayed frees (active_pending_free)", t.pending_free_bytes, t.pending_free_blocks),
+        ("inactive cached", t.inactive_bytes, t.inactive_blocks),
+    ] {
+        row(o, &[name.into(), human(b), n.to_string()], &[false, true, true]);
+    }
+    row(
+        o,
+        &["requested / rounding waste".into(), human(t.requested_bytes), human(t.rounding_waste_bytes)],
+        &[false, true, true],
+    );
+    row(
+        o,
+        &[
+            "largest inactive block / inactive share of reserved".into(),
+            human(t.largest_inactive_block_bytes),
+            format!("{:.1}%", t.inactive_fraction * 100.0),
+        ],
+        &[false, true, true],
+    );
+    o.push_str("</table>");
+    if !r.streams.is_empty() {
+        head(
+            o,
+            &["stream", "reserved", "live", "delayed frees", "inactive", "segments"],
+            &[false, true, true, true, true, true],
+        );
+        for s in &r.streams {
+            row(
+                o,
+                &[
+                    format!("{:#x}", s.stream),
+                    human(s.totals.reserved_bytes),
+                    human(s.totals.allocated_bytes),
+                    human(s.totals.pending_free_bytes),
+                    human(s.totals.inactive_bytes),
+                    s.totals.segments.to_string(),
+                ],
+                &[false, true, true, true, true, true],
+            );
+        }
+        o.push_str("</table>");
+    }
+    let _ = write!(
+        o,
+        "<h2>Where live memory goes</h2><p class=\"muted\">Top {} of {} sites: the first frame in user code, else past the allocator's and interpreter's frames.</p>",
+        r.sites.len(),
+        r.sites_total
+    );
+    head(
+        o,
+        &["bytes", "% live", "blocks", "category", "site", "called from"],
+        &[true, true, true, false, false, false],
+    );
+    for s in &r.sites {
+        let _ = write!(
+            o,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td><td><i style=\"display:inline-block;width:9px;height:9px;background:{}\"></i> {}</td><td>{}</td><td class=\"muted\">{}</td></tr>",
+            esc(&human(s.bytes)),
+            s.percent,
+            s.blocks,
+            cat_color(s.category),
+            s.category.name(),
+            esc(&site_label(&s.file, s.line, &s.function)),
+            esc(&s.stack.iter().skip(1).cloned().collect::<Vec<_>>().join(" ← "))
+        );
+    }
+    o.push_str("</table>");
+    if r.trace.present {
+        let tr = &r.trace;
+        let _ = write!(
+            o,
+            "<h2>Trace</h2><p>{} entries analysed, {} older dropped. Peak live {}.</p>",
+            tr.kept_events,
+            tr.dropped,
+            esc(&human(tr.peak_live_bytes))
+        );
+        head(o, &["action", "count"], &[false, true]);
+        for (k, v) in tr.counts.iter().filter(|(_, v)| **v > 0) {
+            row(o, &[k.clone(), v.to_string()], &[false, true]);
+        }
+        o.push_str("</table>");
+        if !tr.pending_frees.is_empty() {
+            head(
+                o,
+                &["frees requested, not completed: stream", "blocks", "bytes"],
+                &[false, true, true],
+            );
+            for p in &tr.pending_frees {
+                row(
+                    o,
+                    &[format!("{:#x}", p.stream), p.blocks.to_string(), human(p.bytes)],
+                    &[false, true, true],
+                );
+            }
+            o.push_str("</table>");
+        }
+        if !tr.repeated_unfreed.is_empty() {
+            head(
+                o,
+                &["allocated every step, never freed", "steps", "blocks", "bytes"],
+                &[false, true, true, true],
+            );
+            for u in &tr.repeated_unfreed {
+                row(
+                    o,
+                    &[
+                        site_label(&u.file, u.line, &u.function),
+                        format!("{} of {}", u.steps_with_unfreed, u.steps),
+                        u.blocks.to_string(),
+                        human(u.bytes),
+                    ],
+                    &[false, true, true, true],
+                );
+            }
+            o.push_str("</table>");
+        }
+    }
 }
 
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
     o.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(
-        o,
-        "<title>instrument snapshot: {}</title>",
-        esc(&r.source.path)
-    );
+    let _ = write!(o, "<title>instrument snapshot: {}</title>", esc(&r.source.path));
     o.push_str("<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message||e));});</script>");
-    let _ = write!(
-        o,
-        "<style>{STYLE}</style></head><body><div id=\"tip\"></div>"
-    );
+    let _ = write!(o, "<style>{STYLE}</style></head><body><div id=\"tip\"></div>");
     let _ = write!(
         o,
         "<h1>Memory snapshot: <code>{}</code></h1><p class=\"muted\">{} &middot; {} &middot; {}</p>",
@@ -255,78 +433,17 @@ pub fn render(r: &Report) -> String {
         esc(&human(r.source.file_bytes)),
         esc(&r.device_note)
     );
-
-    if !r.ranks.is_empty() {
-        o.push_str("<h2>Ranks</h2>");
-        head(
-            &mut o,
-            &[
-                "rank",
-                "peak",
-                "live",
-                "reserved",
-                "OOMs",
-                "file",
-                "stands out",
-            ],
+    cards(&mut o, r);
+    diff_section(&mut o, r);
+    ranks_section(&mut o, r);
+    for oom in &r.oom {
+        let _ = write!(
+            o,
+            "<div class=\"why\"><b>OOM: {} requested.</b> {}</div>",
+            esc(&human(oom.size_bytes)),
+            esc(&oom.why)
         );
-        for x in &r.ranks {
-            row(
-                &mut o,
-                &[
-                    x.rank.to_string(),
-                    human(x.peak_bytes),
-                    human(x.allocated_bytes),
-                    human(x.reserved_bytes),
-                    x.ooms.to_string(),
-                    x.file.clone(),
-                    x.reasons.join("; "),
-                ],
-                &[true, true, true, true, true, false, false],
-            );
-        }
-        o.push_str("</table>");
-        for x in r.ranks.iter().filter(|x| x.stands_out) {
-            let _ = write!(o, "<p>Rank {} differs most at:</p>", x.rank);
-            head(&mut o, &["delta", "this rank", "median", "site"]);
-            for d in &x.differing_sites {
-                row(
-                    &mut o,
-                    &[
-                        format!("{:+}", d.delta_bytes),
-                        human(d.bytes),
-                        human(d.median_bytes),
-                        format!("{}:{} in {}", d.file, d.line, d.function),
-                    ],
-                    &[true, true, true, false],
-                );
-            }
-            o.push_str("</table>");
-        }
-        head(&mut o, &["file", "rank", "note"]);
-        for f in &r.rank_files {
-            row(
-                &mut o,
-                &[
-                    f.file.clone(),
-                    f.rank.map(|r| r.to_string()).unwrap_or_default(),
-                    f.note.clone(),
-                ],
-                &[false, true, false],
-            );
-        }
-        o.push_str("</table>");
-        for (rank, tl) in &r.rank_timelines {
-            let _ = write!(o, "<h3>Rank {rank}: live memory over time</h3>");
-            timeline_svg(&mut o, tl, &format!("rank {rank} live memory"), true);
-        }
     }
-
-    if let Some(tl) = &r.timeline {
-        o.push_str("<h2>Live memory over time</h2><p class=\"muted\">From <code>device_traces</code>, stacked by the sites holding the most at the peak; dashed lines start steps, red lines are OOMs.</p>");
-        timeline_svg(&mut o, tl, "live memory over time", false);
-    }
-
     if !r.patterns.is_empty() {
         o.push_str("<h2>Patterns</h2>");
         for p in &r.patterns {
@@ -342,254 +459,54 @@ pub fn render(r: &Report) -> String {
             let _ = write!(o, "</ul><p><b>Fix:</b> {}</p></div>", esc(&p.fix));
         }
     }
-
-    o.push_str("<h2>Totals</h2>");
-    head(&mut o, &["", "bytes", "blocks"]);
-    let t = &r.totals;
-    for (name, b, n) in [
-        ("reserved (segments)", t.reserved_bytes, t.segments),
-        (
-            "live (active_allocated)",
-            t.allocated_bytes,
-            t.allocated_blocks,
-        ),
-        (
-            "delayed frees (active_pending_free)",
-            t.pending_free_bytes,
-            t.pending_free_blocks,
-        ),
-        ("inactive cached", t.inactive_bytes, t.inactive_blocks),
-    ] {
-        row(
-            &mut o,
-            &[name.into(), human(b), n.to_string()],
-            &[false, true, true],
-        );
-    }
-    row(
-        &mut o,
-        &[
-            "requested / rounding waste".into(),
-            human(t.requested_bytes),
-            human(t.rounding_waste_bytes),
-        ],
-        &[false, true, true],
-    );
-    row(
-        &mut o,
-        &[
-            "largest inactive block / inactive share of reserved".into(),
-            human(t.largest_inactive_block_bytes),
-            format!("{:.1}%", t.inactive_fraction * 100.0),
-        ],
-        &[false, true, true],
-    );
-    o.push_str("</table>");
-    if !r.streams.is_empty() {
-        head(
-            &mut o,
-            &[
-                "stream",
-                "reserved",
-                "live",
-                "delayed frees",
-                "inactive",
-                "segments",
-            ],
-        );
-        for s in &r.streams {
-            row(
-                &mut o,
-                &[
-                    format!("{:#x}", s.stream),
-                    human(s.totals.reserved_bytes),
-                    human(s.totals.allocated_bytes),
-                    human(s.totals.pending_free_bytes),
-                    human(s.totals.inactive_bytes),
-                    s.totals.segments.to_string(),
-                ],
-                &[false, true, true, true, true, true],
-            );
-        }
-        o.push_str("</table>");
-    }
-
-    let _ = write!(
-        o,
-        "<h2>Where live memory goes</h2><p class=\"muted\">Top {} of {} sites, grouped by the first frame in user code.</p>",
-        r.sites.len(),
-        r.sites_total
-    );
-    head(
-        &mut o,
-        &[
-            "bytes",
-            "% live",
-            "blocks",
-            "category",
-            "site",
-            "called from",
-        ],
-    );
-    for s in &r.sites {
+    if let Some(tl) = &r.timeline {
         let _ = write!(
             o,
-            "<tr><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td><td><i style=\"display:inline-block;width:9px;height:9px;background:{}\"></i> {}</td><td>{}</td><td class=\"muted\">{}</td></tr>",
-            esc(&human(s.bytes)),
-            s.percent,
-            s.blocks,
-            cat_color(s.category),
-            s.category.name(),
-            esc(&format!("{}:{} in {}", s.file, s.line, s.function)),
-            esc(&s
-                .stack
-                .iter()
-                .skip(1)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(" ← "))
+            "<h2>Live memory over time</h2><p class=\"muted\">{} trace entries, stacked by the {} sites holding the most at the peak; dashed lines start steps, red lines are OOMs. Hover for the site, its size and its stack.</p>",
+            tl.events,
+            tl.series.len()
         );
-    }
-    o.push_str("</table>");
-
-    if let Some(d) = &r.diff {
-        let _ = write!(
-            o,
-            "<h2>Diff</h2><p><code>{}</code> &rarr; <code>{}</code>: live {} &rarr; {}</p>",
-            esc(&d.before.path),
-            esc(&d.after.path),
-            esc(&human(d.totals_before.allocated_bytes)),
-            esc(&human(d.totals_after.allocated_bytes))
-        );
-        head(
-            &mut o,
-            &["verdict", "delta", "blocks", "bytes", "site", "category"],
-        );
-        for s in &d.sites {
-            row(
-                &mut o,
-                &[
-                    s.verdict.clone(),
-                    format!("{:+}", s.delta_bytes),
-                    format!("{} → {}", s.blocks_before, s.blocks_after),
-                    format!("{} → {}", human(s.bytes_before), human(s.bytes_after)),
-                    format!("{}:{} in {}", s.file, s.line, s.function),
-                    s.category.name().into(),
-                ],
-                &[false, true, true, true, false, false],
-            );
-        }
-        o.push_str("</table>");
-    }
-
-    if r.trace.present {
-        let tr = &r.trace;
-        let _ = write!(
-            o,
-            "<h2>Trace</h2><p>{} events analysed, {} older dropped. Peak live {}.</p>",
-            tr.kept_events,
-            tr.dropped,
-            esc(&human(tr.peak_live_bytes))
-        );
-        head(&mut o, &["action", "count"]);
-        for (k, v) in &tr.counts {
-            row(&mut o, &[k.clone(), v.to_string()], &[false, true]);
-        }
-        o.push_str("</table>");
-        if !tr.pending_frees.is_empty() {
-            head(
-                &mut o,
-                &["frees requested, not completed: stream", "blocks", "bytes"],
-            );
-            for p in &tr.pending_frees {
-                row(
-                    &mut o,
-                    &[
-                        format!("{:#x}", p.stream),
-                        p.blocks.to_string(),
-                        human(p.bytes),
-                    ],
-                    &[false, true, true],
+        charts::timeline_svg(&mut o, tl, "tl0", &Frame::new(960.0, 320.0), tl.peak(), true);
+        charts::legend(&mut o, tl);
+        if !r.history.is_empty() {
+            o.push_str("<h2>Blocks over time in the largest segments</h2><p class=\"muted\">Each segment over the trace: one rectangle per allocation, from its alloc to its free, at its offset in the segment; the colors are the timeline's. Gaps between live blocks are cached memory that only a request of their size can reuse.</p>");
+            for (k, h) in r.history.iter().enumerate() {
+                let _ = write!(
+                    o,
+                    "<h3>segment {:#x}: {} on stream {:#x}{}</h3>",
+                    h.address,
+                    esc(&human(h.total_size)),
+                    h.stream,
+                    if h.blocks.len() < h.total_blocks {
+                        format!(
+                            " <span class=\"muted\">({} of {} blocks drawn)</span>",
+                            h.blocks.len(),
+                            h.total_blocks
+                        )
+                    } else {
+                        String::new()
+                    }
                 );
+                charts::history_svg(&mut o, h, tl, &format!("h{k}"));
             }
-            o.push_str("</table>");
-        }
-        if !tr.repeated_unfreed.is_empty() {
-            head(
-                &mut o,
-                &[
-                    "allocated every step, never freed",
-                    "steps",
-                    "blocks",
-                    "bytes",
-                ],
-            );
-            for u in &tr.repeated_unfreed {
-                row(
-                    &mut o,
-                    &[
-                        format!("{}:{} in {}", short(&u.file), u.line, u.function),
-                        format!("{} of {}", u.steps_with_unfreed, u.steps),
-                        u.blocks.to_string(),
-                        human(u.bytes),
-                    ],
-                    &[false, true, true, true],
-                );
-            }
-            o.push_str("</table>");
         }
     }
-
-    for (i, oom) in r.oom.iter().enumerate() {
-        let _ = write!(
-            o,
-            "<h2>OOM #{}{}</h2><p>Tried to allocate <b>{}</b> with {} free on the device (stream {:#x}), {} live just before, at <code>{}</code>.</p>",
-            i + 1,
-            oom.rank.map(|r| format!(" (rank {r})")).unwrap_or_default(),
-            esc(&human(oom.size_bytes)),
-            esc(&human(oom.device_free_bytes)),
-            oom.stream,
-            esc(&human(oom.live_bytes_before)),
-            esc(&oom.site.label())
-        );
-        head(
-            &mut o,
-            &["holding just before", "bytes", "blocks", "category"],
-        );
-        for h in &oom.holders {
-            row(
-                &mut o,
-                &[
-                    format!("{}:{} in {}", h.file, h.line, h.function),
-                    human(h.bytes),
-                    h.blocks.to_string(),
-                    h.category.name().into(),
-                ],
-                &[false, true, true, false],
-            );
+    tables(&mut o, r);
+    if !r.oom.is_empty() {
+        o.push_str("<h2>OOMs</h2>");
+        for (i, oom) in r.oom.iter().enumerate() {
+            oom_detail(&mut o, i, oom);
         }
-        o.push_str("</table>");
     }
-
     if !r.segment_map.is_empty() {
         let _ = write!(
             o,
-            "<h2>Segment map</h2><p class=\"muted\">{} segment(s) on device {}, blocks in address order (the largest 200 segments are drawn).</p>",
+            "<h2>Segment map at the end</h2><p class=\"muted\">{} segment(s) on device {}, blocks in address order (the largest 200 segments are drawn).</p>",
             r.totals.segments,
             r.device.unwrap_or(0)
         );
-        segment_svg(&mut o, &r.segment_map);
+        charts::segment_map_svg(&mut o, &r.segment_map);
     }
-
-    o.push_str(
-        "<script>(function(){var tip=document.getElementById('tip');\
-document.addEventListener('mousemove',function(e){var t=e.target&&e.target.getAttribute&&e.target.getAttribute('data-tip');\
-if(t){tip.textContent=t;tip.style.display='block';tip.style.left=(e.clientX+12)+'px';tip.style.top=(e.clientY+12)+'px';}else{tip.style.display='none';}});\
-window.addEventListener('load',function(){var s=document.createElement('div');s.id='render-status';\
-var n=document.querySelectorAll('svg').length;\
-s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);\
-s.style.display='none';document.body.appendChild(s);});})();</script>",
-    );
-    o.push_str("</body></html>\n");
+    let _ = write!(o, "<script>{SCRIPT}</script></body></html>\n");
     o
 }

@@ -1,19 +1,23 @@
 //! The report: every fact `instrument snapshot` states, as one serialisable value.
 //! `--json` prints it (schema in docs/snapshot.md), the text and HTML renderers read it.
 
+pub mod charts;
 pub mod html;
 pub mod text;
+pub mod visuals;
+
+pub use visuals::{SegmentBar, SegmentHistory, Timeline};
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::snapshot::analysis::{Analysis, Totals};
-use crate::snapshot::sites::{SiteAgg, group_sites};
+use crate::snapshot::sites::SiteAgg;
 use crate::snapshot::sites::{Category, Origin};
 use crate::snapshot::frames::short_function;
-use crate::snapshot::model::{Action, BlockState, FrameId, Layout, Snapshot, StackId};
-use crate::snapshot::trace::{NONE, StepMethod, TraceAnalysis};
+use crate::snapshot::model::{Action, FrameId, Layout, Snapshot, StackId};
+use crate::snapshot::trace::StepMethod;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -338,27 +342,6 @@ pub struct RankRow {
     pub differing_sites: Vec<RankSiteDelta>,
 }
 
-/// Live memory over time, for the HTML page (not part of the JSON).
-#[derive(Clone, Debug, Default)]
-pub struct Timeline {
-    pub events: u32,
-    pub sample_events: Vec<u32>,
-    pub total: Vec<u64>,
-    pub series: Vec<(String, Category, Vec<u64>)>,
-    pub other: Vec<u64>,
-    pub ooms: Vec<u32>,
-    pub step_starts: Vec<u32>,
-}
-
-/// One segment for the HTML segment map (not part of the JSON).
-#[derive(Clone, Debug)]
-pub struct SegmentBar {
-    pub address: u64,
-    pub total_size: u64,
-    pub stream: i64,
-    pub blocks: Vec<(u64, BlockState, String)>,
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub schema_version: u32,
@@ -385,6 +368,8 @@ pub struct Report {
     pub timeline: Option<Timeline>,
     #[serde(skip)]
     pub segment_map: Vec<SegmentBar>,
+    #[serde(skip)]
+    pub history: Vec<SegmentHistory>,
     #[serde(skip)]
     pub rank_timelines: Vec<(u32, Timeline)>,
 }
@@ -608,124 +593,6 @@ fn oom_why(o: &crate::snapshot::trace::OomInfo) -> String {
     }
 }
 
-const SAMPLES: usize = 480;
-const SERIES: usize = 8;
-
-fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
-    let n = t.live.len();
-    if n == 0 {
-        return None;
-    }
-    let snap = a.snap;
-    let m = SAMPLES.min(n);
-    let bucket = |i: u32| -> usize { ((i as u64 * m as u64) / n as u64) as usize };
-    // Top sites by bytes live at the peak.
-    let at_peak = group_sites(
-        snap,
-        &mut a.attr,
-        t.recs
-            .iter()
-            .filter(|r| {
-                (r.alloc_idx == NONE || r.alloc_idx <= t.peak_idx)
-                    && (r.free_idx == NONE || r.free_idx > t.peak_idx)
-            })
-            .map(|r| (r.stack, r.size)),
-    );
-    let top: Vec<&SiteAgg> = at_peak.iter().take(SERIES).collect();
-    let idx_of: BTreeMap<Option<FrameId>, usize> =
-        top.iter().enumerate().map(|(i, s)| (s.site, i)).collect();
-    let mut diff = vec![vec![0i64; m + 1]; top.len()];
-    for r in &t.recs {
-        let site = a.attr.attribute(snap, r.stack).site;
-        let Some(&k) = idx_of.get(&site) else {
-            continue;
-        };
-        let start = if r.alloc_idx == NONE {
-            0
-        } else {
-            bucket(r.alloc_idx)
-        };
-        diff[k][start] = diff[k][start].saturating_add(r.size as i64);
-        if r.free_idx != NONE {
-            let b = bucket(r.free_idx);
-            diff[k][b] = diff[k][b].saturating_sub(r.size as i64);
-        }
-    }
-    let mut sample_events = Vec::with_capacity(m);
-    let mut total = Vec::with_capacity(m);
-    for j in 0..m {
-        // The last event of bucket j.
-        let last = (((j as u64 + 1) * n as u64).div_ceil(m as u64) as usize).clamp(1, n) - 1;
-        sample_events.push(last as u32);
-        total.push(t.live[last]);
-    }
-    let mut series = Vec::new();
-    let mut sum = vec![0u64; m];
-    for (k, s) in top.iter().enumerate() {
-        let mut cur = 0i64;
-        let mut v = Vec::with_capacity(m);
-        for (j, s_j) in sum.iter_mut().enumerate() {
-            cur = cur.saturating_add(diff[k][j]);
-            let x = cur.max(0) as u64;
-            *s_j = s_j.saturating_add(x);
-            v.push(x);
-        }
-        series.push((SiteRef::of(snap, s.site).label(), s.category, v));
-    }
-    let other = total
-        .iter()
-        .zip(&sum)
-        .map(|(t, s)| t.saturating_sub(*s))
-        .collect();
-    Some(Timeline {
-        events: n as u32,
-        sample_events,
-        total,
-        series,
-        other,
-        ooms: t.ooms.iter().map(|o| o.idx).collect(),
-        step_starts: t.step_starts.clone(),
-    })
-}
-
-fn segment_map(a: &mut Analysis) -> Vec<SegmentBar> {
-    let snap = a.snap;
-    let mut segs: Vec<&crate::snapshot::model::Segment> = snap
-        .segments
-        .iter()
-        .filter(|s| s.device == a.device)
-        .collect();
-    segs.sort_by(|x, y| {
-        y.total_size
-            .cmp(&x.total_size)
-            .then(x.address.cmp(&y.address))
-    });
-    segs.truncate(200);
-    segs.sort_by_key(|s| s.address);
-    segs.iter()
-        .map(|s| SegmentBar {
-            address: s.address,
-            total_size: s.total_size,
-            stream: s.stream,
-            blocks: s
-                .blocks
-                .iter()
-                .take(4000)
-                .map(|b| {
-                    let label = match b.state {
-                        BlockState::Allocated => {
-                            SiteRef::of(snap, a.attr.attribute(snap, b.stack).site).label()
-                        }
-                        BlockState::PendingFree => "delayed free".to_string(),
-                        BlockState::Inactive => "inactive (cached)".to_string(),
-                    };
-                    (b.size, b.state, label)
-                })
-                .collect(),
-        })
-        .collect()
-}
-
 /// Build the report of one snapshot. `top` limits sites and holders.
 pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report {
     let snap = a.snap;
@@ -738,13 +605,17 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         .collect();
     let trace = trace_out(a);
     let oom = ooms_out(a, top);
-    let (tl, map) = if visuals {
+    let (tl, map, history) = if visuals {
         let t = a.trace.take();
-        let tl = t.as_ref().and_then(|t| timeline(a, t));
+        let tl = t.as_ref().and_then(|t| visuals::timeline(a, t));
+        let history = match (&t, &tl) {
+            (Some(t), Some(tl)) => visuals::segment_history(a, t, tl),
+            _ => Vec::new(),
+        };
         a.trace = t;
-        (tl, segment_map(a))
+        (tl, visuals::segment_map(a), history)
     } else {
-        (None, Vec::new())
+        (None, Vec::new(), Vec::new())
     };
     Report {
         schema_version: SCHEMA_VERSION,
@@ -782,6 +653,7 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         internal_patterns: a.attr.patterns().to_vec(),
         timeline: tl,
         segment_map: map,
+        history,
         rank_timelines: Vec::new(),
     }
 }
