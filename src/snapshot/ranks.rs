@@ -344,6 +344,7 @@ pub fn report(
         timeline: None,
         segment_map: Vec::new(),
         history: Vec::new(),
+        peak_step: None,
         rank_timelines,
     }
 }

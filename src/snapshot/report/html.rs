@@ -53,6 +53,19 @@ window.addEventListener('load',function(){
  s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);s.style.display='none';document.body.appendChild(s);});
 })();"#;
 
+/// 1234567 -> "1,234,567".
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
 fn row(out: &mut String, cells: &[String], numeric: &[bool]) {
     out.push_str("<tr>");
     for (i, c) in cells.iter().enumerate() {
@@ -101,7 +114,7 @@ fn cards(o: &mut String, r: &Report) {
                 t.inactive_fraction * 100.0
             ),
         ),
-        ("trace entries", r.trace.total_events.to_string()),
+        ("trace entries", thousands(r.trace.total_events)),
     ];
     if !r.oom.is_empty() {
         items.push(("OOMs", r.oom.len().to_string()));
@@ -463,13 +476,32 @@ pub fn render(r: &Report) -> String {
         let _ = write!(
             o,
             "<h2>Live memory over time</h2><p class=\"muted\">{} trace entries, stacked by the {} sites holding the most at the peak; dashed lines start steps, red lines are OOMs. Hover for the site, its size and its stack.</p>",
-            tl.events,
+            thousands(tl.events),
             tl.series.len()
         );
         charts::timeline_svg(&mut o, tl, "tl0", &Frame::new(960.0, 320.0), tl.peak(), true);
         charts::legend(&mut o, tl);
+        if let Some(ps) = &r.peak_step {
+            let _ = write!(
+                o,
+                "<h3>The step with the peak, in detail</h3><p class=\"muted\">{} trace entries from the start of the step that reached {}, stacked by its own largest sites.</p>",
+                thousands(ps.events),
+                esc(&human(ps.peak()))
+            );
+            charts::timeline_svg(&mut o, ps, "tl1", &Frame::new(960.0, 260.0), ps.peak(), true);
+            charts::legend(&mut o, ps);
+        }
+        let hist_tl = r.peak_step.as_ref().unwrap_or(tl);
         if !r.history.is_empty() {
-            o.push_str("<h2>Blocks over time in the largest segments</h2><p class=\"muted\">Each segment over the trace: one rectangle per allocation, from its alloc to its free, at its offset in the segment; the colors are the timeline's. Gaps between live blocks are cached memory that only a request of their size can reuse.</p>");
+            let _ = write!(
+                o,
+                "<h2>Blocks over time in the busiest segments</h2><p class=\"muted\">{}: one rectangle per allocation, from its alloc to its free, at its offset in the segment; the colors are the timeline's. Gaps between live blocks are cached memory that only a request of their size can reuse.</p>",
+                if r.peak_step.is_some() {
+                    "Over the step with the peak"
+                } else {
+                    "Over the trace"
+                }
+            );
             for (k, h) in r.history.iter().enumerate() {
                 let _ = write!(
                     o,
@@ -487,7 +519,7 @@ pub fn render(r: &Report) -> String {
                         String::new()
                     }
                 );
-                charts::history_svg(&mut o, h, tl, &format!("h{k}"));
+                charts::history_svg(&mut o, h, hist_tl, &format!("h{k}"));
             }
         }
     }

@@ -370,6 +370,9 @@ pub struct Report {
     pub segment_map: Vec<SegmentBar>,
     #[serde(skip)]
     pub history: Vec<SegmentHistory>,
+    /// The step holding the peak, in detail.
+    #[serde(skip)]
+    pub peak_step: Option<Timeline>,
     #[serde(skip)]
     pub rank_timelines: Vec<(u32, Timeline)>,
 }
@@ -605,17 +608,20 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         .collect();
     let trace = trace_out(a);
     let oom = ooms_out(a, top);
-    let (tl, map, history) = if visuals {
+    let (tl, map, history, peak_step) = if visuals {
         let t = a.trace.take();
         let tl = t.as_ref().and_then(|t| visuals::timeline(a, t));
-        let history = match (&t, &tl) {
-            (Some(t), Some(tl)) => visuals::segment_history(a, t, tl),
+        let peak = t.as_ref().and_then(|t| visuals::peak_step(a, t));
+        // The blocks over time of the step with the peak, else of the whole trace.
+        let history = match (&t, &peak, &tl) {
+            (Some(t), Some((ps, range)), _) => visuals::segment_history(a, t, ps, *range),
+            (Some(t), None, Some(tl)) => visuals::segment_history(a, t, tl, (0, t.live.len())),
             _ => Vec::new(),
         };
         a.trace = t;
-        (tl, visuals::segment_map(a), history)
+        (tl, visuals::segment_map(a), history, peak.map(|p| p.0))
     } else {
-        (None, Vec::new(), Vec::new())
+        (None, Vec::new(), Vec::new(), None)
     };
     Report {
         schema_version: SCHEMA_VERSION,
@@ -654,6 +660,7 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         timeline: tl,
         segment_map: map,
         history,
+        peak_step,
         rank_timelines: Vec::new(),
     }
 }

@@ -136,7 +136,6 @@ struct Xs<'a> {
     axis: Axis,
     times: Vec<i64>,
     t0: i64,
-    n: usize,
     _snap: &'a Snapshot,
 }
 
@@ -147,27 +146,20 @@ impl Xs<'_> {
             Axis::Event => i as f64,
         }
     }
-    fn max(&self) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.of(self.n as u32 - 1)
-        }
-    }
-    /// The last entry at or before `x` (None before the first).
-    fn at(&self, x: f64) -> Option<usize> {
+    /// The last entry in `lo..hi` at or before `x` (measured from entry `lo`).
+    fn at(&self, x: f64, lo: usize, hi: usize) -> Option<usize> {
         let k = match self.axis {
             Axis::Seconds => {
-                let t = self.t0 + (x * 1e6) as i64;
-                self.times.partition_point(|&v| v <= t)
+                let t = self.times[lo] + (x * 1e6) as i64;
+                self.times[lo..hi].partition_point(|&v| v <= t)
             }
-            Axis::Event => ((x.floor() as usize) + 1).min(self.n),
+            Axis::Event => ((x.floor() as usize) + 1).min(hi - lo),
         };
-        k.checked_sub(1)
+        k.checked_sub(1).map(|k| lo + k)
     }
 }
 
-fn xs<'a>(snap: &'a Snapshot, device: i64, n: usize) -> Xs<'a> {
+fn xs<'a>(snap: &'a Snapshot, device: i64) -> Xs<'a> {
     let events = &snap.traces[device as usize].events;
     let timed = !events.is_empty() && events.iter().all(|e| e.time_us != NO_TIME);
     let mut times: Vec<i64> = events.iter().map(|e| e.time_us).collect();
@@ -184,32 +176,61 @@ fn xs<'a>(snap: &'a Snapshot, device: i64, n: usize) -> Xs<'a> {
         },
         times,
         t0,
-        n,
         _snap: snap,
     }
 }
 
 /// Live memory over time, stacked by the sites holding the most at the peak.
 pub fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
+    timeline_range(a, t, 0, t.live.len())
+}
+
+/// The step that holds the trace's peak, when the trace has several steps: the
+/// whole-trace timeline draws one step in a few pixels.
+pub fn peak_step(a: &mut Analysis, t: &TraceAnalysis) -> Option<(Timeline, (usize, usize))> {
+    let (lo, hi) = peak_step_range(t)?;
+    timeline_range(a, t, lo, hi).map(|tl| (tl, (lo, hi)))
+}
+
+/// Trace entries of the step that holds the peak (several steps only).
+pub fn peak_step_range(t: &TraceAnalysis) -> Option<(usize, usize)> {
+    if t.step_starts.len() < 3 {
+        return None;
+    }
+    let s = t.step_of(t.peak_idx) as usize;
+    let lo = if s == 0 { 0 } else { t.step_starts[s - 1] as usize };
+    let hi = t.step_starts.get(s).map(|&e| e as usize).unwrap_or(t.live.len());
+    (hi > lo + 1).then_some((lo, hi))
+}
+
+/// The timeline of trace entries `lo..hi`, its x axis starting at entry `lo`.
+pub fn timeline_range(
+    a: &mut Analysis,
+    t: &TraceAnalysis,
+    lo: usize,
+    hi: usize,
+) -> Option<Timeline> {
     let n = t.live.len();
-    if n == 0 {
+    if n == 0 || hi <= lo {
         return None;
     }
     let snap = a.snap;
-    let xs = xs(snap, a.device, n);
-    let x_max = xs.max().max(1e-9);
-    let m = SAMPLES.min(n.max(2));
+    let xs = xs(snap, a.device);
+    let rel = |i: u32| xs.of(i) - xs.of(lo as u32);
+    let x_max = rel(hi as u32 - 1).max(1e-9);
+    let m = SAMPLES.min((hi - lo).max(2));
     let x: Vec<f64> = (0..m).map(|j| x_max * j as f64 / (m - 1) as f64).collect();
+    let before = if lo == 0 { t.baseline } else { t.live[lo - 1] };
     // Each sample shows the entry with the most live memory since the previous one,
     // so peaks survive the downsampling.
     let mut at: Vec<Option<usize>> = Vec::with_capacity(m);
     let mut prev: Option<usize> = None;
     for &v in &x {
-        let last = xs.at(v);
+        let last = xs.at(v, lo, hi);
         let pick = match (prev, last) {
             (_, None) => None,
             (p, Some(l)) => {
-                let from = p.map(|p| p + 1).unwrap_or(0).min(l);
+                let from = p.map(|p| p + 1).unwrap_or(lo).min(l);
                 (from..=l).max_by_key(|&i| (t.live[i], std::cmp::Reverse(i)))
             }
         };
@@ -218,16 +239,19 @@ pub fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
     }
     let total: Vec<u64> = at
         .iter()
-        .map(|e| e.map(|i| t.live[i]).unwrap_or(t.baseline))
+        .map(|e| e.map(|i| t.live[i]).unwrap_or(before))
         .collect();
+    let peak_idx = (lo..hi)
+        .max_by_key(|&i| (t.live[i], std::cmp::Reverse(i)))
+        .unwrap_or(lo) as u32;
     let at_peak = group_sites(
         snap,
         &mut a.attr,
         t.recs
             .iter()
             .filter(|r| {
-                (r.alloc_idx == NONE || r.alloc_idx <= t.peak_idx)
-                    && (r.free_idx == NONE || r.free_idx > t.peak_idx)
+                (r.alloc_idx == NONE || r.alloc_idx <= peak_idx)
+                    && (r.free_idx == NONE || r.free_idx > peak_idx)
             })
             .map(|r| (r.stack, r.size)),
     );
@@ -274,6 +298,7 @@ pub fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
         .zip(&sum)
         .map(|(t, s)| t.saturating_sub(*s))
         .collect();
+    let inside = |i: u32| (i as usize) >= lo && (i as usize) < hi;
     Some(Timeline {
         axis: xs.axis,
         x,
@@ -281,29 +306,65 @@ pub fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
         total,
         series,
         other,
-        ooms: t.ooms.iter().map(|o| xs.of(o.idx)).collect(),
-        steps: t.step_starts.iter().map(|&s| xs.of(s)).collect(),
-        events: n as u64,
+        ooms: t.ooms.iter().filter(|o| inside(o.idx)).map(|o| rel(o.idx)).collect(),
+        steps: t.step_starts.iter().filter(|&&s| inside(s)).map(|&s| rel(s)).collect(),
+        events: (hi - lo) as u64,
     })
 }
 
-/// The blocks over time of the largest segments at the end of the trace.
-pub fn segment_history(a: &mut Analysis, t: &TraceAnalysis, tl: &Timeline) -> Vec<SegmentHistory> {
+/// The blocks over time of the busiest segments, over the trace entries `lo..hi`
+/// that `tl` draws (the step with the peak when there are many steps: a whole long
+/// trace draws each block in less than a pixel).
+pub fn segment_history(
+    a: &mut Analysis,
+    t: &TraceAnalysis,
+    tl: &Timeline,
+    (lo, hi): (usize, usize),
+) -> Vec<SegmentHistory> {
     let snap = a.snap;
-    let n = t.live.len();
-    if n == 0 {
+    if t.live.is_empty() || hi <= lo {
         return Vec::new();
     }
-    let xs = xs(snap, a.device, n);
+    let xs = xs(snap, a.device);
+    let x_lo = xs.of(lo as u32);
+    let rel = |i: u32| xs.of(i) - x_lo;
     let events = &snap.traces[a.device as usize].events;
-    let mut segs: Vec<&crate::snapshot::model::Segment> = snap
+    // The allocations live at some point in the window.
+    let (lo32, hi32) = (lo as u32, hi as u32);
+    let mut by_addr: Vec<usize> = (0..t.recs.len())
+        .filter(|&i| {
+            let r = &t.recs[i];
+            (r.alloc_idx == NONE || r.alloc_idx < hi32) && (r.free_idx == NONE || r.free_idx >= lo32)
+        })
+        .collect();
+    by_addr.sort_unstable_by_key(|&i| t.recs[i].addr);
+    let range = |s: &crate::snapshot::model::Segment| {
+        let (a0, a1) = (s.address, s.address.saturating_add(s.total_size));
+        (
+            by_addr.partition_point(|&i| t.recs[i].addr < a0),
+            by_addr.partition_point(|&i| t.recs[i].addr < a1),
+        )
+    };
+    // The segments the window allocated the most bytes in (the allocator's busy
+    // state, where fragmentation shows), largest first among equals.
+    let busy = |s: &crate::snapshot::model::Segment| -> u64 {
+        let (from, to) = range(s);
+        by_addr[from..to]
+            .iter()
+            .filter(|&&i| t.recs[i].alloc_idx != NONE && t.recs[i].alloc_idx >= lo32)
+            .fold(0u64, |acc, &i| acc.saturating_add(t.recs[i].size))
+    };
+    let mut segs: Vec<(u64, &crate::snapshot::model::Segment)> = snap
         .segments
         .iter()
         .filter(|s| s.device == a.device)
+        .map(|s| (busy(s), s))
         .collect();
-    segs.sort_by(|x, y| y.total_size.cmp(&x.total_size).then(x.address.cmp(&y.address)));
-    let mut by_addr: Vec<usize> = (0..t.recs.len()).collect();
-    by_addr.sort_unstable_by_key(|&i| t.recs[i].addr);
+    segs.sort_by(|x, y| {
+        y.0.cmp(&x.0)
+            .then(y.1.total_size.cmp(&x.1.total_size))
+            .then(x.1.address.cmp(&y.1.address))
+    });
     let band: BTreeMap<&str, usize> = tl
         .series
         .iter()
@@ -311,13 +372,12 @@ pub fn segment_history(a: &mut Analysis, t: &TraceAnalysis, tl: &Timeline) -> Ve
         .map(|(i, s)| (s.label.as_str(), i))
         .collect();
     let mut out = Vec::new();
-    for s in segs {
+    for (_, s) in segs {
         if out.len() >= HISTORY_SEGMENTS {
             break;
         }
-        let (lo, hi) = (s.address, s.address.saturating_add(s.total_size));
-        let from = by_addr.partition_point(|&i| t.recs[i].addr < lo);
-        let to = by_addr.partition_point(|&i| t.recs[i].addr < hi);
+        let base = s.address;
+        let (from, to) = range(s);
         if from == to {
             continue;
         }
@@ -327,15 +387,23 @@ pub fn segment_history(a: &mut Analysis, t: &TraceAnalysis, tl: &Timeline) -> Ve
             .iter()
             .map(|&i| {
                 let r = &t.recs[i];
-                let x0 = if r.alloc_idx == NONE { 0.0 } else { xs.of(r.alloc_idx) };
-                let x1 = if r.free_idx == NONE { tl.x_max } else { xs.of(r.free_idx) };
+                let x0 = if r.alloc_idx == NONE || r.alloc_idx < lo32 {
+                    0.0
+                } else {
+                    rel(r.alloc_idx)
+                };
+                let x1 = if r.free_idx == NONE || r.free_idx >= hi32 {
+                    tl.x_max
+                } else {
+                    rel(r.free_idx)
+                };
                 let label = *label_of.entry(r.stack).or_insert_with(|| {
                     let site = a.attr.attribute(snap, r.stack).site;
                     labels.push(SiteRef::of(snap, site).label());
                     labels.len() as u32 - 1
                 });
                 HistBlock {
-                    offset: r.addr - lo,
+                    offset: r.addr - base,
                     size: r.size,
                     x0,
                     x1,
@@ -356,12 +424,12 @@ pub fn segment_history(a: &mut Analysis, t: &TraceAnalysis, tl: &Timeline) -> Ve
         let x_start = events
             .iter()
             .position(|e| {
-                matches!(e.action, Action::SegmentAlloc | Action::SegmentMap) && e.addr == lo
+                matches!(e.action, Action::SegmentAlloc | Action::SegmentMap) && e.addr == base
             })
-            .map(|i| xs.of(i as u32))
+            .map(|i| rel(i as u32).max(0.0))
             .unwrap_or(0.0);
         out.push(SegmentHistory {
-            address: lo,
+            address: base,
             total_size: s.total_size,
             stream: s.stream,
             x_start,
