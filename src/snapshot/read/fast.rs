@@ -45,12 +45,14 @@ pub(crate) enum Val {
     Str(u32, u32, Option<Store>),
     /// A tuple of scalars (`pool_id`): dropped.
     Tuple(Option<Store>),
-    /// A list of memo references (`frames`): `items` indexes into `Scan::refs`.
+    /// A list of memo references (`frames`): `items` indexes into `Scan::refs`;
+    /// `raw` the bytes of the references in the window (empty when a FRAME cut them).
     List {
         before: Option<Store>,
         after: Option<Store>,
         start: u32,
         len: u32,
+        raw: (u32, u32),
     },
     /// A list of strings (`forward_frames`): dropped, its strings in `Scan::strs`.
     Strings {
@@ -221,10 +223,13 @@ impl Scan {
         let mut p = skip_frames(buf, p + used)?;
         let (ref_start, str_start) = (self.refs.len(), self.strs.len());
         let mut batch = false;
+        let mut raw = (0u32, 0u32);
         if buf[p] == b'(' {
             batch = true;
             p += 1;
             // The common case first: a batch of memo references to frame dicts.
+            let raw_start = p;
+            let mut clean = true;
             loop {
                 match *buf.get(p)? {
                     b'h' => {
@@ -235,9 +240,15 @@ impl Scan {
                         self.refs.push(u32_at(buf, p + 1)?);
                         p += 5;
                     }
-                    0x95 => p += 9,
+                    0x95 => {
+                        clean = false;
+                        p += 9
+                    }
                     _ => break,
                 }
+            }
+            if clean && buf[p] == b'e' {
+                raw = (raw_start as u32, p as u32);
             }
         }
         loop {
@@ -290,6 +301,7 @@ impl Scan {
                 after,
                 start: ref_start as u32,
                 len: nr as u32,
+                raw,
             }
         };
         Some((val, p + used))
@@ -441,6 +453,7 @@ impl Scan {
                     after,
                     start,
                     len,
+                    raw,
                 } => {
                     // Reserve the list's index first (Python stores it before its items).
                     let reserved = match before {
@@ -448,16 +461,28 @@ impl Scan {
                         None => None,
                     };
                     let items = &self.refs[start as usize..(start + len) as usize];
-                    if items.len() > stack_buf.len() {
-                        return None;
-                    }
-                    for (j, &r) in items.iter().enumerate() {
-                        stack_buf[j] = b.memo_raw(r as u64).frame_id()?;
-                    }
                     if key != K_FRAMES && !items.is_empty() {
                         return None;
                     }
-                    let pv = PV::stack(b.intern_stack(&stack_buf[..items.len()]));
+                    let bytes = &buf[raw.0 as usize..raw.1 as usize];
+                    // The same references as an earlier list: the same stack.
+                    let id = match (!bytes.is_empty()).then(|| b.raw_stack(bytes)).flatten() {
+                        Some(id) => id,
+                        None => {
+                            if items.len() > stack_buf.len() {
+                                return None;
+                            }
+                            for (j, &r) in items.iter().enumerate() {
+                                stack_buf[j] = b.memo_raw(r as u64).frame_id()?;
+                            }
+                            let id = b.intern_stack(&stack_buf[..items.len()]);
+                            if !bytes.is_empty() {
+                                b.remember_raw_stack(bytes, id);
+                            }
+                            id
+                        }
+                    };
+                    let pv = PV::stack(id);
                     if let Some(i) = reserved {
                         b.memo_set_value(i, pv).ok()?;
                         undo.push(i)?;

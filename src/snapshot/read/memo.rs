@@ -16,6 +16,9 @@ pub struct Memo {
     /// One past the highest index set: what MEMOIZE uses next (the number of
     /// entries, as writers store indices in order).
     pub(crate) filled: u64,
+    /// Values replaced by other values (writers never do; caches keyed by memo
+    /// indices check it).
+    pub(crate) overwrites: u64,
 }
 
 #[cold]
@@ -55,6 +58,9 @@ impl Memo {
         }
         let chunk = self.chunks[c].as_mut().expect("just made");
         let old = chunk[o];
+        if holds_value(old) && old != v {
+            self.overwrites += 1;
+        }
         chunk[o] = v;
         match (holds_value(old), live_now) {
             (false, true) => self.live[c] += 1,

@@ -440,7 +440,7 @@ impl Helper {
                 }
                 (K_FRAMES, Val::Ref(i)) if i < MAX_SYM => stack = StackSym::Ref(i),
                 (K_FRAMES, Val::None) => stack = StackSym::Empty,
-                (K_FRAMES, Val::List { before, after, start, len }) => {
+                (K_FRAMES, Val::List { before, after, start, len, .. }) => {
                     let items = &sc.refs[start as usize..(start + len) as usize];
                     stack = if items.is_empty() {
                         StackSym::Empty

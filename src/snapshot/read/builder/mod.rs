@@ -178,6 +178,10 @@ pub struct Builder {
     pending_left: usize,
     /// Keep every memoized container (see the module docs).
     pub retain: bool,
+    /// Stacks by the bytes of their list of memo references (the fast path's
+    /// shortcut), valid while no memo value was overwritten.
+    raw_stacks: FxMap<Box<[u8]>, StackId>,
+    raw_stacks_memo: u64,
 }
 
 fn as_u64(v: Value, what: &str) -> BResult<u64> {
@@ -240,6 +244,8 @@ impl Builder {
             pending_base: 0,
             pending_left: 0,
             retain: false,
+            raw_stacks: FxMap::default(),
+            raw_stacks_memo: 0,
         };
         b.refresh_actions();
         b
@@ -608,6 +614,22 @@ impl Builder {
 
     pub fn intern_stack(&mut self, frames: &[FrameId]) -> StackId {
         self.stacks.intern(frames)
+    }
+
+    /// The stack of a list whose memo references are exactly `bytes`, if known.
+    #[inline]
+    pub fn raw_stack(&mut self, bytes: &[u8]) -> Option<StackId> {
+        if self.raw_stacks_memo != self.memo.overwrites {
+            self.raw_stacks.clear();
+            self.raw_stacks_memo = self.memo.overwrites;
+        }
+        self.raw_stacks.get(bytes).copied()
+    }
+
+    pub fn remember_raw_stack(&mut self, bytes: &[u8], id: StackId) {
+        if self.raw_stacks.len() < 1 << 20 {
+            self.raw_stacks.insert(bytes.into(), id);
+        }
     }
 
     // --- trace entries from the fast path ---
