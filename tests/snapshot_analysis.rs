@@ -169,10 +169,7 @@ fn categories_of_a_pithtrain_step() {
         ("pithtrain_moe/snapshot_python.pickle", "python"),
     ] {
         let r = report_of(file);
-        for (c, b) in planted[format!("categories_{stacks}")]
-            .as_object()
-            .unwrap()
-        {
+        for (c, b) in planted[format!("categories_{stacks}")].as_object().unwrap() {
             assert_eq!(&r["categories"][c], b, "{file}: {c}");
         }
     }
@@ -215,16 +212,28 @@ fn oom_with_the_python_frames_the_holders_and_why() {
     let ooms = r["oom"].as_array().unwrap();
     assert_eq!(ooms.len(), 1);
     let o = &ooms[0];
-    for k in ["size_bytes", "device_free_bytes", "event_index", "live_bytes_before"] {
+    for k in [
+        "size_bytes",
+        "device_free_bytes",
+        "event_index",
+        "live_bytes_before",
+    ] {
         assert_eq!(o[k], want[k], "{k}");
     }
     assert!(site_matches(&o["site"], &want["site"]), "{}", o["site"]);
     // Python frames only, innermost first, unless --cpp-frames.
     let frames = o["frames"].as_array().unwrap();
     assert!(frames.len() > 8);
-    assert!(frames.iter().all(|f| f["file"].as_str().unwrap().ends_with(".py")));
+    assert!(
+        frames
+            .iter()
+            .all(|f| f["file"].as_str().unwrap().ends_with(".py"))
+    );
     assert!(site_matches(&frames[0], &want["site"]));
-    let cpp = report(&[fixture("oom/snapshot.pickle").to_str().unwrap(), "--cpp-frames"]);
+    let cpp = report(&[
+        fixture("oom/snapshot.pickle").to_str().unwrap(),
+        "--cpp-frames",
+    ]);
     assert_eq!(
         cpp["oom"][0]["frames"][0]["function"],
         "torch::unwind::unwind()"

@@ -72,7 +72,11 @@ fn check(r: &Value, want: &Value, form: &str, what: &str) {
     );
     if total > 0 {
         for (action, n) in want["trace_counts"].as_object().unwrap() {
-            let name = if action == "annotate" { "other" } else { action };
+            let name = if action == "annotate" {
+                "other"
+            } else {
+                action
+            };
             assert_eq!(&r["trace"]["counts"][name], n, "{what}: count of {action}");
         }
     }
@@ -110,7 +114,11 @@ fn every_scenario_in_every_form_gives_the_planted_truth() {
             let want = if let Some(ranks) = planted.get("ranks") {
                 &ranks[format!("{snap}.pickle")]
             } else if planted.get("before").is_some() {
-                &planted[if snap.ends_with("005") { "before" } else { "after" }]
+                &planted[if snap.ends_with("005") {
+                    "before"
+                } else {
+                    "after"
+                }]
             } else {
                 &planted
             };
@@ -118,10 +126,7 @@ fn every_scenario_in_every_form_gives_the_planted_truth() {
                 continue;
             }
             let r = report(&f);
-            let what = format!(
-                "{}/{name}",
-                scenario.file_name().unwrap().to_string_lossy()
-            );
+            let what = format!("{}/{name}", scenario.file_name().unwrap().to_string_lossy());
             assert_eq!(r["device"], want["device"], "{what}: device");
             check(&r, want, form, &what);
             checked += 1;
@@ -147,7 +152,11 @@ fn split_read_of_every_form_matches_one_pass(dir: &Path) {
         let one = read_pickle_with(&data[..], total, 1_000_000, true, false).unwrap();
         let (split, ahead) = read_pickle_split(&f, total, 1_000_000, 0.5).unwrap();
         assert_eq!(canonical(&one), canonical(&split), "{}", f.display());
-        assert!(ahead >= 1000, "{}: the helper read {ahead} entries", f.display());
+        assert!(
+            ahead >= 1000,
+            "{}: the helper read {ahead} entries",
+            f.display()
+        );
         n += 1;
     }
     assert!(n >= 9);

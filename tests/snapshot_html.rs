@@ -44,7 +44,10 @@ fn pages(dir: &Path) -> Vec<(String, String)> {
     let f = |rel: &str| fixture(rel).to_str().unwrap().to_string();
     let cases: Vec<(&str, Vec<String>)> = vec![
         ("oom.html", vec![f("oom/snapshot.pickle")]),
-        ("fragmentation.html", vec![f("fragmentation/snapshot.pickle")]),
+        (
+            "fragmentation.html",
+            vec![f("fragmentation/snapshot.pickle")],
+        ),
         (
             "diff.html",
             vec![
@@ -103,9 +106,19 @@ fn pages_are_self_contained_and_show_what_memory_viz_shows() {
     assert_eq!(peak, r["trace"]["peak_live_bytes"].as_u64().unwrap());
     let moe = series
         .iter()
-        .find(|s| s["label"].as_str().unwrap().contains("grouped_linear.py:36 in forward"))
+        .find(|s| {
+            s["label"]
+                .as_str()
+                .unwrap()
+                .contains("grouped_linear.py:36 in forward")
+        })
         .expect("a band for the expert GEMM");
-    assert!(moe["stack"][0].as_str().unwrap().contains("grouped_linear.py:36"));
+    assert!(
+        moe["stack"][0]
+            .as_str()
+            .unwrap()
+            .contains("grouped_linear.py:36")
+    );
     assert!(moe["stack"].as_array().unwrap().len() >= 3);
     // The blocks over time of the largest segments, and the end-state map.
     assert!(oom.contains("<svg class=\"history\""));
@@ -137,7 +150,11 @@ fn pages_are_self_contained_and_show_what_memory_viz_shows() {
     assert!(ranks.contains("<h2>Ranks</h2>"));
     assert!(ranks.contains("Rank 3 differs most at"));
     let scales: Vec<u64> = (0..4)
-        .map(|r| chart_data(ranks, &format!("rank{r}"))["ymax"].as_u64().unwrap())
+        .map(|r| {
+            chart_data(ranks, &format!("rank{r}"))["ymax"]
+                .as_u64()
+                .unwrap()
+        })
         .collect();
     assert!(scales.iter().all(|&s| s == scales[0]), "{scales:?}");
     assert_eq!(ranks.matches("class=\"rank standout\"").count(), 1);
@@ -209,13 +226,22 @@ fn pages_render_in_headless_chromium_without_console_errors() {
         // A screenshot of the page as a browser draws it.
         let png = dir.path().join(name.replace(".html", ".png"));
         let shot = format!("--screenshot={}", png.display());
-        chromium(&url, &[&shot, "--window-size=1100,1600", "--hide-scrollbars"]);
+        chromium(
+            &url,
+            &[&shot, "--window-size=1100,1600", "--hide-scrollbars"],
+        );
         let bytes = std::fs::read(&png).unwrap_or_default();
-        assert!(bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000, "{name}: screenshot");
+        assert!(
+            bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+            "{name}: screenshot"
+        );
     }
     // Hovering the timeline names the time, the live total, the band's site, its
     // size and its stack.
-    let url = format!("file://{}#hover=0.62,0.35", dir.path().join("oom.html").display());
+    let url = format!(
+        "file://{}#hover=0.62,0.35",
+        dir.path().join("oom.html").display()
+    );
     let (dom, _) = chromium(&url, &["--dump-dom"]);
     let tip = element_text(&dom, "tip").expect("tooltip");
     assert!(tip.contains(" s\nlive ") || tip.contains("live "), "{tip}");

@@ -66,7 +66,11 @@ fn every_protocol_and_json_read_the_same() {
 fn legacy_layouts_with_history_and_both_delayed_free_names() {
     let planted = planted("legacy");
     for (file, protocol, name) in [
-        ("legacy/snapshot_v1.13-awaiting.pickle", 2, "active_awaiting_free"),
+        (
+            "legacy/snapshot_v1.13-awaiting.pickle",
+            2,
+            "active_awaiting_free",
+        ),
         ("legacy/snapshot_v2.0.pickle", 4, "active_pending_free"),
     ] {
         let r = report_of(file);
@@ -320,7 +324,12 @@ fn fast_path_and_retain_mode_read_like_the_generic_machine() {
             let kept = read_pickle_with(&data[..], n, max, false, true).unwrap();
             assert!(!fast.layout.shared_records, "{}", f.display());
             assert_eq!(canonical(&fast), canonical(&slow), "{}", f.display());
-            assert_eq!(canonical(&fast), canonical(&kept), "{} retained", f.display());
+            assert_eq!(
+                canonical(&fast),
+                canonical(&kept),
+                "{} retained",
+                f.display()
+            );
         }
         // Damaged copies: whenever both read one, they read the same.
         for _ in 0..30 {

@@ -205,12 +205,28 @@ pub struct CategoryRule {
 pub const CATEGORY_RULES: &[CategoryRule] = &[
     CategoryRule {
         category: Category::Communication,
-        names: &[Prefix("c10d::"), Contains("ProcessGroup"), Contains("Reducer::")],
-        lower: &[
-            "all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter",
-            "reducescatter", "all_to_all", "alltoall", "broadcast", "nccl",
+        names: &[
+            Prefix("c10d::"),
+            Contains("ProcessGroup"),
+            Contains("Reducer::"),
         ],
-        files: &[Contains("torch/distributed/"), Contains("/c10d/"), Contains("torch/nn/parallel/")],
+        lower: &[
+            "all_reduce",
+            "allreduce",
+            "all_gather",
+            "allgather",
+            "reduce_scatter",
+            "reducescatter",
+            "all_to_all",
+            "alltoall",
+            "broadcast",
+            "nccl",
+        ],
+        files: &[
+            Contains("torch/distributed/"),
+            Contains("/c10d/"),
+            Contains("torch/nn/parallel/"),
+        ],
         in_file: &[],
     },
     CategoryRule {
@@ -241,22 +257,38 @@ pub const CATEGORY_RULES: &[CategoryRule] = &[
         category: Category::Parameters,
         names: &[],
         lower: &[
-            "reset_parameters", "load_state_dict", "_load_from_state_dict", "to_empty",
-            "init_weights", "_init_weights",
+            "reset_parameters",
+            "load_state_dict",
+            "_load_from_state_dict",
+            "to_empty",
+            "init_weights",
+            "_init_weights",
         ],
-        files: &[Contains("torch/nn/init.py"), Contains("torch/nn/parameter.py")],
+        files: &[
+            Contains("torch/nn/init.py"),
+            Contains("torch/nn/parameter.py"),
+        ],
         in_file: &[
             ("torch/nn/modules/", &["__init__", "_apply", "to", "cuda"]),
-            ("torch/distributed/fsdp/", &["_init_param_handle_from_module"]),
+            (
+                "torch/distributed/fsdp/",
+                &["_init_param_handle_from_module"],
+            ),
         ],
     },
     CategoryRule {
         category: Category::Activations,
         names: &[Prefix("forward")],
         lower: &[],
-        files: &[Contains("torch/nn/functional.py"), Contains("torch/utils/checkpoint.py")],
+        files: &[
+            Contains("torch/nn/functional.py"),
+            Contains("torch/utils/checkpoint.py"),
+        ],
         in_file: &[
-            ("torch/nn/modules/module.py", &["_call_impl", "_wrapped_call_impl"]),
+            (
+                "torch/nn/modules/module.py",
+                &["_call_impl", "_wrapped_call_impl"],
+            ),
             ("torch/autograd/function.py", &["apply"]),
         ],
     },
@@ -342,19 +374,37 @@ mod tests {
     fn plumbing_is_never_a_site_and_autograd_nodes_are() {
         for (n, f) in [
             ("torch::unwind::unwind()", "??"),
-            ("torch::(anonymous namespace)::gather_with_cpp()", "Module.cpp"),
-            ("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)", ""),
-            ("at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)", "??"),
+            (
+                "torch::(anonymous namespace)::gather_with_cpp()",
+                "Module.cpp",
+            ),
+            (
+                "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, unsigned long, CUstream_st*)",
+                "",
+            ),
+            (
+                "at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)",
+                "??",
+            ),
             ("_PyEval_EvalFrameDefault", "??"),
             ("PyObject_Call", "??"),
-            ("at::_ops::mm::call(at::Tensor const&, at::Tensor const&)", "??"),
+            (
+                "at::_ops::mm::call(at::Tensor const&, at::Tensor const&)",
+                "??",
+            ),
             ("start_thread", "??"),
         ] {
             assert!(never_a_site(n, f).is_some(), "{n}");
         }
         for (n, f) in [
-            ("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)", "accumulate_grad.cpp"),
-            ("torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)", "Functions.cpp"),
+            (
+                "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+                "accumulate_grad.cpp",
+            ),
+            (
+                "torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)",
+                "Functions.cpp",
+            ),
             ("forward", "/src/model.py"),
         ] {
             assert!(never_a_site(n, f).is_none(), "{n}");
@@ -364,14 +414,18 @@ mod tests {
     #[test]
     fn stdlib_is_not_site_packages() {
         assert!(is_stdlib("/usr/lib/python3.11/runpy.py"));
-        assert!(!is_stdlib("/venv/lib/python3.11/site-packages/flash_attn/x.py"));
+        assert!(!is_stdlib(
+            "/venv/lib/python3.11/site-packages/flash_attn/x.py"
+        ));
         assert!(!is_stdlib("/src/train.py"));
     }
 
     #[test]
     fn short_names() {
         assert_eq!(
-            short_function("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"),
+            short_function(
+                "torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor, std::allocator<at::Tensor> >&&)"
+            ),
             "torch::autograd::AccumulateGrad::apply"
         );
         assert_eq!(

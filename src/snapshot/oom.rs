@@ -95,7 +95,8 @@ pub fn state_at(snap: &Snapshot, device: i64, t: &DeviceTrace, idx: usize) -> Oo
     }
     let oom = &t.events[idx];
     let large = oom.size > SMALL_SIZE;
-    let (mut reserved, mut free, mut largest, mut n, mut with_free) = (0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut reserved, mut free, mut largest, mut n, mut with_free) =
+        (0u64, 0u64, 0u64, 0u64, 0u64);
     for (&addr, seg) in &segs {
         if seg.stream != oom.stream || (seg.size != SMALL_SEGMENT) != large {
             continue;

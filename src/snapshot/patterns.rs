@@ -2,8 +2,8 @@
 //! diff) holds its evidence, with that evidence and the matching fix.
 
 use super::analysis::Analysis;
-use super::sites::Category;
 use super::report::{Diff, Pattern, SiteRef, human, pct, sat_sum};
+use super::sites::Category;
 use super::trace::NONE;
 
 pub const RETAINED_GRAPH: &str = "retained_autograd_graph";
@@ -568,7 +568,9 @@ fn fragmentation(a: &mut Analysis) -> Option<Pattern> {
     let fix = if expandable {
         "expandable_segments is already on: cap splitting of large blocks with `PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N` (N about the largest allocation that fails), or free long-lived tensors before the peak so their segments can be reused.".to_string()
     } else {
-        let mb = (request.max(t.largest_inactive_block_bytes) >> 20).max(64).next_power_of_two();
+        let mb = (request.max(t.largest_inactive_block_bytes) >> 20)
+            .max(64)
+            .next_power_of_two();
         format!(
             "Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: segments then grow by mapping pages, so freed ranges join into one block. Where that is not possible, `max_split_size_mb:{mb}` keeps large blocks from being split by small allocations."
         )

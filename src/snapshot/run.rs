@@ -23,7 +23,10 @@ pub fn analyse_file(
 }
 
 fn not_a_file(p: &Path) -> String {
-    format!("{} is a directory: --diff compares two snapshot files", p.display())
+    format!(
+        "{} is a directory: --diff compares two snapshot files",
+        p.display()
+    )
 }
 
 /// Analyse `path` (a file or a directory of ranks), optionally diffed against `other`.

@@ -3,9 +3,9 @@
 //! the sites holding memory just before them, training steps, allocations retained
 //! across steps, the activation sawtooth, and bursts of frees.
 
+use super::model::{Action, BlockState, DeviceTrace, FrameId, FxMap, NO_TIME, Snapshot, StackId};
 use super::oom::{self, OomState};
 use super::sites::{Attributor, Category, SiteAgg, group_sites};
-use super::model::{Action, BlockState, DeviceTrace, FrameId, FxMap, NO_TIME, Snapshot, StackId};
 
 pub const NONE: u32 = u32::MAX;
 

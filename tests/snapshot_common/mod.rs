@@ -65,14 +65,15 @@ pub fn user_error(args: &[&str]) -> String {
 /// Run tools/gen_snapshots.py with `args` into a new temporary folder. None (with a
 /// notice) when python3 is missing, unless INSTRUMENT_REQUIRE_PYTHON=1.
 pub fn generate(args: &[&str]) -> Option<tempfile::TempDir> {
-    let found = std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|p| p.join("python3").is_file())
-    });
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join("python3").is_file()));
     if !found {
         if std::env::var("INSTRUMENT_REQUIRE_PYTHON").as_deref() == Ok("1") {
             panic!("python3 is required (INSTRUMENT_REQUIRE_PYTHON=1) but not on PATH");
         }
-        eprintln!("notice: python3 not on PATH; skipping (set INSTRUMENT_REQUIRE_PYTHON=1 to make this a failure)");
+        eprintln!(
+            "notice: python3 not on PATH; skipping (set INSTRUMENT_REQUIRE_PYTHON=1 to make this a failure)"
+        );
         return None;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -157,4 +158,3 @@ pub fn canonical(s: &instrument::snapshot::model::Snapshot) -> Vec<String> {
     }
     out
 }
-

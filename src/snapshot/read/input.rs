@@ -9,9 +9,7 @@ use super::value::{Value, int_from_le};
 
 pub const BUF: usize = 1 << 20;
 
-
 type PResult<T> = Result<T, PickleError>;
-
 
 /// What the reader reads from: any `Read`, plus a way to jump forward (over the part
 /// of a file a helper thread already read).
@@ -120,7 +118,7 @@ impl<R: Source> Input<R> {
                     return Err(PickleError {
                         offset: self.offset(),
                         msg: format!("read failed: {e}"),
-            retain: false,
+                        retain: false,
                     });
                 }
             }
@@ -226,7 +224,7 @@ impl<R: Source> Input<R> {
                     return Err(PickleError {
                         offset: self.offset(),
                         msg: format!("read failed: {e}"),
-            retain: false,
+                        retain: false,
                     });
                 }
             }

@@ -158,12 +158,21 @@ pub fn timeline_svg(out: &mut String, tl: &Timeline, id: &str, f: &Frame, y_max:
         let mut d = String::new();
         for (j, b) in base.iter().enumerate() {
             let top = b.saturating_add(v.get(j).copied().unwrap_or(0));
-            let _ = write!(d, "{}{:.1},{:.1}", if j == 0 { "M" } else { "L" }, px(j), py(top));
+            let _ = write!(
+                d,
+                "{}{:.1},{:.1}",
+                if j == 0 { "M" } else { "L" },
+                px(j),
+                py(top)
+            );
         }
         for (j, b) in base.iter().enumerate().rev() {
             let _ = write!(d, "L{:.1},{:.1}", px(j), py(*b));
         }
-        let _ = write!(out, "<path d=\"{d}Z\" fill=\"{color}\" fill-opacity=\"0.88\"/>");
+        let _ = write!(
+            out,
+            "<path d=\"{d}Z\" fill=\"{color}\" fill-opacity=\"0.88\"/>"
+        );
         for (j, b) in base.iter_mut().enumerate() {
             *b = b.saturating_add(v.get(j).copied().unwrap_or(0));
         }
@@ -253,7 +262,10 @@ pub fn history_svg(out: &mut String, h: &SegmentHistory, tl: &Timeline, id: &str
         f.ml + f.pw - x0,
         f.ph
     );
-    for (off, label, dy) in [(0u64, "0".to_string(), 9.0), (h.total_size, human(h.total_size), 0.0)] {
+    for (off, label, dy) in [
+        (0u64, "0".to_string(), 9.0),
+        (h.total_size, human(h.total_size), 0.0),
+    ] {
         let _ = write!(
             out,
             "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\" class=\"tick\">{}</text>",
@@ -264,8 +276,14 @@ pub fn history_svg(out: &mut String, h: &SegmentHistory, tl: &Timeline, id: &str
     }
     for b in &h.blocks {
         let (x, w) = (xx(b.x0), (xx(b.x1) - xx(b.x0)).max(0.6));
-        let (y, hh) = (yy(b.offset), (yy(b.offset + b.size) - yy(b.offset)).max(0.6));
-        let color = b.series.map(|k| PALETTE[k % PALETTE.len()]).unwrap_or(OTHER);
+        let (y, hh) = (
+            yy(b.offset),
+            (yy(b.offset + b.size) - yy(b.offset)).max(0.6),
+        );
+        let color = b
+            .series
+            .map(|k| PALETTE[k % PALETTE.len()])
+            .unwrap_or(OTHER);
         let _ = write!(
             out,
             "<rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{hh:.1}\" fill=\"{color}\" data-l=\"{}\" data-b=\"{}\" data-t=\"{}|{}\"/>",

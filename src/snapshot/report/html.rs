@@ -201,19 +201,37 @@ fn ranks_section(o: &mut String, r: &Report) {
                 if stands { " standout" } else { "" },
                 esc(&human(tl.peak())),
                 if stands {
-                    format!(" — {}", esc(&info.map(|x| x.reasons.join("; ")).unwrap_or_default()))
+                    format!(
+                        " — {}",
+                        esc(&info.map(|x| x.reasons.join("; ")).unwrap_or_default())
+                    )
                 } else {
                     String::new()
                 }
             );
-            charts::timeline_svg(o, tl, &format!("rank{rank}"), &Frame::new(470.0, 150.0), y_max, false);
+            charts::timeline_svg(
+                o,
+                tl,
+                &format!("rank{rank}"),
+                &Frame::new(470.0, 150.0),
+                y_max,
+                false,
+            );
             o.push_str("</div>");
         }
         o.push_str("</div>");
     }
     head(
         o,
-        &["rank", "peak", "live", "reserved", "OOMs", "file", "stands out"],
+        &[
+            "rank",
+            "peak",
+            "live",
+            "reserved",
+            "OOMs",
+            "file",
+            "stands out",
+        ],
         &[true, true, true, true, true, false, false],
     );
     for x in &r.ranks {
@@ -234,7 +252,11 @@ fn ranks_section(o: &mut String, r: &Report) {
     o.push_str("</table>");
     for x in r.ranks.iter().filter(|x| x.stands_out) {
         let _ = write!(o, "<p>Rank {} differs most at:</p>", x.rank);
-        head(o, &["change", "this rank", "median", "site"], &[true, true, true, false]);
+        head(
+            o,
+            &["change", "this rank", "median", "site"],
+            &[true, true, true, false],
+        );
         for d in &x.differing_sites {
             row(
                 o,
@@ -282,7 +304,12 @@ fn oom_detail(o: &mut String, i: usize, oom: &Oom) {
         let _ = write!(
             o,
             "<li><code>{}</code></li>",
-            esc(&format!("{}:{} in {}", f.file, f.line, short_function(&f.function)))
+            esc(&format!(
+                "{}:{} in {}",
+                f.file,
+                f.line,
+                short_function(&f.function)
+            ))
         );
     }
     o.push_str("</ol>");
@@ -312,15 +339,31 @@ fn tables(o: &mut String, r: &Report) {
     let t = &r.totals;
     for (name, b, n) in [
         ("reserved (segments)", t.reserved_bytes, t.segments),
-        ("live (active_allocated)", t.allocated_bytes, t.allocated_blocks),
-        ("delayed frees (active_pending_free)", t.pending_free_bytes, t.pending_free_blocks),
+        (
+            "live (active_allocated)",
+            t.allocated_bytes,
+            t.allocated_blocks,
+        ),
+        (
+            "delayed frees (active_pending_free)",
+            t.pending_free_bytes,
+            t.pending_free_blocks,
+        ),
         ("inactive cached", t.inactive_bytes, t.inactive_blocks),
     ] {
-        row(o, &[name.into(), human(b), n.to_string()], &[false, true, true]);
+        row(
+            o,
+            &[name.into(), human(b), n.to_string()],
+            &[false, true, true],
+        );
     }
     row(
         o,
-        &["requested / rounding waste".into(), human(t.requested_bytes), human(t.rounding_waste_bytes)],
+        &[
+            "requested / rounding waste".into(),
+            human(t.requested_bytes),
+            human(t.rounding_waste_bytes),
+        ],
         &[false, true, true],
     );
     row(
@@ -336,7 +379,14 @@ fn tables(o: &mut String, r: &Report) {
     if !r.streams.is_empty() {
         head(
             o,
-            &["stream", "reserved", "live", "delayed frees", "inactive", "segments"],
+            &[
+                "stream",
+                "reserved",
+                "live",
+                "delayed frees",
+                "inactive",
+                "segments",
+            ],
             &[false, true, true, true, true, true],
         );
         for s in &r.streams {
@@ -363,7 +413,14 @@ fn tables(o: &mut String, r: &Report) {
     );
     head(
         o,
-        &["bytes", "% live", "blocks", "category", "site", "called from"],
+        &[
+            "bytes",
+            "% live",
+            "blocks",
+            "category",
+            "site",
+            "called from",
+        ],
         &[true, true, true, false, false, false],
     );
     for s in &r.sites {
@@ -376,7 +433,13 @@ fn tables(o: &mut String, r: &Report) {
             cat_color(s.category),
             s.category.name(),
             esc(&site_label(&s.file, s.line, &s.function)),
-            esc(&s.stack.iter().skip(1).cloned().collect::<Vec<_>>().join(" ← "))
+            esc(&s
+                .stack
+                .iter()
+                .skip(1)
+                .cloned()
+                .collect::<Vec<_>>()
+                .join(" ← "))
         );
     }
     o.push_str("</table>");
@@ -403,7 +466,11 @@ fn tables(o: &mut String, r: &Report) {
             for p in &tr.pending_frees {
                 row(
                     o,
-                    &[format!("{:#x}", p.stream), p.blocks.to_string(), human(p.bytes)],
+                    &[
+                        format!("{:#x}", p.stream),
+                        p.blocks.to_string(),
+                        human(p.bytes),
+                    ],
                     &[false, true, true],
                 );
             }
@@ -412,7 +479,12 @@ fn tables(o: &mut String, r: &Report) {
         if !tr.repeated_unfreed.is_empty() {
             head(
                 o,
-                &["allocated every step, never freed", "steps", "blocks", "bytes"],
+                &[
+                    "allocated every step, never freed",
+                    "steps",
+                    "blocks",
+                    "bytes",
+                ],
                 &[false, true, true, true],
             );
             for u in &tr.repeated_unfreed {
@@ -435,9 +507,16 @@ fn tables(o: &mut String, r: &Report) {
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
     o.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(o, "<title>instrument snapshot: {}</title>", esc(&r.source.path));
+    let _ = write!(
+        o,
+        "<title>instrument snapshot: {}</title>",
+        esc(&r.source.path)
+    );
     o.push_str("<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message||e));});</script>");
-    let _ = write!(o, "<style>{STYLE}</style></head><body><div id=\"tip\"></div>");
+    let _ = write!(
+        o,
+        "<style>{STYLE}</style></head><body><div id=\"tip\"></div>"
+    );
     let _ = write!(
         o,
         "<h1>Memory snapshot: <code>{}</code></h1><p class=\"muted\">{} &middot; {} &middot; {}</p>",
@@ -479,7 +558,14 @@ pub fn render(r: &Report) -> String {
             thousands(tl.events),
             tl.series.len()
         );
-        charts::timeline_svg(&mut o, tl, "tl0", &Frame::new(960.0, 320.0), tl.peak(), true);
+        charts::timeline_svg(
+            &mut o,
+            tl,
+            "tl0",
+            &Frame::new(960.0, 320.0),
+            tl.peak(),
+            true,
+        );
         charts::legend(&mut o, tl);
         if let Some(ps) = &r.peak_step {
             let _ = write!(
@@ -488,7 +574,14 @@ pub fn render(r: &Report) -> String {
                 thousands(ps.events),
                 esc(&human(ps.peak()))
             );
-            charts::timeline_svg(&mut o, ps, "tl1", &Frame::new(960.0, 260.0), ps.peak(), true);
+            charts::timeline_svg(
+                &mut o,
+                ps,
+                "tl1",
+                &Frame::new(960.0, 260.0),
+                ps.peak(),
+                true,
+            );
             charts::legend(&mut o, ps);
         }
         let hist_tl = r.peak_step.as_ref().unwrap_or(tl);

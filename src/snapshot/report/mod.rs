@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::snapshot::analysis::{Analysis, Totals};
-use crate::snapshot::sites::SiteAgg;
-use crate::snapshot::sites::{Category, Origin};
 use crate::snapshot::frames::short_function;
 use crate::snapshot::model::{Action, FrameId, Layout, Snapshot, StackId};
+use crate::snapshot::sites::SiteAgg;
+use crate::snapshot::sites::{Category, Origin};
 use crate::snapshot::trace::StepMethod;
 
 pub const SCHEMA_VERSION: u32 = 1;
@@ -91,7 +91,12 @@ impl SiteRef {
         if self.function.is_empty() {
             self.file.clone()
         } else {
-            format!("{}:{} in {}", self.file, self.line, short_function(&self.function))
+            format!(
+                "{}:{} in {}",
+                self.file,
+                self.line,
+                short_function(&self.function)
+            )
         }
     }
 

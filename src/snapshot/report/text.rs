@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::snapshot::analysis::Totals;
 use super::{Report, human, pct, short, signed_human};
+use crate::snapshot::analysis::Totals;
 use crate::snapshot::frames::short_function;
 
 fn totals_lines(out: &mut String, t: &Totals) {
@@ -325,7 +325,13 @@ fn render_trace(out: &mut String, r: &Report) {
         let _ = writeln!(out, "  why: {}", o.why);
         let _ = writeln!(out, "  at {}", o.site.label());
         for f in o.frames.iter().take(12) {
-            let _ = writeln!(out, "    {}:{} in {}", f.file, f.line, short_function(&f.function));
+            let _ = writeln!(
+                out,
+                "    {}:{} in {}",
+                f.file,
+                f.line,
+                short_function(&f.function)
+            );
         }
         let _ = writeln!(out, "  holding memory just before:");
         for h in &o.holders {

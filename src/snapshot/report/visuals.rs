@@ -198,8 +198,16 @@ pub fn peak_step_range(t: &TraceAnalysis) -> Option<(usize, usize)> {
         return None;
     }
     let s = t.step_of(t.peak_idx) as usize;
-    let lo = if s == 0 { 0 } else { t.step_starts[s - 1] as usize };
-    let hi = t.step_starts.get(s).map(|&e| e as usize).unwrap_or(t.live.len());
+    let lo = if s == 0 {
+        0
+    } else {
+        t.step_starts[s - 1] as usize
+    };
+    let hi = t
+        .step_starts
+        .get(s)
+        .map(|&e| e as usize)
+        .unwrap_or(t.live.len());
     (hi > lo + 1).then_some((lo, hi))
 }
 
@@ -263,7 +271,11 @@ pub fn timeline_range(
     for r in &t.recs {
         let site = a.attr.attribute(snap, r.stack).site;
         let Some(&k) = index.get(&site) else { continue };
-        let from = if r.alloc_idx == NONE { -1 } else { r.alloc_idx as i64 };
+        let from = if r.alloc_idx == NONE {
+            -1
+        } else {
+            r.alloc_idx as i64
+        };
         deltas[k].push((from, r.size as i64));
         if r.free_idx != NONE {
             deltas[k].push((r.free_idx as i64, -(r.size as i64)));
@@ -306,8 +318,18 @@ pub fn timeline_range(
         total,
         series,
         other,
-        ooms: t.ooms.iter().filter(|o| inside(o.idx)).map(|o| rel(o.idx)).collect(),
-        steps: t.step_starts.iter().filter(|&&s| inside(s)).map(|&s| rel(s)).collect(),
+        ooms: t
+            .ooms
+            .iter()
+            .filter(|o| inside(o.idx))
+            .map(|o| rel(o.idx))
+            .collect(),
+        steps: t
+            .step_starts
+            .iter()
+            .filter(|&&s| inside(s))
+            .map(|&s| rel(s))
+            .collect(),
         events: (hi - lo) as u64,
     })
 }
@@ -334,7 +356,8 @@ pub fn segment_history(
     let mut by_addr: Vec<usize> = (0..t.recs.len())
         .filter(|&i| {
             let r = &t.recs[i];
-            (r.alloc_idx == NONE || r.alloc_idx < hi32) && (r.free_idx == NONE || r.free_idx >= lo32)
+            (r.alloc_idx == NONE || r.alloc_idx < hi32)
+                && (r.free_idx == NONE || r.free_idx >= lo32)
         })
         .collect();
     by_addr.sort_unstable_by_key(|&i| t.recs[i].addr);
@@ -449,7 +472,11 @@ pub fn segment_map(a: &mut Analysis) -> Vec<SegmentBar> {
         .iter()
         .filter(|s| s.device == a.device)
         .collect();
-    segs.sort_by(|x, y| y.total_size.cmp(&x.total_size).then(x.address.cmp(&y.address)));
+    segs.sort_by(|x, y| {
+        y.total_size
+            .cmp(&x.total_size)
+            .then(x.address.cmp(&y.address))
+    });
     segs.truncate(200);
     segs.sort_by_key(|s| s.address);
     segs.iter()

@@ -18,7 +18,11 @@ impl Builder {
                     let parts: Vec<String> = items
                         .iter()
                         .map(|&(k, v)| {
-                            format!("{}: {}", self.display(k, depth + 1), self.display(v, depth + 1))
+                            format!(
+                                "{}: {}",
+                                self.display(k, depth + 1),
+                                self.display(v, depth + 1)
+                            )
                         })
                         .collect();
                     format!("{{{}}}", parts.join(", "))

@@ -238,7 +238,9 @@ impl Builder {
             (_, Body::Dict(items)) => {
                 let out = match kind {
                     Kind::Event => self.make_event(&items).map(Item::Event),
-                    Kind::Segment => self.make_segment(&items).map(|s| Item::Segment(Box::new(s))),
+                    Kind::Segment => self
+                        .make_segment(&items)
+                        .map(|s| Item::Segment(Box::new(s))),
                     Kind::Block => self.make_block(&items).map(Item::Block),
                     Kind::History => self.make_history(&items),
                     _ => self.make_frame(&items),
@@ -354,7 +356,9 @@ impl Builder {
                     ));
                 }
             },
-            K_ADDR | K_DEVICE_FREE => ev.addr = self.convert(v, "trace entry address", Conv::U64)?,
+            K_ADDR | K_DEVICE_FREE => {
+                ev.addr = self.convert(v, "trace entry address", Conv::U64)?
+            }
             K_SIZE => ev.size = self.convert(v, "trace entry `size`", Conv::Size)?,
             K_STREAM => ev.stream = self.convert(v, "trace entry `stream`", Conv::I64)? as i64,
             K_TIME_US => {
@@ -508,7 +512,9 @@ impl Builder {
             match k {
                 K_DEVICE => s.device = self.convert(v, "segment `device`", Conv::I64)? as i64,
                 K_ADDRESS => s.address = self.convert(v, "segment `address`", Conv::U64)?,
-                K_TOTAL_SIZE => s.total_size = self.convert(v, "segment `total_size`", Conv::Size)?,
+                K_TOTAL_SIZE => {
+                    s.total_size = self.convert(v, "segment `total_size`", Conv::Size)?
+                }
                 K_STREAM => s.stream = self.convert(v, "segment `stream`", Conv::I64)? as i64,
                 K_SEGMENT_TYPE => {
                     if let Value::Str(t) = self.val(v) {
