@@ -7,19 +7,18 @@
 //! that shape, into a [`Scan`] without touching anything; [`Scan::apply`] then folds
 //! it into an [`Event`] exactly as the generic machine would (the same memo indices,
 //! the same interned stack). On any other shape nothing has changed and the generic
-//! machine reads the dict. The split read's helper applies scans symbolically
-//! (see `split.rs`).
+//! machine reads the dict. Entries of a shape already seen are read faster still
+//! (`shape.rs`, which learns shapes from scans); the split read's helper applies
+//! scans symbolically (`split.rs`).
 //!
 //! Both pickle writers are covered: Python's (memo store right after a container
 //! opens, `MEMOIZE` or `BINPUT`, FRAME opcodes between any two opcodes, SETITEM/APPEND
 //! for single items) and torch::jit::Pickler's (`BINPUT` after a container closes,
 //! strings memoized by value).
 
-use super::builder::keys::*;
 use super::builder::Builder;
-use super::input::Source;
+use super::builder::keys::*;
 use super::value::*;
-use super::vm::Vm;
 use crate::snapshot::model::{Event, FrameId, StrId};
 
 /// A memo store: MEMOIZE (the next index) or PUT with an explicit index.
@@ -85,7 +84,7 @@ fn skip_frames(buf: &[u8], mut p: usize) -> Option<usize> {
 }
 
 #[inline(always)]
-fn u32_at(buf: &[u8], p: usize) -> Option<u32> {
+pub(crate) fn u32_at(buf: &[u8], p: usize) -> Option<u32> {
     Some(u32::from_le_bytes(buf.get(p..p + 4)?.try_into().ok()?))
 }
 
@@ -103,7 +102,7 @@ fn store(buf: &[u8], p: usize) -> Option<(Option<Store>, usize)> {
 
 /// A memo reference at `p` (after FRAMEs): (index, end).
 #[inline(always)]
-fn memo_ref(buf: &[u8], p: usize) -> Option<(u32, usize)> {
+pub(crate) fn memo_ref(buf: &[u8], p: usize) -> Option<(u32, usize)> {
     match *buf.get(p)? {
         b'h' => Some((*buf.get(p + 1)? as u32, p + 2)),
         b'j' => Some((u32_at(buf, p + 1)?, p + 5)),
@@ -131,7 +130,7 @@ fn string(buf: &[u8], p: usize) -> Option<(u32, u32, usize)> {
 
 /// A scalar at `p`: (value, end).
 #[inline(always)]
-fn scalar(buf: &[u8], p: usize) -> Option<(Val, usize)> {
+pub(crate) fn scalar(buf: &[u8], p: usize) -> Option<(Val, usize)> {
     Some(match *buf.get(p)? {
         b'K' => (Val::Int(*buf.get(p + 1)? as i64), p + 2),
         b'M' => (
@@ -357,12 +356,9 @@ pub(crate) struct Undo {
 
 impl Undo {
     pub fn new() -> Self {
-        Undo {
-            idx: [0; 64],
-            n: 0,
-        }
+        Undo { idx: [0; 64], n: 0 }
     }
-    fn push(&mut self, i: u64) -> Option<()> {
+    pub(crate) fn push(&mut self, i: u64) -> Option<()> {
         if self.n == self.idx.len() {
             return None;
         }
@@ -380,7 +376,7 @@ impl Undo {
 /// The index a store takes in the main reader: MEMOIZE's next one, or an explicit
 /// PUT to exactly that index (anything else is left to the generic machine).
 #[inline(always)]
-fn index(b: &Builder, s: Store) -> Option<u64> {
+pub(crate) fn index(b: &Builder, s: Store) -> Option<u64> {
     let next = b.memo_len();
     match s {
         Store::Next => Some(next),
@@ -398,7 +394,7 @@ fn put(b: &mut Builder, undo: &mut Undo, s: Option<Store>, v: PV) -> Option<()> 
     Some(())
 }
 
-fn text(buf: &[u8], off: u32, n: u32) -> &str {
+pub(crate) fn text(buf: &[u8], off: u32, n: u32) -> &str {
     let bytes = &buf[off as usize..(off + n) as usize];
     std::str::from_utf8(bytes).unwrap_or("\u{fffd}")
 }
@@ -518,32 +514,4 @@ impl Scan {
 
 /// Bytes buffered before trying an entry (an entry cut by the window is left to the
 /// generic machine).
-const WINDOW: usize = 1 << 14;
-
-impl<R: Source> Vm<'_, R> {
-    /// Try the fast path at an EMPTY_DICT: the entry's event, parked for its list.
-    pub(crate) fn try_trace_entry(&mut self) -> Option<PV> {
-        if self.inp.end - self.inp.pos < WINDOW && self.inp.fill(WINDOW).is_err() {
-            return None;
-        }
-        let start = self.inp.pos;
-        let buf = &self.inp.buf[start..self.inp.end.min(start + WINDOW)];
-        let mut sc = std::mem::take(&mut self.scan);
-        let r = (|| {
-            scan(buf, &mut sc)?;
-            let mut undo = Undo::new();
-            match sc.apply(buf, self.b, &mut undo) {
-                Some(ev) => Some(ev),
-                None => {
-                    undo.undo(self.b);
-                    None
-                }
-            }
-        })();
-        let used = sc.used;
-        self.scan = sc;
-        let ev = r?;
-        self.inp.pos = start + used;
-        Some(self.b.park_event(ev))
-    }
-}
+pub(crate) const WINDOW: usize = 1 << 14;

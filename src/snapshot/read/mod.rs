@@ -4,7 +4,8 @@
 //!
 //! - `input`   — the bounded input buffer;
 //! - `vm`      — the pickle machine (never executes anything);
-//! - `fast`    — the fast path for trace entries;
+//! - `fast`    — the fast path for trace entries (the scanner);
+//! - `shape`   — learned entry shapes, the fastest path;
 //! - `split`   — a helper thread for the second half of large files;
 //! - `value`, `memo` — packed values and the memo;
 //! - `builder` — folds containers into the typed model as they complete;
@@ -15,6 +16,7 @@ pub mod fast;
 pub mod input;
 pub mod json;
 pub mod memo;
+pub mod shape;
 pub mod split;
 pub mod value;
 pub mod vm;
@@ -25,7 +27,6 @@ use std::path::Path;
 
 use super::model::Snapshot;
 use json::read_json;
-pub use split::read_pickle_split;
 pub use vm::read_pickle_with;
 
 /// Why a pickle could not be read: a message and the byte offset of the opcode.
@@ -40,7 +41,32 @@ pub struct PickleError {
 /// Files from this size are read with a helper thread.
 pub const SPLIT_FROM: u64 = 64 << 20;
 /// Where in the file the helper starts looking for trace entries.
-pub const SPLIT_AT: f64 = 0.52;
+pub const SPLIT_AT: f64 = 0.43;
+
+/// Read a large snapshot file with a helper thread that reads the second half of
+/// its trace (from about `at` of the file) at the same time. Returns the snapshot and
+/// how many trace entries came from the helper.
+pub fn read_pickle_split(
+    path: &Path,
+    total: u64,
+    max_events: usize,
+    at: f64,
+) -> Result<(Snapshot, u64), PickleError> {
+    let file = File::open(path).map_err(|e| PickleError {
+        offset: 0,
+        msg: format!("cannot open: {e}"),
+        retain: false,
+    })?;
+    std::thread::scope(|s| {
+        let mut sp = split::spawn(s, path, total, max_events, at);
+        let r = vm::read_with(file, total, max_events, true, false, Some(&mut sp));
+        let taken = sp.finish();
+        r.map(|mut snap| {
+            snap.read_ahead_events = taken;
+            (snap, taken)
+        })
+    })
+}
 
 /// Read a pickle: lean (records folded and dropped) first; again keeping every
 /// memoized object if the file shares records.
@@ -58,7 +84,13 @@ fn read_pickle_file(path: &Path, total: u64, max_events: usize) -> Result<Snapsh
         // A large pickle is mostly its trace: a helper thread reads the second half.
         read_pickle_split(path, total, max_events, SPLIT_AT).map(|(s, _)| s)
     } else {
-        read_pickle_with(BufReader::with_capacity(1 << 16, open()?), total, max_events, true, false)
+        read_pickle_with(
+            BufReader::with_capacity(1 << 16, open()?),
+            total,
+            max_events,
+            true,
+            false,
+        )
     };
     match lean {
         Err(e) if e.retain => {
@@ -66,12 +98,12 @@ fn read_pickle_file(path: &Path, total: u64, max_events: usize) -> Result<Snapsh
                 eprintln!("retain: byte {}: {}", e.offset, e.msg);
             }
             read_pickle_with(
-            BufReader::with_capacity(1 << 16, open()?),
-            total,
-            max_events,
-            false,
-            true,
-        )
+                BufReader::with_capacity(1 << 16, open()?),
+                total,
+                max_events,
+                false,
+                true,
+            )
         }
         r => r,
     }

@@ -2,7 +2,8 @@
 //! reader reads the first.
 //!
 //! The helper starts at a trace-entry boundary about half-way through the file and
-//! reads entries with the fast path's scanner, *symbolically*: it cannot know the
+//! reads entries with learned shapes and the fast path's scanner, *symbolically*: it
+//! cannot know the
 //! memo's length where it starts (protocol 4's MEMOIZE numbers implicitly), so every
 //! memo reference is kept as its raw index and every memo store it makes is numbered
 //! from zero. Key strings are resolved from the main reader's published memo; actions
@@ -15,21 +16,22 @@
 //! string for an action, a stack for `frames`, frames inside a new stack); otherwise
 //! it reads everything itself. Either way the snapshot is the same.
 
-use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, Sender, channel};
 
-use super::PickleError;
 use super::builder::keys::*;
 use super::builder::{Builder, MAX_SIZE};
-use super::fast::{Key, Scan, Store, Val, scan};
+use super::fast::{Key, Scan, Store, Val, WINDOW, scan};
 use super::input::{Input, Source};
-use super::value::*;
-use super::vm::{PResult, Vm, read_with};
-use crate::snapshot::model::{Action, Event, FxMap, Interner, Snapshot, StrId};
+use super::memo::{Local, Overlay};
+use super::shape::{self, Entry, Op, Shape, Shapes, What};
+use crate::snapshot::model::{Action, Event, FxMap, Interner, StrId};
+
+/// A key written out in an entry (not a memo reference): where its memo store goes, and its text.
+type KeyText = (Option<Store>, String);
 
 /// The main reader's key strings (memo index and text) and where the helper starts looking.
 pub struct Publication {
@@ -82,41 +84,13 @@ fn unpack_sym(x: u64) -> (Option<u32>, StackSym) {
 /// Indices that fit the packing (larger memos are left to the main reader).
 const MAX_SYM: u32 = 1 << 30;
 
-/// One of the helper's memo stores, packed: kind in the top 3 bits.
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct Local(u32);
-
-impl Local {
-    const RELEASED: Local = Local(0);
-    const DISCARDED: Local = Local(1 << 29);
-    const EMPTY_STACK: Local = Local(4 << 29);
-    fn str(i: u32) -> Local {
-        Local((2 << 29) | i)
-    }
-    fn stack(h: u32) -> Local {
-        Local((3 << 29) | h)
-    }
-    fn kind(self) -> u32 {
-        self.0 >> 29
-    }
-    fn value(self) -> u32 {
-        self.0 & ((1 << 29) - 1)
-    }
-    fn is_str(self) -> bool {
-        self.kind() == 2
-    }
-    fn is_stack(self) -> bool {
-        matches!(self.kind(), 3 | 4)
-    }
-}
-
 /// What the helper read: the trace entries from `start` (an EMPTY_DICT) to `stop`
 /// (just after an entry), and the memo stores those bytes made.
 pub struct HelperResult {
     start: u64,
     stop: u64,
-    events: VecDeque<Event>,
-    syms: VecDeque<u64>,
+    events: Vec<Event>,
+    syms: Vec<u64>,
     dropped: u64,
     locals: Vec<Local>,
     strs: Vec<String>,
@@ -155,122 +129,135 @@ impl Drop for GiveUpOnDrop<'_> {
     }
 }
 
-impl<R: Source> Vm<'_, R> {
-    /// Inside a batch of trace entries (at least one read): publish the key strings
-    /// once, for the helper to start on.
-    fn split_publish(&mut self) {
-        let offset = self.op_offset;
-        let Some(sp) = self.split.as_deref() else {
-            return;
-        };
-        if sp.tx.is_none() || offset < sp.publish_after {
-            return;
-        }
-        let Some(&m) = self.marks.last() else {
-            return;
-        };
-        let in_trace = m > 0
-            && self.stack.len() > m
-            && self.stack[m..].iter().all(|&v| self.b.is_trace_entry(v))
-            && self.b.is_event_list(self.stack[m - 1]);
-        if !in_trace {
-            return;
-        }
-        let strings = self
-            .b
-            .memo
-            .values()
-            .filter_map(|(i, v)| v.str_id().map(|s| (i, self.b.strings.get(s).to_string())))
-            .collect();
-        let sp = self.split.as_deref_mut().expect("checked");
-        sp.target = sp.target.max(offset);
-        let target = sp.target;
-        if let Some(tx) = sp.tx.take() {
-            let _ = tx.send(Publication { strings, target });
-        }
+/// The helper's part, resolved in the main reader's terms, for it to take.
+pub(crate) struct Taken {
+    pub events: Vec<Event>,
+    pub dropped: u64,
+    pub seen: (bool, bool, bool),
+    /// The helper's memo stores, from the main reader's next index on.
+    pub overlay: Overlay,
+    /// Where the main reader goes on.
+    pub stop: u64,
+}
+
+impl SplitMain {
+    /// Inside a batch of trace entries (at least one read), at `offset`: publish
+    /// the key strings once, for the helper to start on.
+    /// Would [`publish`](Self::publish) at `offset` send anything?
+    pub(crate) fn wants_publication(&self, offset: u64) -> bool {
+        self.tx.is_some() && offset >= self.publish_after
     }
 
-    /// At an EMPTY_DICT: is this where the helper started? The first one past the
-    /// helper's target waits (briefly) for the helper to say where it starts, so
-    /// that the outcome does not depend on which thread is faster.
-    pub(crate) fn at_split_start(&mut self) -> bool {
-        self.split_publish();
-        let off = self.op_offset;
-        let Some(sp) = self.split.as_deref_mut() else {
-            return false;
+    pub(crate) fn publish(&mut self, offset: u64, b: &Builder) {
+        if offset < self.publish_after {
+            return;
+        }
+        let Some(tx) = self.tx.take() else {
+            return;
         };
-        if sp.done {
+        let strings = b
+            .memo
+            .values()
+            .into_iter()
+            .filter_map(|(i, v)| v.str_id().map(|s| (i, b.strings.get(s).to_string())))
+            .collect();
+        self.target = self.target.max(offset);
+        let _ = tx.send(Publication {
+            strings,
+            target: self.target,
+        });
+    }
+
+    /// At an EMPTY_DICT at `off`: is this where the helper started? The first one
+    /// past the helper's target waits (briefly) for the helper to say where it
+    /// starts, so that the outcome does not depend on which thread is faster.
+    pub(crate) fn at_start(&mut self, off: u64) -> bool {
+        if self.done {
             return false;
         }
-        if !sp.waited && sp.tx.is_none() && off >= sp.target {
-            sp.waited = true;
+        if !self.waited && self.tx.is_none() && off >= self.target {
+            self.waited = true;
             let t0 = std::time::Instant::now();
-            while sp.start.load(Ordering::Acquire) == NOT_YET
+            while self.start.load(Ordering::Acquire) == NOT_YET
                 && t0.elapsed() < std::time::Duration::from_secs(5)
             {
                 std::thread::sleep(std::time::Duration::from_micros(50));
             }
         }
-        let start = sp.start.load(Ordering::Acquire);
+        let start = self.start.load(Ordering::Acquire);
         if start == GAVE_UP || (start != NOT_YET && off > start) {
-            sp.done = true;
-            sp.cancel.store(true, Ordering::Release);
+            self.decline();
             return false;
         }
         start == off
     }
 
-    /// At the helper's start: when this reader is inside a batch of trace entries,
-    /// resolve the helper's part and take it as if read here. Returns false with
-    /// nothing changed otherwise.
-    pub(crate) fn take_over(&mut self) -> PResult<bool> {
-        let Some(sp) = self.split.as_deref_mut() else {
-            return Ok(false);
-        };
-        sp.done = true;
-        let Ok(res) = sp.rx.recv() else {
-            return Ok(false);
-        };
-        if res.start != self.op_offset || res.stop <= res.start {
-            return Ok(false);
+    /// The main reader reads on by itself.
+    pub(crate) fn decline(&mut self) {
+        self.done = true;
+        self.cancel.store(true, Ordering::Release);
+    }
+
+    /// At the helper's start (`off`, inside a batch of trace entries): its part,
+    /// resolved against `b`; None, with nothing changed, when anything does not
+    /// resolve.
+    pub(crate) fn take(&mut self, off: u64, b: &mut Builder) -> Option<Taken> {
+        self.done = true;
+        let mut res = self.rx.recv().ok()?;
+        if res.start != off || res.stop <= res.start {
+            return None;
         }
-        let Some(&m) = self.marks.last() else {
-            return Ok(false);
-        };
-        if m == 0 || !self.b.is_event_list(self.stack[m - 1]) {
-            return Ok(false);
-        }
-        if !self.stack[m..].iter().all(|&v| self.b.is_trace_entry(v)) {
-            return Ok(false);
-        }
-        let mut res = res;
-        let Some(locals) = resolve(self.b, &mut res) else {
-            return Ok(false);
-        };
-        // Accepted: the entries parked so far in this batch come first.
-        let l = self.stack[m - 1];
-        let r = self.b.list_extend(l, &self.stack[m..]);
-        self.build(r)?;
-        self.stack.truncate(m);
-        let sp = self.split.as_deref_mut().expect("checked");
-        sp.taken_events = res.events.len() as u64 + res.dropped;
-        let base = self.b.memo_len();
-        for (k, local) in locals.into_iter().enumerate() {
-            let r = self.b.memo_set_value(base + k as u64, local);
-            self.build(r)?;
-        }
-        self.b.add_seen_event_keys(res.seen);
-        let events = std::mem::take(&mut res.events);
-        let r = self.b.extend_events(l, events, res.dropped);
-        self.build(r)?;
-        self.inp.skip_to(res.stop)?;
-        Ok(true)
+        let stack_ids = resolve(b, &mut res)?;
+        self.taken_events = res.events.len() as u64 + res.dropped;
+        let str_ids = res.strs.iter().map(|t| b.strings.intern(t)).collect();
+        Some(Taken {
+            events: res.events,
+            dropped: res.dropped,
+            seen: res.seen,
+            overlay: Overlay::new(res.locals, str_ids, stack_ids),
+            stop: res.stop,
+        })
+    }
+
+    /// The read is over: stop the helper; how many trace entries came from it.
+    pub(crate) fn finish(self) -> u64 {
+        self.cancel.store(true, Ordering::Release);
+        self.taken_events
     }
 }
 
-/// Resolve the helper's part in the main reader's terms: its events in place, and
-/// its memo stores' values; None (nothing changed) if anything does not resolve.
-fn resolve(b: &mut Builder, res: &mut HelperResult) -> Option<Vec<PV>> {
+/// Start the helper thread in `scope` for `path` (`total` bytes), to start near
+/// `at` of the file; the main reader's side.
+pub(crate) fn spawn<'scope>(
+    scope: &'scope std::thread::Scope<'scope, '_>,
+    path: &'scope Path,
+    total: u64,
+    max_events: usize,
+    at: f64,
+) -> SplitMain {
+    let (pub_tx, pub_rx) = channel();
+    let (res_tx, res_rx) = channel();
+    let start = Arc::new(AtomicU64::new(NOT_YET));
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (start2, cancel2) = (start.clone(), cancel.clone());
+    scope.spawn(move || helper(path, total, max_events, pub_rx, res_tx, &start2, &cancel2));
+    SplitMain {
+        publish_after: total / 50,
+        target: (total as f64 * at) as u64,
+        tx: Some(pub_tx),
+        rx: res_rx,
+        start,
+        cancel,
+        done: false,
+        waited: false,
+        taken_events: 0,
+    }
+}
+
+/// Resolve the helper's part in the main reader's terms: its events in place; returns
+/// the interned stacks its memo stores refer to. None (nothing changed) if anything
+/// does not resolve.
+fn resolve(b: &mut Builder, res: &mut HelperResult) -> Option<Vec<u32>> {
     let base = b.memo_len();
     if res
         .explicit
@@ -280,9 +267,10 @@ fn resolve(b: &mut Builder, res: &mut HelperResult) -> Option<Vec<PV>> {
         return None;
     }
     let n_local = res.locals.len() as u64;
+    let locals = &res.locals;
     let local_of = |i: u32| -> Option<Local> {
         let i = i as u64;
-        (i >= base && i < base + n_local).then(|| res.locals[(i - base) as usize])
+        (i >= base && i < base + n_local).then(|| locals[(i - base) as usize])
     };
     // Check everything before changing anything.
     let mut stack_frames = Vec::with_capacity(res.stacks.len());
@@ -317,40 +305,30 @@ fn resolve(b: &mut Builder, res: &mut HelperResult) -> Option<Vec<PV>> {
             }
         }
     }
-    let stack_ids: Vec<_> = stack_frames.iter().map(|f| b.intern_stack(f)).collect();
+    let stack_ids: Vec<u32> = stack_frames.iter().map(|f| b.intern_stack(f)).collect();
     drop(stack_frames);
-    let locals: Vec<PV> = res
-        .locals
-        .iter()
-        .map(|&l| match l.kind() {
-            0 => PV::RELEASED,
-            1 => PV::DISCARDED,
-            2 => b.str(&res.strs[l.value() as usize]),
-            3 => PV::stack(stack_ids[l.value() as usize]),
-            _ => PV::stack(0),
-        })
-        .collect();
-    let value = |i: u32| -> PV {
-        let j = i as u64;
-        if j >= base && j < base + n_local {
-            locals[(j - base) as usize]
-        } else {
-            b.memo_raw(j)
-        }
-    };
     let syms = std::mem::take(&mut res.syms);
+    let strs = &res.strs;
     for (ev, x) in res.events.iter_mut().zip(syms) {
         let (a, s) = unpack_sym(x);
         if let Some(i) = a {
-            ev.action = Action::from_name(b.strings.get(value(i).str_id()?));
+            let id = match local_of(i) {
+                Some(l) => b.strings.intern(&strs[l.value() as usize]),
+                None => b.memo_raw(i as u64).str_id()?,
+            };
+            ev.action = b.action(id);
         }
         ev.stack = match s {
             StackSym::Empty => 0,
             StackSym::Helper(h) => stack_ids[h as usize],
-            StackSym::Ref(i) => value(i).stack_id()?,
+            StackSym::Ref(i) => match local_of(i) {
+                Some(l) if l.kind() == 3 => stack_ids[l.value() as usize],
+                Some(_) => 0,
+                None => b.memo_raw(i as u64).stack_id()?,
+            },
         };
     }
-    Some(locals)
+    Some(stack_ids)
 }
 
 /// The helper's symbolic reading of trace entries.
@@ -362,8 +340,11 @@ struct Helper {
     explicit: Vec<(u32, u32)>,
     stacks: Vec<Box<[u32]>>,
     stack_map: FxMap<Box<[u32]>, u32>,
-    events: VecDeque<Event>,
-    syms: VecDeque<u64>,
+    /// New stacks by the bytes of their references (entries read with a shape).
+    raw_stacks: FxMap<Box<[u8]>, u32>,
+    scratch: Vec<u32>,
+    events: Vec<Event>,
+    syms: Vec<u64>,
     dropped: u64,
     max_events: usize,
     seen: (bool, bool, bool),
@@ -387,7 +368,7 @@ impl Helper {
         }
     }
 
-    fn key(&self, k: Key, buf: &[u8]) -> Option<(StrId, Option<(Option<Store>, String)>)> {
+    fn key(&self, k: Key, buf: &[u8]) -> Option<(StrId, Option<KeyText>)> {
         match k {
             Key::Ref(i) => self.keys.get(&i).map(|&s| (s, None)),
             Key::Str(off, n, s) => {
@@ -406,8 +387,105 @@ impl Helper {
             self.explicit.truncate(mark.1);
             self.stacks.truncate(mark.2);
             self.stack_map.retain(|_, v| (*v as usize) < mark.2);
+            self.raw_stacks.retain(|_, v| (*v as usize) < mark.2);
         }
         ok
+    }
+
+    /// One entry parsed with a shape; false (nothing changed) when it cannot be read
+    /// symbolically.
+    fn shaped(&mut self, e: &Entry, buf: &[u8]) -> bool {
+        let mark = (self.locals.len(), self.explicit.len(), self.stacks.len());
+        let ok = self.locals.len() < MAX_SYM as usize && self.shaped_inner(e, buf).is_some();
+        if !ok {
+            self.locals.truncate(mark.0);
+            self.explicit.truncate(mark.1);
+            self.stacks.truncate(mark.2);
+            self.stack_map.retain(|_, v| (*v as usize) < mark.2);
+            self.raw_stacks.retain(|_, v| (*v as usize) < mark.2);
+        }
+        ok
+    }
+
+    fn shaped_inner(&mut self, e: &Entry, buf: &[u8]) -> Option<()> {
+        let ev = e.ev;
+        let mut action = ActionSym::Known;
+        let mut stack = StackSym::Empty;
+        let mut local = Local::EMPTY_STACK;
+        for &op in e.ops() {
+            match op {
+                Op::Store(s, w) => {
+                    let l = match w {
+                        What::Released => Local::RELEASED,
+                        What::Discarded => Local::DISCARDED,
+                        What::Stack => local,
+                        What::Str(off, n) => {
+                            let b = &buf[off as usize..(off + n) as usize];
+                            let t = std::str::from_utf8(b).ok()?;
+                            self.store_str(Some(s), t);
+                            continue;
+                        }
+                    };
+                    self.store(Some(s), l);
+                }
+                Op::Check(_) => {}
+                Op::Action(i) if i < MAX_SYM => action = ActionSym::Ref(i),
+                Op::FramesRef(i) if i < MAX_SYM => stack = StackSym::Ref(i),
+                Op::Action(_) | Op::FramesRef(_) => return None,
+                Op::FramesList(_, _, 0) => {
+                    stack = StackSym::Empty;
+                    local = Local::EMPTY_STACK;
+                }
+                Op::FramesList(from, to, _) => {
+                    let bytes = &buf[from as usize..to as usize];
+                    let h = match self.raw_stacks.get(bytes) {
+                        Some(&h) => h,
+                        None => {
+                            let mut items = std::mem::take(&mut self.scratch);
+                            shape::refs(bytes, &mut items)?;
+                            let h = match self.stack_map.get(&items[..]) {
+                                Some(&h) => h,
+                                None => {
+                                    let h = self.stacks.len() as u32;
+                                    let b: Box<[u32]> = items[..].into();
+                                    self.stack_map.insert(b.clone(), h);
+                                    self.stacks.push(b);
+                                    h
+                                }
+                            };
+                            self.scratch = items;
+                            self.raw_stacks.insert(bytes.into(), h);
+                            h
+                        }
+                    };
+                    stack = StackSym::Helper(h);
+                    local = Local::stack(h);
+                }
+            }
+        }
+        self.push_event(ev, action, stack);
+        Some(())
+    }
+
+    fn push_event(&mut self, ev: Event, action: ActionSym, stack: StackSym) {
+        if self.max_events == 0 {
+            self.dropped += 1;
+            return;
+        }
+        self.events.push(ev);
+        self.syms.push(pack_sym(action, stack));
+        // The oldest are dropped in bulk (a ring would need rotating at the end).
+        if self.events.len() >= self.max_events + self.max_events / 2 {
+            self.trim();
+        }
+    }
+
+    /// Keep the newest `max_events`.
+    fn trim(&mut self) {
+        let excess = self.events.len().saturating_sub(self.max_events);
+        self.events.drain(..excess);
+        self.syms.drain(..excess);
+        self.dropped += excess as u64;
     }
 
     fn entry_inner(&mut self, sc: &Scan, buf: &[u8]) -> Option<()> {
@@ -440,7 +518,16 @@ impl Helper {
                 }
                 (K_FRAMES, Val::Ref(i)) if i < MAX_SYM => stack = StackSym::Ref(i),
                 (K_FRAMES, Val::None) => stack = StackSym::Empty,
-                (K_FRAMES, Val::List { before, after, start, len, .. }) => {
+                (
+                    K_FRAMES,
+                    Val::List {
+                        before,
+                        after,
+                        start,
+                        len,
+                        ..
+                    },
+                ) => {
                     let items = &sc.refs[start as usize..(start + len) as usize];
                     stack = if items.is_empty() {
                         StackSym::Empty
@@ -473,20 +560,17 @@ impl Helper {
                     }
                     self.ignored(v, sc, buf)?;
                 }
-                (K_ACTION | K_ADDR | K_DEVICE_FREE | K_SIZE | K_STREAM | K_TIME_US | K_FRAMES, _) => {
+                (
+                    K_ACTION | K_ADDR | K_DEVICE_FREE | K_SIZE | K_STREAM | K_TIME_US | K_FRAMES,
+                    _,
+                ) => {
                     return None;
                 }
                 _ => self.ignored(v, sc, buf)?,
             }
         }
         self.store(sc.dict_after, Local::RELEASED);
-        if self.events.len() >= self.max_events {
-            self.events.pop_front();
-            self.syms.pop_front();
-            self.dropped += 1;
-        }
-        self.events.push_back(ev);
-        self.syms.push_back(pack_sym(action, stack));
+        self.push_event(ev, action, stack);
         Some(())
     }
 
@@ -498,14 +582,21 @@ impl Helper {
                 self.store_str(s, t);
             }
             Val::Tuple(s) => self.store(s, Local::DISCARDED),
-            Val::List { before, after, len, .. } => {
+            Val::List {
+                before, after, len, ..
+            } => {
                 if len > 0 {
                     return None;
                 }
                 self.store(before, Local::DISCARDED);
                 self.store(after, Local::DISCARDED);
             }
-            Val::Strings { before, after, start, len } => {
+            Val::Strings {
+                before,
+                after,
+                start,
+                len,
+            } => {
                 self.store(before, Local::DISCARDED);
                 for &(off, n, s) in &sc.strs[start as usize..(start + len) as usize] {
                     let t = std::str::from_utf8(&buf[off as usize..(off + n) as usize]).ok()?;
@@ -541,8 +632,9 @@ fn run_helper<R: Source>(
     start: &AtomicU64,
     cancel: &AtomicBool,
 ) -> u64 {
-    const WINDOW: usize = 1 << 14;
     let mut sc = Scan::default();
+    let mut shapes = Shapes::default();
+    let mut entry = Entry::default();
     let mut commit = inp.offset();
     let first = commit;
     let mut posted = false;
@@ -571,10 +663,17 @@ fn run_helper<R: Source>(
         }
         let at = inp.pos;
         let buf = &inp.buf[at..inp.end.min(at + WINDOW)];
-        if scan(buf, &mut sc).is_none() || !h.entry(&sc, buf) {
+        let used = if shapes.parse(buf, &mut entry, 0).is_some() && h.shaped(&entry, buf) {
+            entry.used
+        } else if scan(buf, &mut sc).is_some() && h.entry(&sc, buf) {
+            if let Some(sh) = Shape::learn(&sc, |i| h.keys.get(&i).copied()) {
+                shapes.learn(sh, 0);
+            }
+            sc.used
+        } else {
             break;
-        }
-        inp.pos = at + sc.used;
+        };
+        inp.pos = at + used;
         commit = inp.offset();
         n += 1;
         if !posted && n >= 4 {
@@ -658,8 +757,10 @@ fn helper(
             explicit: Vec::new(),
             stacks: Vec::new(),
             stack_map: FxMap::default(),
-            events: VecDeque::new(),
-            syms: VecDeque::new(),
+            raw_stacks: FxMap::default(),
+            scratch: Vec::new(),
+            events: Vec::new(),
+            syms: Vec::new(),
             dropped: 0,
             max_events,
             seen: (false, false, false),
@@ -668,6 +769,7 @@ fn helper(
             h.names.intern(k);
         }
         let stop = run_helper(&mut inp, &mut h, start, cancel);
+        h.trim();
         if stop > c {
             let _ = tx.send(HelperResult {
                 start: c,
@@ -684,47 +786,4 @@ fn helper(
             return;
         }
     }
-}
-
-/// Read a large snapshot file with a helper thread that reads the second half of
-/// its trace (from about `at` of the file) at the same time. Returns the snapshot and
-/// how many trace entries came from the helper.
-pub fn read_pickle_split(
-    path: &Path,
-    total: u64,
-    max_events: usize,
-    at: f64,
-) -> Result<(Snapshot, u64), PickleError> {
-    let file = std::fs::File::open(path).map_err(|e| PickleError {
-        offset: 0,
-        msg: format!("cannot open: {e}"),
-        retain: false,
-    })?;
-    let (pub_tx, pub_rx) = channel();
-    let (res_tx, res_rx) = channel();
-    let start = Arc::new(AtomicU64::new(NOT_YET));
-    let cancel = Arc::new(AtomicBool::new(false));
-    std::thread::scope(|s| {
-        let (start2, cancel2) = (start.clone(), cancel.clone());
-        s.spawn(move || helper(path, total, max_events, pub_rx, res_tx, &start2, &cancel2));
-        let mut sp = SplitMain {
-            publish_after: total / 50,
-            target: (total as f64 * at) as u64,
-            tx: Some(pub_tx),
-            rx: res_rx,
-            start,
-            cancel: cancel.clone(),
-            done: false,
-            waited: false,
-            taken_events: 0,
-        };
-        let r = read_with(file, total, max_events, true, false, Some(&mut sp));
-        cancel.store(true, Ordering::Release);
-        let taken = sp.taken_events;
-        drop(sp);
-        r.map(|mut snap| {
-            snap.read_ahead_events = taken;
-            (snap, taken)
-        })
-    })
 }

@@ -6,8 +6,9 @@
 
 use super::PickleError;
 use super::builder::{BuildError, Builder};
+use super::fast::WINDOW;
 use super::input::{Input, Source};
-use super::fast::Scan;
+use super::shape::FastPath;
 use super::split::SplitMain;
 use super::value::*;
 use crate::snapshot::model::{Layout, Snapshot};
@@ -42,8 +43,7 @@ pub(crate) struct Vm<'a, R: Source> {
     pub(crate) protocol: Option<u8>,
     pub(crate) fast: bool,
     pub(crate) split: Option<&'a mut SplitMain>,
-    /// The fast path's scratch space.
-    pub(crate) scan: Scan,
+    pub(crate) fast_path: FastPath,
 }
 
 impl<R: Source> Vm<'_, R> {
@@ -113,6 +113,73 @@ impl<R: Source> Vm<'_, R> {
         self.build(r)
     }
 
+    /// Try the fast path at an EMPTY_DICT: the entry's event, parked for its list.
+    fn try_trace_entry(&mut self) -> Option<PV> {
+        if self.inp.end - self.inp.pos < WINDOW && self.inp.fill(WINDOW).is_err() {
+            return None;
+        }
+        let start = self.inp.pos;
+        let buf = &self.inp.buf[start..self.inp.end.min(start + WINDOW)];
+        let (ev, used) = self.fast_path.read(buf, self.b)?;
+        self.inp.pos = start + used;
+        Some(self.b.park_event(ev))
+    }
+
+    /// The MARK of the open batch of trace entries (an event list's APPENDS), if
+    /// the stack above it holds trace entries only.
+    fn trace_batch(&self) -> Option<usize> {
+        let &m = self.marks.last()?;
+        let ok = m > 0
+            && self.b.is_event_list(self.stack[m - 1])
+            && self.stack[m..].iter().all(|&v| self.b.is_trace_entry(v));
+        ok.then_some(m)
+    }
+
+    /// A split read at an EMPTY_DICT: publish the key strings once inside a batch;
+    /// at the helper's start, take its part as if read here (the entries parked so
+    /// far in this batch first). Returns false with nothing changed otherwise.
+    fn take_over(&mut self) -> PResult<bool> {
+        let off = self.op_offset;
+        // The batch check walks the open batch: only where its answer is needed (at
+        // every entry it would make reading a batch quadratic).
+        if self
+            .split
+            .as_deref()
+            .expect("checked")
+            .wants_publication(off)
+            && self.trace_batch().is_some_and(|m| self.stack.len() > m)
+        {
+            let sp = self.split.as_deref_mut().expect("checked");
+            sp.publish(off, self.b);
+        }
+        let sp = self.split.as_deref_mut().expect("checked");
+        if !sp.at_start(off) {
+            return Ok(false);
+        }
+        let batch = self.trace_batch();
+        let sp = self.split.as_deref_mut().expect("checked");
+        let Some(m) = batch else {
+            sp.decline();
+            return Ok(false);
+        };
+        let Some(t) = sp.take(off, self.b) else {
+            return Ok(false);
+        };
+        let l = self.stack[m - 1];
+        let r = self.b.list_extend(l, &self.stack[m..]);
+        self.build(r)?;
+        self.stack.truncate(m);
+        self.b.add_seen_event_keys(t.seen);
+        // The helper's entries (which drop this reader's older ones first), then its
+        // memo stores, read in place.
+        let r = self.b.extend_events(l, t.events, t.dropped);
+        self.build(r)?;
+        let r = self.b.memo_overlay(t.overlay);
+        self.build(r)?;
+        self.inp.skip_to(t.stop)?;
+        Ok(true)
+    }
+
     pub(crate) fn run(&mut self) -> PResult<PV> {
         loop {
             self.op_offset = self.inp.offset();
@@ -133,7 +200,7 @@ impl<R: Source> Vm<'_, R> {
             match op {
                 // --- containers ---
                 b'}' => {
-                    if self.split.is_some() && self.at_split_start() && self.take_over()? {
+                    if self.split.is_some() && self.take_over()? {
                         continue;
                     }
                     if self.fast
@@ -447,7 +514,7 @@ pub(crate) fn read_with<R: Source>(
         // The fast path releases trace entries as it reads them.
         fast: fast && !retain,
         split,
-        scan: Scan::default(),
+        fast_path: FastPath::default(),
     };
     let top = vm.run()?;
     let end = vm.inp.offset();

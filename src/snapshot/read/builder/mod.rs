@@ -25,7 +25,7 @@ pub mod keys;
 
 use std::collections::VecDeque;
 
-use super::memo::{MEMO_CHUNK, Memo, NO_MEMO};
+use super::memo::{MEMO_CHUNK, Memo, NO_MEMO, Overlay};
 use super::value::*;
 use crate::snapshot::model::*;
 use keys::*;
@@ -576,6 +576,15 @@ impl Builder {
         Ok(())
     }
 
+    /// Take a split read's helper's memo stores from the next index on, in place.
+    pub(crate) fn memo_overlay(&mut self, o: Overlay) -> BResult<()> {
+        if self.memo.filled + o.len() >= NO_MEMO as u64 {
+            return err("memo index too large");
+        }
+        self.memo.set_overlay(o);
+        Ok(())
+    }
+
     /// Mark a memo index as holding a folded record (the fast path's trace-entry dict).
     #[inline]
     pub fn memo_release(&mut self, idx: u64, what: PV) {
@@ -705,7 +714,7 @@ impl Builder {
     }
 
     /// Append already-read trace entries (a helper's) to a list of trace entries.
-    pub fn extend_events(&mut self, l: PV, events: VecDeque<Event>, dropped: u64) -> BResult<()> {
+    pub fn extend_events(&mut self, l: PV, events: Vec<Event>, dropped: u64) -> BResult<()> {
         let Some(lr) = self.peek(l).as_obj() else {
             return err("not a list");
         };
@@ -729,7 +738,8 @@ impl Builder {
         ring.dropped += dropped;
         if events.len() >= max_events || ring.ring.is_empty() {
             ring.dropped += ring.ring.len() as u64;
-            ring.ring = events;
+            // O(1): the helper's vector becomes the ring, and the model's vector again.
+            ring.ring = events.into();
         } else {
             ring.ring.extend(events);
         }
