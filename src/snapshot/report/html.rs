@@ -632,6 +632,6 @@ pub fn render(r: &Report) -> String {
         );
         charts::segment_map_svg(&mut o, &r.segment_map);
     }
-    let _ = write!(o, "<script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
     o
 }
