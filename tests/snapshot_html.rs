@@ -1,12 +1,15 @@
 //! `--html FILE`: a self-contained page, opened in headless Chromium to check that it
-//! renders with no console error. Without /usr/bin/chromium the browser part is
-//! skipped with a notice, unless INSTRUMENT_REQUIRE_CHROMIUM=1 makes it a failure.
+//! renders with no console error, that hovering the timeline names the site, its size
+//! and its stack, and to take the screenshots docs/snapshot.md describes. Without
+//! /usr/bin/chromium the browser part is skipped with a notice, unless
+//! INSTRUMENT_REQUIRE_CHROMIUM=1 makes it a failure.
 
 mod snapshot_common;
 
 use std::path::Path;
 use std::process::Command;
 
+use serde_json::Value;
 use snapshot_common::*;
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -38,69 +41,127 @@ fn assert_self_contained(html: &str) {
 }
 
 fn pages(dir: &Path) -> Vec<(String, String)> {
-    let oom = fixture("oom/snapshot.pickle");
-    let a = fixture("leak_diff/snapshot_step_005.pickle");
-    let b = fixture("leak_diff/snapshot_step_050.pickle");
-    let ranks = fixture("multi_rank");
-    vec![
+    let f = |rel: &str| fixture(rel).to_str().unwrap().to_string();
+    let cases: Vec<(&str, Vec<String>)> = vec![
+        ("oom.html", vec![f("oom/snapshot.pickle")]),
         (
-            "oom.html".into(),
-            write_html(&[oom.to_str().unwrap()], dir, "oom.html"),
+            "fragmentation.html",
+            vec![f("fragmentation/snapshot.pickle")],
         ),
         (
-            "diff.html".into(),
-            write_html(
-                &[a.to_str().unwrap(), "--diff", b.to_str().unwrap()],
-                dir,
-                "diff.html",
-            ),
+            "diff.html",
+            vec![
+                f("leak_diff/snapshot_step_005.pickle"),
+                "--diff".into(),
+                f("leak_diff/snapshot_step_050.pickle"),
+            ],
         ),
-        (
-            "ranks.html".into(),
-            write_html(&[ranks.to_str().unwrap()], dir, "ranks.html"),
-        ),
-    ]
+        ("ranks.html", vec![f("multi_rank")]),
+    ];
+    cases
+        .into_iter()
+        .map(|(name, args)| {
+            let a: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+            (name.to_string(), write_html(&a, dir, name))
+        })
+        .collect()
+}
+
+/// The JSON a chart's tooltips read.
+fn chart_data(html: &str, id: &str) -> Value {
+    let tag = format!("<script type=\"application/json\" id=\"{id}-data\">");
+    let start = html.find(&tag).unwrap_or_else(|| panic!("{id}")) + tag.len();
+    let end = start + html[start..].find("</script>").unwrap();
+    serde_json::from_str(&html[start..end]).unwrap()
 }
 
 #[test]
-fn pages_are_self_contained_and_show_the_report() {
+fn pages_are_self_contained_and_show_what_memory_viz_shows() {
     let dir = tempfile::tempdir().unwrap();
     let pages = pages(dir.path());
     for (name, html) in &pages {
         assert_self_contained(html);
         assert!(html.contains("id=\"tip\""), "{name}");
+        // Frame names are escaped everywhere, in the tables and in the chart data.
+        assert!(!html.contains("<module>"), "{name}");
     }
     let oom = &pages[0].1;
     let planted = planted("oom");
-    // Live memory over time, stacked by sites, with the OOM marked.
+    // Live memory over time on time_us, stacked by sites, with the OOM marked.
     assert!(oom.contains("<svg class=\"timeline\""));
     assert!(oom.contains("class=\"oom\""));
-    assert!(oom.contains(&format!("OOM at event {}", planted["oom"]["event_index"])));
-    assert!(oom.contains("models/moe.py:214 in forward"));
-    // The segment map: one row per segment.
+    assert!(oom.contains("seconds since the first trace entry (time_us)"));
+    let tl = chart_data(oom, "tl0");
+    let series = tl["series"].as_array().unwrap();
+    assert!(!series.is_empty() && series.len() <= 8);
+    let peak = tl["total"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .max()
+        .unwrap();
+    // The downsampled curve keeps the peak of the trace.
+    let r = report_of("oom/snapshot.pickle");
+    assert_eq!(peak, r["trace"]["peak_live_bytes"].as_u64().unwrap());
+    let moe = series
+        .iter()
+        .find(|s| {
+            s["label"]
+                .as_str()
+                .unwrap()
+                .contains("grouped_linear.py:36 in forward")
+        })
+        .expect("a band for the expert GEMM");
+    assert!(
+        moe["stack"][0]
+            .as_str()
+            .unwrap()
+            .contains("grouped_linear.py:36")
+    );
+    assert!(moe["stack"].as_array().unwrap().len() >= 3);
+    // The blocks over time of the largest segments, and the end-state map.
+    assert!(oom.contains("<svg class=\"history\""));
     assert!(oom.contains("<svg class=\"segments\""));
     let segs = planted["totals"]["segments"].as_u64().unwrap() as usize;
     assert_eq!(oom.matches("fill=\"none\" stroke=\"#999\"/>").count(), segs);
-    // Frame names are escaped, never raw markup.
-    assert!(oom.contains("&lt;module&gt;"));
-    assert!(!oom.contains("<module>"));
-    // The tables.
     for want in [
         "Where live memory goes",
         "Totals",
         "Patterns",
         "OOM #1",
+        "Why:",
+        "out of memory: live tensors held",
         "Trace",
     ] {
         assert!(oom.contains(want), "missing {want}");
     }
-    assert!(pages[1].1.contains("<h2>Diff</h2>"));
-    assert!(pages[2].1.contains("<h2>Ranks</h2>"));
-    assert!(pages[2].1.contains("Rank 3 differs most at"));
+    assert!(pages[1].1.contains("fragmentation: "));
+    assert!(pages[1].1.contains("Allocator fragmentation"));
+    // A diff leads with the diff, in readable units.
+    let diff = &pages[2].1;
+    let first = diff.find("<h2>What changed</h2>").expect("diff section");
+    assert!(first < diff.find("<h2>Patterns</h2>").unwrap());
+    assert!(first < diff.find("Live memory over time").unwrap());
+    assert!(diff.contains("<svg class=\"diff\""));
+    assert!(diff.contains("+26.37 MiB"), "deltas in MiB");
+    // The ranks of a run on one y-scale, the one that stands out marked.
+    let ranks = &pages[3].1;
+    assert!(ranks.contains("<h2>Ranks</h2>"));
+    assert!(ranks.contains("Rank 3 differs most at"));
+    let scales: Vec<u64> = (0..4)
+        .map(|r| {
+            chart_data(ranks, &format!("rank{r}"))["ymax"]
+                .as_u64()
+                .unwrap()
+        })
+        .collect();
+    assert!(scales.iter().all(|&s| s == scales[0]), "{scales:?}");
+    assert_eq!(ranks.matches("class=\"rank standout\"").count(), 1);
 }
 
-/// Run headless Chromium on a page: (text the page wrote into the DOM, console lines).
-fn chromium(page: &Path) -> (String, Vec<String>) {
+/// Run headless Chromium on a page: (the DOM after scripts ran, console lines).
+fn chromium(page: &str, extra: &[&str]) -> (String, Vec<String>) {
     let profile = tempfile::tempdir().unwrap();
     let out = Command::new(CHROMIUM)
         .args([
@@ -115,10 +176,10 @@ fn chromium(page: &Path) -> (String, Vec<String>) {
             "--enable-logging=stderr",
             "--v=0",
             "--virtual-time-budget=5000",
-            "--dump-dom",
         ])
+        .args(extra)
         .arg(format!("--user-data-dir={}", profile.path().display()))
-        .arg(format!("file://{}", page.display()))
+        .arg(page)
         .output()
         .expect("run chromium");
     let dom = String::from_utf8_lossy(&out.stdout).to_string();
@@ -130,11 +191,11 @@ fn chromium(page: &Path) -> (String, Vec<String>) {
     (dom, console)
 }
 
-fn status(dom: &str) -> Option<String> {
-    let start = dom.find("id=\"render-status\"")?;
+fn element_text(dom: &str, id: &str) -> Option<String> {
+    let start = dom.find(&format!("id=\"{id}\""))?;
     let rest = &dom[start..];
     let open = rest.find('>')? + 1;
-    let close = rest[open..].find('<')?;
+    let close = rest[open..].find("</div>")?;
     Some(rest[open..open + close].to_string())
 }
 
@@ -154,23 +215,52 @@ fn pages_render_in_headless_chromium_without_console_errors() {
     let dir = tempfile::tempdir().unwrap();
     for (name, _) in pages(dir.path()) {
         let page = dir.path().join(&name);
-        let (dom, console) = chromium(&page);
+        let url = format!("file://{}", page.display());
+        let (dom, console) = chromium(&url, &["--dump-dom"]);
         assert!(console.is_empty(), "{name}: console output {console:?}");
-        let s = status(&dom).unwrap_or_else(|| panic!("{name}: the page did not finish rendering"));
+        let s = element_text(&dom, "render-status")
+            .unwrap_or_else(|| panic!("{name}: the page did not finish rendering"));
         assert!(s.starts_with("render-ok"), "{name}: {s}");
         let svgs: usize = s.trim_start_matches("render-ok svg=").parse().unwrap();
-        assert!(svgs >= 1, "{name}: no chart rendered");
+        assert!(svgs >= 2, "{name}: {svgs} charts");
+        // A screenshot of the page as a browser draws it.
+        let png = dir.path().join(name.replace(".html", ".png"));
+        let shot = format!("--screenshot={}", png.display());
+        chromium(
+            &url,
+            &[&shot, "--window-size=1100,1600", "--hide-scrollbars"],
+        );
+        let bytes = std::fs::read(&png).unwrap_or_default();
+        assert!(
+            bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+            "{name}: screenshot"
+        );
     }
+    // Hovering the timeline names the time, the live total, the band's site, its
+    // size and its stack.
+    let url = format!(
+        "file://{}#hover=0.62,0.35",
+        dir.path().join("oom.html").display()
+    );
+    let (dom, _) = chromium(&url, &["--dump-dom"]);
+    let tip = element_text(&dom, "tip").expect("tooltip");
+    assert!(tip.contains(" s\nlive ") || tip.contains("live "), "{tip}");
+    assert!(tip.contains(" in "), "a site: {tip}");
+    assert!(tip.contains("MiB"), "a size: {tip}");
     // The check can fail: a page with a script error is caught both ways.
     let bad = dir.path().join("bad.html");
     let html = std::fs::read_to_string(dir.path().join("oom.html"))
         .unwrap()
         .replace("</body>", "<script>notDefined();</script></body>");
     std::fs::write(&bad, html).unwrap();
-    let (dom, console) = chromium(&bad);
+    let (dom, console) = chromium(&format!("file://{}", bad.display()), &["--dump-dom"]);
     assert!(
         console.iter().any(|l| l.contains("notDefined")),
         "{console:?}"
     );
-    assert!(status(&dom).unwrap().starts_with("render-error"));
+    assert!(
+        element_text(&dom, "render-status")
+            .unwrap()
+            .starts_with("render-error")
+    );
 }

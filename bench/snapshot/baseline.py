@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Python baseline for the `instrument snapshot` benchmark.
 
-What a user does today: `pickle.load` the snapshot, then compute the same summary
+What a user does today: `pickle.load` the snapshot, then compute the summary
 instrument prints for one device: totals (reserved, live, delayed frees, inactive,
 requested vs rounded, largest inactive block), per-stream totals, live memory grouped
-by the first user frame (skipping torch internals and C++ frames), and from the newest
---max-trace-events trace entries: counts per action, frees requested but not
-completed per stream, live memory over time with its peak, and each OOM with the
-sites holding memory just before it. It prints a short text summary.
+by site (the first user frame; else the first torch frame; else the first C++ frame
+that is not the unwinder, allocator, dispatcher or interpreter, as memory_viz's frame
+filter and instrument's table have it) with a category from the innermost frame with
+evidence, and from the newest --max-trace-events trace entries: counts per action,
+frees requested but not completed per stream, live memory over time with its peak,
+and each OOM with the sites holding memory just before it. Prints a short summary.
 
     python3 bench/snapshot/baseline.py SNAPSHOT.pickle [--max-trace-events N]
 """
@@ -20,32 +22,96 @@ import sys
 
 INTERNAL = ["torch/nn/modules/*", "torch/autograd/*", "torch/optim/*", "torch/utils/*", "torch/*",
             "*/torchinductor_*/*"]
+# memory_viz's _frame_filter, and what instrument adds (src/snapshot/frames.rs)
+SKIP_NAMES = ["unwind::unwind", "CapturedTraceback::gather", "gather_with_cpp", "_start",
+              "__libc_start_main", "PyEval_", "PyObject_", "PyFunction_", "CUDACachingAllocator",
+              "CachingDeviceAllocator", "wrap_kernel_functor", "THPVariable_subclass_dealloc"]
+SKIP_PREFIX = ["start_thread", "clone", "execute_native_thread_routine", "_Py", "Py", "cfunction_",
+               "method_vectorcall", "slot_tp_", "pymain_", "c10::", "at::detail::empty", "at::empty",
+               "at::native::empty", "at::_ops::", "at::(", "torch::autograd::VariableType::",
+               "torch::autograd::THPVariable_", "torch::autograd::Node::operator()",
+               "torch::autograd::call_function", "torch::autograd::Engine::",
+               "torch::autograd::python::PythonEngine::"]
+SKIP_FILES = ["pythonrun.c", "Modules/main.c", "Objects/call.c", "Objects/methodobject.c",
+              "pycore_ceval.h", "ceval.c", "cpython/abstract.h", "CUDACachingAllocator", "core/boxing",
+              "/Register", "/Redispatch"]
+CATEGORIES = [
+    ("communication", lambda n, f: f.find("torch/distributed/") >= 0 or "/c10d/" in f or "torch/nn/parallel/" in f
+     or n.startswith("c10d::") or "ProcessGroup" in n or "Reducer::" in n
+     or any(w in n.lower() for w in ("all_reduce", "allreduce", "all_gather", "allgather", "reduce_scatter",
+                                     "reducescatter", "all_to_all", "alltoall", "broadcast", "nccl"))),
+    ("optimizer_state", lambda n, f: "torch/optim/" in f),
+    ("gradients", lambda n, f: "Backward" in n or "AccumulateGrad" in n or "autograd::Engine" in n
+     or "autograd::PyNode" in n or n.startswith("backward")
+     or ("torch/autograd/graph.py" in f and n == "_engine_run_backward")
+     or ("torch/autograd/__init__.py" in f and n in ("backward", "grad"))
+     or ("torch/_tensor.py" in f and n == "backward")),
+    ("parameters", lambda n, f: n.lower() in ("reset_parameters", "load_state_dict", "_load_from_state_dict",
+                                              "to_empty", "init_weights", "_init_weights")
+     or "torch/nn/init.py" in f or "torch/nn/parameter.py" in f
+     or ("torch/nn/modules/" in f and n in ("__init__", "_apply", "to", "cuda"))),
+    ("activations", lambda n, f: n.startswith("forward") or "torch/nn/functional.py" in f
+     or "torch/utils/checkpoint.py" in f
+     or ("torch/nn/modules/module.py" in f and n in ("_call_impl", "_wrapped_call_impl"))
+     or ("torch/autograd/function.py" in f and n == "apply")),
+    ("temporary", lambda n, f: "workspace" in n.lower() or "scratch" in n.lower()),
+]
 
 
-def is_internal(filename, cache={}):
-    r = cache.get(filename)
+def cached(fn):
+    cache = {}
+
+    def wrapper(frames):
+        k = id(frames)
+        r = cache.get(k)
+        if r is None:
+            r = cache[k] = (fn(frames), frames)
+        return r[0]
+    return wrapper
+
+
+def frame_class(f, cache={}):
+    key = (f["filename"], f["name"])
+    r = cache.get(key)
     if r is None:
-        if not filename.endswith(".py"):
-            r = True
-        else:
-            parts = filename.split("/")
+        file, name = key
+        if file.endswith(".py"):
+            parts = file.split("/")
             suffixes = ["/".join(parts[i:]) for i in range(len(parts))]
-            r = any(fnmatch.fnmatchcase(s, p) for p in INTERNAL for s in suffixes)
-        cache[filename] = r
+            stdlib = "/lib/python3" in file and "site-packages/" not in file and "dist-packages/" not in file
+            r = "torch" if stdlib or any(fnmatch.fnmatchcase(s, p) for p in INTERNAL for s in suffixes) else "user"
+        elif (any(s in name for s in SKIP_NAMES) or any(name.startswith(p) for p in SKIP_PREFIX)
+              or any(s in file for s in SKIP_FILES)):
+            r = "skip"
+        elif name.startswith("at::"):
+            r = "op"
+        else:
+            r = "native"
+        cache[key] = r
     return r
 
 
-def site(frames):
+@cached
+def attribute(frames):
+    first = {}
     for f in frames:
-        if not is_internal(f["filename"]):
-            return (f["filename"], f["line"], f["name"])
-    for f in frames:
-        if f["filename"].endswith(".py"):
-            return (f["filename"], f["line"], f["name"])
-    if frames:
-        f = frames[0]
-        return (f["filename"], f["line"], f["name"])
-    return ("<no stack recorded>", 0, "")
+        c = frame_class(f)
+        if c == "user":
+            first["user"] = f
+            break
+        first.setdefault(c, f)
+    f = first.get("user") or first.get("torch") or first.get("native") or first.get("op") or (frames[0] if frames else None)
+    site = (f["filename"], f["line"], f["name"]) if f else ("<no stack recorded>", 0, "")
+    cat = "other"
+    for fr in frames:
+        c = next((c for c, rule in CATEGORIES if rule(fr["name"], fr["filename"])), None)
+        if c:
+            cat = c
+            break
+    else:
+        if any(fr["name"] == "__init__" for fr in frames):
+            cat = "parameters"
+    return site, cat
 
 
 def main():
@@ -91,14 +157,16 @@ def main():
     streams = {k: totals(v) for k, v in by_stream.items()}
 
     sites = collections.defaultdict(lambda: [0, 0])
+    cats = collections.Counter()
     end_live = {}
     for s in mine:
         addr = s["address"]
         for b in s["blocks"]:
             if b["state"] == "active_allocated":
-                k = site(b.get("frames", []))
-                sites[k][0] += b["size"]
-                sites[k][1] += 1
+                site, cat = attribute(b.get("frames", []))
+                sites[site][0] += b["size"]
+                sites[site][1] += 1
+                cats[cat] += b["size"]
                 end_live[b.get("address", addr)] = (b.get("requested_size", b["size"]), b.get("frames", []))
             addr += b["size"]
 
@@ -156,7 +224,7 @@ def main():
         holders = collections.Counter()
         for size, frames, ai, fi in recs:
             if (ai is None or ai < i) and (fi is None or fi > i):
-                holders[site(frames)] += size
+                holders[attribute(frames)[0]] += size
         ooms.append((e["size"], e["device_free"], holders.most_common(a.top)))
 
     out = sys.stdout
@@ -168,6 +236,7 @@ def main():
     live_total = tot["allocated"] or 1
     for k, (b, n) in sorted(sites.items(), key=lambda kv: -kv[1][0])[: a.top]:
         out.write(f"  {b} {100 * b / live_total:.1f}% {n} {k[0]}:{k[1]} in {k[2]}\n")
+    out.write(f"  by category: {dict(cats)}\n")
     out.write(f"trace: {len(trace)} kept, {dropped} dropped, {dict(counts)}, peak {peak}\n")
     for k, (n, b) in pend.items():
         out.write(f"  pending frees on stream {k}: {n} blocks {b} bytes\n")

@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{OK, user_error};
-use crate::snapshot::{Options, analyse, html, text};
+use crate::snapshot::report::{html, text};
+use crate::snapshot::{Options, analyse};
 
 #[derive(Args, Debug)]
 pub struct SnapshotArgs {
@@ -28,6 +29,9 @@ pub struct SnapshotArgs {
     /// addition to torch/nn/modules/*, torch/autograd/*, torch/optim/*, torch/utils/*, torch/*.
     #[arg(long, value_name = "GLOB")]
     pub internal: Vec<String>,
+    /// Show the C++ frames of OOM stacks too (the Python frames are shown always).
+    #[arg(long)]
+    pub cpp_frames: bool,
     /// Print the report as JSON (schema: docs/snapshot.md).
     #[arg(long)]
     pub json: bool,
@@ -49,6 +53,7 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
         internal: args.internal.clone(),
         max_trace_events: args.max_trace_events,
         assume_distributed: false,
+        cpp_frames: args.cpp_frames,
     };
     if !args.path.exists() {
         return Err(user_error(format!(

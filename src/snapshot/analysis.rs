@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::attrib::{Attributor, Category, Origin};
 use super::model::{BlockState, FrameId, Snapshot, StackId};
+use super::sites::{Attributor, Category, SiteAgg, group_sites};
 use super::trace::{self, TraceAnalysis};
 
 /// Knobs shared by every analysis.
@@ -18,6 +18,8 @@ pub struct Options {
     pub max_trace_events: usize,
     /// Set for a directory of ranks: the run is known to be distributed.
     pub assume_distributed: bool,
+    /// Show C++ frames in OOM stacks (Python frames only otherwise).
+    pub cpp_frames: bool,
 }
 
 impl Default for Options {
@@ -28,6 +30,7 @@ impl Default for Options {
             internal: Vec::new(),
             max_trace_events: 1_000_000,
             assume_distributed: false,
+            cpp_frames: false,
         }
     }
 }
@@ -114,82 +117,6 @@ impl Totals {
         self.free_segment_bytes = self.free_segment_bytes.saturating_add(o.free_segment_bytes);
         self.finish();
     }
-}
-
-/// Live memory grouped under one site frame.
-#[derive(Clone, Debug)]
-pub struct SiteAgg {
-    pub site: Option<FrameId>,
-    pub origin: Origin,
-    pub bytes: u64,
-    pub blocks: u64,
-    pub category: Category,
-    /// The stack holding the most bytes under this site (for context lines).
-    pub example_stack: StackId,
-}
-
-/// Group `(stack, bytes)` pairs by site frame; largest first.
-pub fn group_sites(
-    snap: &Snapshot,
-    attr: &mut Attributor,
-    items: impl Iterator<Item = (StackId, u64)>,
-) -> Vec<SiteAgg> {
-    struct Acc {
-        origin: Origin,
-        bytes: u64,
-        blocks: u64,
-        cat: BTreeMap<Category, u64>,
-        stacks: BTreeMap<StackId, u64>,
-    }
-    let mut by: BTreeMap<Option<FrameId>, Acc> = BTreeMap::new();
-    for (stack, bytes) in items {
-        let a = attr.attribute(snap, stack);
-        let acc = by.entry(a.site).or_insert_with(|| Acc {
-            origin: a.origin,
-            bytes: 0,
-            blocks: 0,
-            cat: BTreeMap::new(),
-            stacks: BTreeMap::new(),
-        });
-        acc.bytes = acc.bytes.saturating_add(bytes);
-        acc.blocks += 1;
-        let c = acc.cat.entry(a.category).or_default();
-        *c = c.saturating_add(bytes);
-        let st = acc.stacks.entry(stack).or_default();
-        *st = st.saturating_add(bytes);
-    }
-    let mut out: Vec<SiteAgg> = by
-        .into_iter()
-        .map(|(site, acc)| {
-            let category = acc
-                .cat
-                .iter()
-                .max_by_key(|&(c, b)| (*b, std::cmp::Reverse(*c)))
-                .map(|(c, _)| *c)
-                .unwrap_or(Category::Other);
-            let example_stack = acc
-                .stacks
-                .iter()
-                .max_by_key(|&(s, b)| (*b, std::cmp::Reverse(*s)))
-                .map(|(s, _)| *s)
-                .unwrap_or(0);
-            SiteAgg {
-                site,
-                origin: acc.origin,
-                bytes: acc.bytes,
-                blocks: acc.blocks,
-                category,
-                example_stack,
-            }
-        })
-        .collect();
-    out.sort_by(|a, b| {
-        b.bytes
-            .cmp(&a.bytes)
-            .then(b.blocks.cmp(&a.blocks))
-            .then(a.site.cmp(&b.site))
-    });
-    out
 }
 
 pub struct Analysis<'s> {

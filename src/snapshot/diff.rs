@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use super::analysis::Analysis;
-use super::attrib::Category;
 use super::report::{Diff, DiffSite, SiteRef, Source};
+use super::sites::Category;
 
 #[derive(Default, Clone, Copy)]
 struct Side {

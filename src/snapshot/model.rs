@@ -275,6 +275,9 @@ pub struct Layout {
     pub pending_free_state_name: Option<String>,
     /// The file's top level was a bare list of segments (`torch.cuda.memory_snapshot()`).
     pub segments_only: bool,
+    /// The file shares records (a trace entry, block or segment referenced twice),
+    /// which torch never writes: it was read a second time keeping every memoized object.
+    pub shared_records: bool,
 }
 
 pub struct Snapshot {

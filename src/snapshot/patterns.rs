@@ -2,8 +2,8 @@
 //! diff) holds its evidence, with that evidence and the matching fix.
 
 use super::analysis::Analysis;
-use super::attrib::Category;
 use super::report::{Diff, Pattern, SiteRef, human, pct, sat_sum};
+use super::sites::Category;
 use super::trace::NONE;
 
 pub const RETAINED_GRAPH: &str = "retained_autograd_graph";
@@ -12,6 +12,7 @@ pub const OPTIMIZER_STATE: &str = "first_step_optimizer_state";
 pub const CHECKPOINTING: &str = "activation_checkpointing";
 pub const DDP_REPLICATION: &str = "ddp_replication";
 pub const REFERENCE_CYCLES: &str = "python_reference_cycles";
+pub const FRAGMENTATION: &str = "allocator_fragmentation";
 
 fn pattern(
     name: &str,
@@ -51,6 +52,7 @@ pub fn detect(a: &mut Analysis, diff: Option<&Diff>) -> Vec<Pattern> {
     out.extend(checkpointing(a));
     out.extend(ddp(a));
     out.extend(reference_cycles(a));
+    out.extend(fragmentation(a));
     out
 }
 
@@ -145,10 +147,23 @@ fn growing_container(a: &mut Analysis, diff: Option<&Diff>, graph_fired: bool) -
     let mut sites = Vec::new();
     let mut bytes = 0u64;
     if let Some(t) = &a.trace {
+        // With a retained graph, whatever it saves is retained in the same steps
+        // (activations, all-to-all outputs): part of the graph, not a container.
+        let graph_steps: Vec<u32> = {
+            let mut v: Vec<u32> = t
+                .retained
+                .iter()
+                .filter(|r| r.category == Category::Activations)
+                .flat_map(|r| r.steps.iter().copied())
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
         for r in t.retained.iter().filter(|r| {
             r.steps.len() >= 3
                 && r.max_per_step <= 2 * r.min_per_step
-                && !(graph_fired && r.category == Category::Activations)
+                && !(graph_fired && (r.category == Category::Activations || r.steps == graph_steps))
         }) {
             let s = SiteRef::of(snap, r.site);
             let per = if r.min_per_step == r.max_per_step {
@@ -319,7 +334,7 @@ fn checkpointing(a: &mut Analysis) -> Option<Pattern> {
                 .iter()
                 .max_by_key(|s| s.activation_at_peak)
                 .expect("non-empty");
-            let act_sites = super::analysis::group_sites(
+            let act_sites = super::sites::group_sites(
                 snap,
                 &mut a.attr,
                 t.recs
@@ -484,4 +499,89 @@ fn reference_cycles(a: &mut Analysis) -> Option<Pattern> {
         Some(total),
         vec![site],
     ))
+}
+
+/// The caching allocator's free memory in pieces: an OOM with more cached free memory
+/// than it asked for but no block that large, or (no OOM) a cache mostly free and
+/// scattered over many split segments.
+fn fragmentation(a: &mut Analysis) -> Option<Pattern> {
+    let t = a.totals.clone();
+    let expandable = a
+        .snap
+        .allocator_settings
+        .iter()
+        .any(|(k, v)| k == "expandable_segments" && v == "True");
+    let mut evidence = Vec::new();
+    let mut bytes = 0;
+    let mut request = 0;
+    if let Some(tr) = &a.trace {
+        for o in tr
+            .ooms
+            .iter()
+            .filter(|o| o.state.cause == crate::snapshot::oom::Cause::Fragmentation)
+        {
+            let st = &o.state;
+            evidence.push(format!(
+                "the OOM at event {} asked for {} while {} was cached free ({}% of the {} reserved in {} segment(s) of its pool and stream): the largest free block was only {}",
+                o.idx,
+                human(o.size),
+                human(st.cached_free_bytes),
+                pct(st.cached_free_bytes, st.reserved_bytes),
+                human(st.reserved_bytes),
+                st.segments,
+                human(st.largest_free_block_bytes)
+            ));
+            evidence.push(format!(
+                "{} of those segments hold free space next to live blocks, so none can be returned and reused whole",
+                st.segments_with_free
+            ));
+            bytes = bytes.max(st.cached_free_bytes);
+            request = request.max(o.size);
+        }
+    }
+    if evidence.is_empty() {
+        // No OOM: a large, scattered cache is still memory the next peak cannot use.
+        let split = t.segments.saturating_sub(t.free_segments);
+        if t.reserved_bytes == 0
+            || t.inactive_fraction < 0.3
+            || t.largest_inactive_block_bytes.saturating_mul(4) > t.inactive_bytes
+            || split < 4
+        {
+            return None;
+        }
+        evidence.push(format!(
+            "{} of the {} reserved ({:.0}%) is cached but free, in {} blocks over {} segment(s); the largest free block is {}",
+            human(t.inactive_bytes),
+            human(t.reserved_bytes),
+            t.inactive_fraction * 100.0,
+            t.inactive_blocks,
+            t.segments,
+            human(t.largest_inactive_block_bytes)
+        ));
+        evidence.push(format!(
+            "{split} segment(s) mix live and free blocks: an allocation larger than {} needs a new segment although {} is free",
+            human(t.largest_inactive_block_bytes),
+            human(t.inactive_bytes)
+        ));
+        bytes = t.inactive_bytes;
+    }
+    let fix = if expandable {
+        "expandable_segments is already on: cap splitting of large blocks with `PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N` (N about the largest allocation that fails), or free long-lived tensors before the peak so their segments can be reused.".to_string()
+    } else {
+        let mb = (request.max(t.largest_inactive_block_bytes) >> 20)
+            .max(64)
+            .next_power_of_two();
+        format!(
+            "Set `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`: segments then grow by mapping pages, so freed ranges join into one block. Where that is not possible, `max_split_size_mb:{mb}` keeps large blocks from being split by small allocations."
+        )
+    };
+    Some(Pattern {
+        name: FRAGMENTATION.into(),
+        title: "Allocator fragmentation".into(),
+        evidence,
+        fix,
+        bytes: Some(bytes),
+        sites: Vec::new(),
+        ranks: Vec::new(),
+    })
 }

@@ -103,7 +103,7 @@ pub fn scan(dir: &Path) -> Result<Scan, String> {
     Ok((files, taken.into_iter().map(|(r, (_, p))| (r, p)).collect()))
 }
 
-struct RankResult {
+pub struct RankResult {
     report: Report,
     peak: u64,
     ooms: u64,
@@ -125,13 +125,11 @@ fn deviation(v: u64, m: u64) -> Option<f64> {
     (d.abs() > 10.0).then_some(d)
 }
 
-/// Analyse every rank (two at a time) and build the directory report.
-pub fn report(dir: &Path, opts: &Options, visuals: bool) -> Result<Report, String> {
-    let (files, ranks) = scan(dir)?;
-    let opts = &Options {
-        assume_distributed: true,
-        ..opts.clone()
-    };
+/// Analyse every rank's file with `analyse` (two at a time), in rank order.
+pub fn analyse_all(
+    ranks: &[(u32, PathBuf)],
+    analyse: impl Fn(&Path) -> Result<(Report, u64), String> + Sync,
+) -> Result<Vec<RankResult>, String> {
     let results: Mutex<Vec<Option<Result<RankResult, String>>>> =
         Mutex::new((0..ranks.len()).map(|_| None).collect());
     let next = AtomicUsize::new(0);
@@ -147,27 +145,38 @@ pub fn report(dir: &Path, opts: &Options, visuals: bool) -> Result<Report, Strin
                     if i >= ranks.len() {
                         break;
                     }
-                    let (_, path) = &ranks[i];
-                    let r = super::analyse_file(path, opts, visuals, usize::MAX).map(
-                        |(report, peak)| {
-                            let ooms = report.oom.len() as u64;
-                            RankResult { report, peak, ooms }
-                        },
-                    );
+                    let r = analyse(&ranks[i].1).map(|(report, peak)| {
+                        let ooms = report.oom.len() as u64;
+                        RankResult { report, peak, ooms }
+                    });
                     results.lock().expect("no poisoned lock")[i] = Some(r);
                 }
             });
         }
     });
+    results
+        .into_inner()
+        .expect("no poisoned lock")
+        .into_iter()
+        .map(|r| r.expect("every rank analysed"))
+        .collect()
+}
+
+/// The directory report from every rank's report.
+pub fn report(
+    dir: &Path,
+    files: Vec<RankFile>,
+    ranks: &[(u32, PathBuf)],
+    results: Vec<RankResult>,
+    opts: &Options,
+) -> Report {
     let mut rows = Vec::new();
-    let mut res = Vec::new();
-    for ((rank, path), r) in ranks
+    let res: Vec<(u32, PathBuf, RankResult)> = ranks
         .iter()
-        .zip(results.into_inner().expect("no poisoned lock"))
-    {
-        let r = r.expect("every rank analysed")?;
-        res.push((*rank, path.clone(), r));
-    }
+        .cloned()
+        .zip(results)
+        .map(|((r, p), x)| (r, p, x))
+        .collect();
 
     let med_peak = median(res.iter().map(|(_, _, r)| r.peak).collect());
     let med_reserved = median(
@@ -308,7 +317,7 @@ pub fn report(dir: &Path, opts: &Options, visuals: bool) -> Result<Report, Strin
             *categories.entry(*c).or_default() += b;
         }
     }
-    Ok(Report {
+    Report {
         schema_version: super::report::SCHEMA_VERSION,
         mode: "ranks".into(),
         source: super::report::Source {
@@ -334,8 +343,10 @@ pub fn report(dir: &Path, opts: &Options, visuals: bool) -> Result<Report, Strin
         internal_patterns: first.internal_patterns.clone(),
         timeline: None,
         segment_map: Vec::new(),
+        history: Vec::new(),
+        peak_step: None,
         rank_timelines,
-    })
+    }
 }
 
 /// The sites that make rank `i` differ from the median of the other ranks.

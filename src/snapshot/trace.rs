@@ -3,9 +3,9 @@
 //! the sites holding memory just before them, training steps, allocations retained
 //! across steps, the activation sawtooth, and bursts of frees.
 
-use super::analysis::{SiteAgg, group_sites};
-use super::attrib::{Attributor, Category};
 use super::model::{Action, BlockState, DeviceTrace, FrameId, FxMap, NO_TIME, Snapshot, StackId};
+use super::oom::{self, OomState};
+use super::sites::{Attributor, Category, SiteAgg, group_sites};
 
 pub const NONE: u32 = u32::MAX;
 
@@ -38,6 +38,8 @@ pub struct OomInfo {
     pub stack: StackId,
     pub live_before: u64,
     pub holders: Vec<SiteAgg>,
+    /// The allocator's state at the OOM and why it failed.
+    pub state: OomState,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -303,6 +305,7 @@ pub fn analyse(
             stack: e.stack,
             live_before,
             holders,
+            state: oom::state_at(snap, device, t, i as usize),
         });
     }
 
@@ -374,7 +377,8 @@ fn detect_steps(
         } else {
             f64::INFINITY
         };
-        if cv > 0.5 {
+        // A step is a forward and a backward: many events, and frees among them.
+        if cv > 0.5 || mean < 8.0 || !frees_within(o, live) {
             continue;
         }
         let live_before = o
@@ -452,6 +456,21 @@ fn detect_steps(
     } else {
         (StepMethod::None, None, Vec::new())
     }
+}
+
+/// A training step frees memory (backward releases activations and temporaries):
+/// live memory falls somewhere between consecutive markers in most of them, unlike a
+/// site that simply alternates with another while memory fills up.
+fn frees_within(o: &[u32], live: &[u64]) -> bool {
+    let with = o
+        .windows(2)
+        .filter(|w| {
+            live[w[0] as usize..w[1] as usize]
+                .windows(2)
+                .any(|p| p[1] < p[0])
+        })
+        .count();
+    with * 4 >= (o.len() - 1) * 3
 }
 
 fn step_stats(snap: &Snapshot, ta: &TraceAnalysis, attr: &mut Attributor) -> Vec<StepStat> {

@@ -62,6 +62,36 @@ pub fn user_error(args: &[&str]) -> String {
     err
 }
 
+/// Run tools/gen_snapshots.py with `args` into a new temporary folder. None (with a
+/// notice) when python3 is missing, unless INSTRUMENT_REQUIRE_PYTHON=1.
+pub fn generate(args: &[&str]) -> Option<tempfile::TempDir> {
+    let found = std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|p| p.join("python3").is_file()));
+    if !found {
+        if std::env::var("INSTRUMENT_REQUIRE_PYTHON").as_deref() == Ok("1") {
+            panic!("python3 is required (INSTRUMENT_REQUIRE_PYTHON=1) but not on PATH");
+        }
+        eprintln!(
+            "notice: python3 not on PATH; skipping (set INSTRUMENT_REQUIRE_PYTHON=1 to make this a failure)"
+        );
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tools/gen_snapshots.py");
+    let out = Command::new("python3")
+        .arg(&script)
+        .args(args)
+        .arg(dir.path())
+        .output()
+        .expect("run python3");
+    assert!(
+        out.status.success(),
+        "gen_snapshots.py {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(dir)
+}
+
 pub fn site_matches(site: &Value, want: &Value) -> bool {
     site["file"] == want["file"]
         && site["line"] == want["line"]
@@ -74,4 +104,57 @@ pub fn find_site<'a>(sites: &'a Value, want: &Value) -> Option<&'a Value> {
 
 pub fn pattern<'a>(r: &'a Value, name: &str) -> Option<&'a Value> {
     r["patterns"].as_array()?.iter().find(|p| p["name"] == name)
+}
+
+/// Events, segments and blocks with stacks spelled out, to compare two readings.
+pub fn canonical(s: &instrument::snapshot::model::Snapshot) -> Vec<String> {
+    let stack = |id| {
+        s.stack(id)
+            .iter()
+            .map(|&f| {
+                format!(
+                    "{}:{}:{}",
+                    s.frame_file(f),
+                    s.frame_line(f),
+                    s.frame_name(f)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("|")
+    };
+    let mut out = Vec::new();
+    for t in &s.traces {
+        out.push(format!("trace dropped={}", t.dropped));
+        for e in &t.events {
+            out.push(format!(
+                "{:?} {} {} {} {} {}",
+                e.action,
+                e.addr,
+                e.size,
+                e.stream,
+                e.time_us,
+                stack(e.stack)
+            ));
+        }
+    }
+    for seg in &s.segments {
+        out.push(format!(
+            "seg {} {} {} {}",
+            seg.device,
+            seg.address,
+            seg.total_size,
+            stack(seg.stack)
+        ));
+        for b in &seg.blocks {
+            out.push(format!(
+                "{:?} {} {} {:?} {}",
+                b.address,
+                b.size,
+                b.requested_size,
+                b.state,
+                stack(b.stack)
+            ));
+        }
+    }
+    out
 }

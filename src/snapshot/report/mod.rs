@@ -1,14 +1,23 @@
 //! The report: every fact `instrument snapshot` states, as one serialisable value.
 //! `--json` prints it (schema in docs/snapshot.md), the text and HTML renderers read it.
 
+pub mod charts;
+pub mod html;
+pub mod text;
+pub mod visuals;
+
+pub use visuals::{SegmentBar, SegmentHistory, Timeline};
+
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::analysis::{Analysis, SiteAgg, Totals, group_sites};
-use super::attrib::{Category, Origin};
-use super::model::{Action, BlockState, FrameId, Layout, Snapshot, StackId};
-use super::trace::{NONE, StepMethod, TraceAnalysis};
+use crate::snapshot::analysis::{Analysis, Totals};
+use crate::snapshot::frames::short_function;
+use crate::snapshot::model::{Action, FrameId, Layout, Snapshot, StackId};
+use crate::snapshot::sites::SiteAgg;
+use crate::snapshot::sites::{Category, Origin};
+use crate::snapshot::trace::StepMethod;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -76,12 +85,18 @@ impl SiteRef {
             },
         }
     }
-    /// `file:line in function` with the full path (just the file for no stack).
+    /// `file:line in function` with the full path (just the file for no stack; C++
+    /// names without their argument lists).
     pub fn label_full(&self) -> String {
         if self.function.is_empty() {
             self.file.clone()
         } else {
-            format!("{}:{} in {}", self.file, self.line, self.function)
+            format!(
+                "{}:{} in {}",
+                self.file,
+                self.line,
+                short_function(&self.function)
+            )
         }
     }
 
@@ -89,7 +104,12 @@ impl SiteRef {
         if self.function.is_empty() {
             self.file.clone()
         } else {
-            format!("{}:{} in {}", short(&self.file), self.line, self.function)
+            format!(
+                "{}:{} in {}",
+                short(&self.file),
+                self.line,
+                short_function(&self.function)
+            )
         }
     }
 }
@@ -248,9 +268,15 @@ pub struct Oom {
     pub stream: i64,
     pub time_us: Option<i64>,
     pub site: SiteRef,
+    /// The Python frames of the failing allocation, innermost first (all frames with
+    /// --cpp-frames), up to 40.
     pub frames: Vec<FrameOut>,
     pub live_bytes_before: u64,
     pub holders: Vec<Holder>,
+    /// The allocator's state at the OOM, in the pool and stream the request needed.
+    pub state: crate::snapshot::oom::OomState,
+    /// Why it failed, in a sentence.
+    pub why: String,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -321,27 +347,6 @@ pub struct RankRow {
     pub differing_sites: Vec<RankSiteDelta>,
 }
 
-/// Live memory over time, for the HTML page (not part of the JSON).
-#[derive(Clone, Debug, Default)]
-pub struct Timeline {
-    pub events: u32,
-    pub sample_events: Vec<u32>,
-    pub total: Vec<u64>,
-    pub series: Vec<(String, Category, Vec<u64>)>,
-    pub other: Vec<u64>,
-    pub ooms: Vec<u32>,
-    pub step_starts: Vec<u32>,
-}
-
-/// One segment for the HTML segment map (not part of the JSON).
-#[derive(Clone, Debug)]
-pub struct SegmentBar {
-    pub address: u64,
-    pub total_size: u64,
-    pub stream: i64,
-    pub blocks: Vec<(u64, BlockState, String)>,
-}
-
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
     pub schema_version: u32,
@@ -368,6 +373,11 @@ pub struct Report {
     pub timeline: Option<Timeline>,
     #[serde(skip)]
     pub segment_map: Vec<SegmentBar>,
+    #[serde(skip)]
+    pub history: Vec<SegmentHistory>,
+    /// The step holding the peak, in detail.
+    #[serde(skip)]
+    pub peak_step: Option<Timeline>,
     #[serde(skip)]
     pub rank_timelines: Vec<(u32, Timeline)>,
 }
@@ -509,9 +519,10 @@ fn trace_out(a: &mut Analysis) -> Trace {
     out
 }
 
-fn frames_out(snap: &Snapshot, stack: StackId, max: usize) -> Vec<FrameOut> {
+fn frames_out(snap: &Snapshot, stack: StackId, max: usize, cpp: bool) -> Vec<FrameOut> {
     snap.stack(stack)
         .iter()
+        .filter(|&&f| cpp || snap.frame_file(f).ends_with(".py"))
         .take(max)
         .map(|&f| FrameOut {
             file: snap.frame_file(f).to_string(),
@@ -539,8 +550,10 @@ fn ooms_out(a: &mut Analysis, top: usize) -> Vec<Oom> {
                 stream: o.stream,
                 time_us: o.time_us,
                 site: SiteRef::of(snap, site),
-                frames: frames_out(snap, o.stack, 40),
+                frames: frames_out(snap, o.stack, 40, a.opts.cpp_frames),
                 live_bytes_before: o.live_before,
+                state: o.state.clone(),
+                why: oom_why(o),
                 holders: o
                     .holders
                     .iter()
@@ -564,122 +577,28 @@ fn ooms_out(a: &mut Analysis, top: usize) -> Vec<Oom> {
     out
 }
 
-const SAMPLES: usize = 480;
-const SERIES: usize = 8;
-
-fn timeline(a: &mut Analysis, t: &TraceAnalysis) -> Option<Timeline> {
-    let n = t.live.len();
-    if n == 0 {
-        return None;
+/// Why an OOM happened, for people.
+fn oom_why(o: &crate::snapshot::trace::OomInfo) -> String {
+    use crate::snapshot::oom::Cause;
+    let st = &o.state;
+    match st.cause {
+        Cause::Fragmentation => format!(
+            "fragmentation: {} was cached free in {} of {} segment(s), more than the {} requested, but the largest free block was {}: the free memory was in pieces",
+            human(st.cached_free_bytes),
+            st.segments_with_free,
+            st.segments,
+            human(o.size),
+            human(st.largest_free_block_bytes)
+        ),
+        Cause::OutOfMemory => format!(
+            "out of memory: live tensors held {}; the allocator had {} cached free (largest block {}) and the device {} free, not enough for {}",
+            human(o.live_before),
+            human(st.cached_free_bytes),
+            human(st.largest_free_block_bytes),
+            human(o.device_free),
+            human(o.size)
+        ),
     }
-    let snap = a.snap;
-    let m = SAMPLES.min(n);
-    let bucket = |i: u32| -> usize { ((i as u64 * m as u64) / n as u64) as usize };
-    // Top sites by bytes live at the peak.
-    let at_peak = group_sites(
-        snap,
-        &mut a.attr,
-        t.recs
-            .iter()
-            .filter(|r| {
-                (r.alloc_idx == NONE || r.alloc_idx <= t.peak_idx)
-                    && (r.free_idx == NONE || r.free_idx > t.peak_idx)
-            })
-            .map(|r| (r.stack, r.size)),
-    );
-    let top: Vec<&SiteAgg> = at_peak.iter().take(SERIES).collect();
-    let idx_of: BTreeMap<Option<FrameId>, usize> =
-        top.iter().enumerate().map(|(i, s)| (s.site, i)).collect();
-    let mut diff = vec![vec![0i64; m + 1]; top.len()];
-    for r in &t.recs {
-        let site = a.attr.attribute(snap, r.stack).site;
-        let Some(&k) = idx_of.get(&site) else {
-            continue;
-        };
-        let start = if r.alloc_idx == NONE {
-            0
-        } else {
-            bucket(r.alloc_idx)
-        };
-        diff[k][start] = diff[k][start].saturating_add(r.size as i64);
-        if r.free_idx != NONE {
-            let b = bucket(r.free_idx);
-            diff[k][b] = diff[k][b].saturating_sub(r.size as i64);
-        }
-    }
-    let mut sample_events = Vec::with_capacity(m);
-    let mut total = Vec::with_capacity(m);
-    for j in 0..m {
-        // The last event of bucket j.
-        let last = (((j as u64 + 1) * n as u64).div_ceil(m as u64) as usize).clamp(1, n) - 1;
-        sample_events.push(last as u32);
-        total.push(t.live[last]);
-    }
-    let mut series = Vec::new();
-    let mut sum = vec![0u64; m];
-    for (k, s) in top.iter().enumerate() {
-        let mut cur = 0i64;
-        let mut v = Vec::with_capacity(m);
-        for (j, s_j) in sum.iter_mut().enumerate() {
-            cur = cur.saturating_add(diff[k][j]);
-            let x = cur.max(0) as u64;
-            *s_j = s_j.saturating_add(x);
-            v.push(x);
-        }
-        series.push((SiteRef::of(snap, s.site).label(), s.category, v));
-    }
-    let other = total
-        .iter()
-        .zip(&sum)
-        .map(|(t, s)| t.saturating_sub(*s))
-        .collect();
-    Some(Timeline {
-        events: n as u32,
-        sample_events,
-        total,
-        series,
-        other,
-        ooms: t.ooms.iter().map(|o| o.idx).collect(),
-        step_starts: t.step_starts.clone(),
-    })
-}
-
-fn segment_map(a: &mut Analysis) -> Vec<SegmentBar> {
-    let snap = a.snap;
-    let mut segs: Vec<&super::model::Segment> = snap
-        .segments
-        .iter()
-        .filter(|s| s.device == a.device)
-        .collect();
-    segs.sort_by(|x, y| {
-        y.total_size
-            .cmp(&x.total_size)
-            .then(x.address.cmp(&y.address))
-    });
-    segs.truncate(200);
-    segs.sort_by_key(|s| s.address);
-    segs.iter()
-        .map(|s| SegmentBar {
-            address: s.address,
-            total_size: s.total_size,
-            stream: s.stream,
-            blocks: s
-                .blocks
-                .iter()
-                .take(4000)
-                .map(|b| {
-                    let label = match b.state {
-                        BlockState::Allocated => {
-                            SiteRef::of(snap, a.attr.attribute(snap, b.stack).site).label()
-                        }
-                        BlockState::PendingFree => "delayed free".to_string(),
-                        BlockState::Inactive => "inactive (cached)".to_string(),
-                    };
-                    (b.size, b.state, label)
-                })
-                .collect(),
-        })
-        .collect()
 }
 
 /// Build the report of one snapshot. `top` limits sites and holders.
@@ -694,13 +613,20 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         .collect();
     let trace = trace_out(a);
     let oom = ooms_out(a, top);
-    let (tl, map) = if visuals {
+    let (tl, map, history, peak_step) = if visuals {
         let t = a.trace.take();
-        let tl = t.as_ref().and_then(|t| timeline(a, t));
+        let tl = t.as_ref().and_then(|t| visuals::timeline(a, t));
+        let peak = t.as_ref().and_then(|t| visuals::peak_step(a, t));
+        // The blocks over time of the step with the peak, else of the whole trace.
+        let history = match (&t, &peak, &tl) {
+            (Some(t), Some((ps, range)), _) => visuals::segment_history(a, t, ps, *range),
+            (Some(t), None, Some(tl)) => visuals::segment_history(a, t, tl, (0, t.live.len())),
+            _ => Vec::new(),
+        };
         a.trace = t;
-        (tl, segment_map(a))
+        (tl, visuals::segment_map(a), history, peak.map(|p| p.0))
     } else {
-        (None, Vec::new())
+        (None, Vec::new(), Vec::new(), None)
     };
     Report {
         schema_version: SCHEMA_VERSION,
@@ -738,6 +664,8 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         internal_patterns: a.attr.patterns().to_vec(),
         timeline: tl,
         segment_map: map,
+        history,
+        peak_step,
         rank_timelines: Vec::new(),
     }
 }

@@ -2,8 +2,9 @@
 
 use std::fmt::Write;
 
-use super::analysis::Totals;
-use super::report::{Report, human, pct, short, signed_human};
+use super::{Report, human, pct, short, signed_human};
+use crate::snapshot::analysis::Totals;
+use crate::snapshot::frames::short_function;
 
 fn totals_lines(out: &mut String, t: &Totals) {
     let _ = writeln!(
@@ -107,7 +108,7 @@ pub fn render(r: &Report) -> String {
                 human(s.bytes_after),
                 short(&s.file),
                 s.line,
-                s.function,
+                short_function(&s.function),
                 s.category.name()
             );
         }
@@ -161,10 +162,10 @@ pub fn render(r: &Report) -> String {
     }
     for s in &r.sites {
         let origin = match s.origin {
-            super::attrib::Origin::User => "",
-            super::attrib::Origin::Torch => " (no user frame; torch)",
-            super::attrib::Origin::Native => " (no Python frame)",
-            super::attrib::Origin::None => "",
+            crate::snapshot::sites::Origin::User => "",
+            crate::snapshot::sites::Origin::Torch => " (no user frame; torch)",
+            crate::snapshot::sites::Origin::Native => " (no Python frame)",
+            crate::snapshot::sites::Origin::None => "",
         };
         let _ = writeln!(
             out,
@@ -321,9 +322,16 @@ fn render_trace(out: &mut String, r: &Report) {
             stream_name(o.stream),
             human(o.live_bytes_before)
         );
+        let _ = writeln!(out, "  why: {}", o.why);
         let _ = writeln!(out, "  at {}", o.site.label());
-        for f in o.frames.iter().take(8) {
-            let _ = writeln!(out, "    {}:{} in {}", f.file, f.line, f.function);
+        for f in o.frames.iter().take(12) {
+            let _ = writeln!(
+                out,
+                "    {}:{} in {}",
+                f.file,
+                f.line,
+                short_function(&f.function)
+            );
         }
         let _ = writeln!(out, "  holding memory just before:");
         for h in &o.holders {
@@ -335,7 +343,7 @@ fn render_trace(out: &mut String, r: &Report) {
                 h.category.name(),
                 short(&h.file),
                 h.line,
-                h.function
+                short_function(&h.function)
             );
         }
     }
@@ -389,7 +397,7 @@ fn render_ranks(out: &mut String, r: &Report) {
                 human(d.median_bytes),
                 short(&d.file),
                 d.line,
-                d.function
+                short_function(&d.function)
             );
         }
     }

@@ -6,8 +6,9 @@ use std::io::Read;
 
 use serde::de::{DeserializeSeed, Deserializer, Error as _, MapAccess, SeqAccess, Visitor};
 
-use super::builder::{Builder, PV, Value};
-use super::model::{Layout, Snapshot};
+use super::builder::Builder;
+use super::value::{PV, Value};
+use crate::snapshot::model::{Layout, Snapshot};
 
 struct Seed<'a>(&'a mut Builder);
 
@@ -51,7 +52,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
         while let Some(v) = seq.next_element_seed(Seed(self.0))? {
             self.0
                 .list_append(list, v)
-                .map_err(|e| A::Error::custom(e.0))?;
+                .map_err(|e| A::Error::custom(e.msg))?;
         }
         Ok(list)
     }
@@ -61,7 +62,7 @@ impl<'de> Visitor<'de> for Seed<'_> {
             let v = map.next_value_seed(Seed(self.0))?;
             self.0
                 .dict_set(dict, k, v)
-                .map_err(|e| A::Error::custom(e.0))?;
+                .map_err(|e| A::Error::custom(e.msg))?;
         }
         Ok(dict)
     }
@@ -79,5 +80,5 @@ pub fn read_json<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snapsho
         format: "json".into(),
         ..Layout::default()
     };
-    b.finish(top, layout, total).map_err(|e| e.0)
+    b.finish(top, layout, total).map_err(|e| e.msg)
 }

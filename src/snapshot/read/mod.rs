@@ -1,0 +1,153 @@
+//! Reading a snapshot file: format sniffing (pickle or JSON), the pickle machine with
+//! full memo semantics, and one-line errors that name the file and, for pickles, the
+//! byte offset.
+//!
+//! - `input`   — the bounded input buffer;
+//! - `vm`      — the pickle machine (never executes anything);
+//! - `fast`    — the fast path for trace entries (the scanner);
+//! - `shape`   — learned entry shapes, the fastest path;
+//! - `split`   — a helper thread for the second half of large files;
+//! - `value`, `memo` — packed values and the memo;
+//! - `builder` — folds containers into the typed model as they complete;
+//! - `json`    — the same dict as JSON, streamed through serde.
+
+pub mod builder;
+pub mod fast;
+pub mod input;
+pub mod json;
+pub mod memo;
+pub mod shape;
+pub mod split;
+pub mod value;
+pub mod vm;
+
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use super::model::Snapshot;
+use json::read_json;
+pub use vm::read_pickle_with;
+
+/// Why a pickle could not be read: a message and the byte offset of the opcode.
+#[derive(Debug)]
+pub struct PickleError {
+    pub offset: u64,
+    pub msg: String,
+    /// The file shares records; reading it again keeping every memoized object works.
+    pub retain: bool,
+}
+
+/// Files from this size are read with a helper thread.
+pub const SPLIT_FROM: u64 = 64 << 20;
+/// Where in the file the helper starts looking for trace entries.
+pub const SPLIT_AT: f64 = 0.43;
+
+/// Read a large snapshot file with a helper thread that reads the second half of
+/// its trace (from about `at` of the file) at the same time. Returns the snapshot and
+/// how many trace entries came from the helper.
+pub fn read_pickle_split(
+    path: &Path,
+    total: u64,
+    max_events: usize,
+    at: f64,
+) -> Result<(Snapshot, u64), PickleError> {
+    let file = File::open(path).map_err(|e| PickleError {
+        offset: 0,
+        msg: format!("cannot open: {e}"),
+        retain: false,
+    })?;
+    std::thread::scope(|s| {
+        let mut sp = split::spawn(s, path, total, max_events, at);
+        let r = vm::read_with(file, total, max_events, true, false, Some(&mut sp));
+        let taken = sp.finish();
+        r.map(|mut snap| {
+            snap.read_ahead_events = taken;
+            (snap, taken)
+        })
+    })
+}
+
+/// Read a pickle: lean (records folded and dropped) first; again keeping every
+/// memoized object if the file shares records.
+fn read_pickle_file(path: &Path, total: u64, max_events: usize) -> Result<Snapshot, PickleError> {
+    let open = || {
+        File::open(path).map_err(|e| PickleError {
+            offset: 0,
+            msg: format!("cannot open: {e}"),
+            retain: false,
+        })
+    };
+    let lean = if total >= SPLIT_FROM
+        && std::thread::available_parallelism().is_ok_and(|n| n.get() >= 2)
+    {
+        // A large pickle is mostly its trace: a helper thread reads the second half.
+        read_pickle_split(path, total, max_events, SPLIT_AT).map(|(s, _)| s)
+    } else {
+        read_pickle_with(
+            BufReader::with_capacity(1 << 16, open()?),
+            total,
+            max_events,
+            true,
+            false,
+        )
+    };
+    match lean {
+        Err(e) if e.retain => {
+            if std::env::var_os("INSTRUMENT_DEBUG_RETAIN").is_some() {
+                eprintln!("retain: byte {}: {}", e.offset, e.msg);
+            }
+            read_pickle_with(
+                BufReader::with_capacity(1 << 16, open()?),
+                total,
+                max_events,
+                false,
+                true,
+            )
+        }
+        r => r,
+    }
+}
+
+/// Read a `.pickle`/`.pkl` (any protocol 0-5) or a `.json` snapshot. The format is
+/// taken from the content: JSON starts with `{` or `[`, anything else is a pickle.
+pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, String> {
+    let shown = path.display();
+    let file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if meta.is_dir() {
+        return Err(format!("{shown} is a directory"));
+    }
+    let total = meta.len();
+    if total == 0 {
+        return Err(format!("{shown}: empty file, not a snapshot"));
+    }
+    let mut r = BufReader::with_capacity(1 << 16, file);
+    let head = r
+        .fill_buf()
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let first = head.iter().copied().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{') | Some(b'[')) {
+        return read_json(r, total, max_events)
+            .map_err(|e| format!("{shown}: not a readable JSON snapshot: {e}"));
+    }
+    drop(r);
+    read_pickle_file(path, total, max_events)
+        .map_err(|e| format!("{shown}: byte {}: {}", e.offset, e.msg))
+}
+
+/// Read a snapshot from bytes (tests and the fuzz target).
+pub fn load_bytes(bytes: &[u8], max_events: usize) -> Result<Snapshot, String> {
+    let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
+    if matches!(first, Some(b'{') | Some(b'[')) {
+        return read_json(bytes, bytes.len() as u64, max_events);
+    }
+    let total = bytes.len() as u64;
+    match read_pickle_with(bytes, total, max_events, true, false) {
+        Err(e) if e.retain => read_pickle_with(bytes, total, max_events, false, true),
+        r => r,
+    }
+    .map_err(|e| format!("byte {}: {}", e.offset, e.msg))
+}

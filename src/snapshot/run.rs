@@ -1,0 +1,75 @@
+//! The entry points the command line calls: one file, a diff of two, a directory.
+
+use std::path::Path;
+
+use super::analysis::{Analysis, Options};
+use super::report::{self, Report};
+use super::{diff, patterns, ranks, read};
+
+/// Load and analyse one file; returns its report (patterns included) and peak live bytes.
+pub fn analyse_file(
+    path: &Path,
+    opts: &Options,
+    visuals: bool,
+    top: usize,
+) -> Result<(Report, u64), String> {
+    let snap = read::load(path, opts.max_trace_events)?;
+    let mut a = Analysis::new(&snap, opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let patterns = patterns::detect(&mut a, None);
+    let peak = a.peak_bytes();
+    let mut rep = report::build(&mut a, &path.display().to_string(), top, visuals);
+    rep.patterns = patterns;
+    Ok((rep, peak))
+}
+
+fn not_a_file(p: &Path) -> String {
+    format!(
+        "{} is a directory: --diff compares two snapshot files",
+        p.display()
+    )
+}
+
+/// Analyse `path` (a file or a directory of ranks), optionally diffed against `other`.
+pub fn analyse(
+    path: &Path,
+    other: Option<&Path>,
+    opts: &Options,
+    visuals: bool,
+) -> Result<Report, String> {
+    if path.is_dir() {
+        if other.is_some() {
+            return Err(not_a_file(path));
+        }
+        let (files, taken) = ranks::scan(path)?;
+        let opts = Options {
+            assume_distributed: true,
+            ..opts.clone()
+        };
+        let results = ranks::analyse_all(&taken, |p| analyse_file(p, &opts, visuals, usize::MAX))?;
+        return Ok(ranks::report(path, files, &taken, results, &opts));
+    }
+    let Some(other) = other else {
+        return analyse_file(path, opts, visuals, opts.top).map(|(r, _)| r);
+    };
+    if other.is_dir() {
+        return Err(not_a_file(other));
+    }
+    // PATH is the earlier snapshot, OTHER the later one; the report describes OTHER.
+    let before = read::load(path, opts.max_trace_events)?;
+    let after = read::load(other, opts.max_trace_events)?;
+    let ab = Analysis::new(&before, opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut aa = Analysis::new(&after, opts).map_err(|e| format!("{}: {e}", other.display()))?;
+    let d = diff::diff(
+        &ab,
+        &aa,
+        report::source_of(&path.display().to_string(), &before),
+        report::source_of(&other.display().to_string(), &after),
+    );
+    drop(ab);
+    let patterns = patterns::detect(&mut aa, Some(&d));
+    let mut rep = report::build(&mut aa, &other.display().to_string(), opts.top, visuals);
+    rep.mode = "diff".into();
+    rep.patterns = patterns;
+    rep.diff = Some(d);
+    Ok(rep)
+}

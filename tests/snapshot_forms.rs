@@ -1,0 +1,163 @@
+//! Every scenario of tools/gen_snapshots.py in every form a user can have it in
+//! (torch 1.13 to 2.9 schemas, stacks "python" and "all", pickle protocols 2, 4
+//! and 5, torch::jit::Pickler's protocol 2, JSON, both names of the delayed-free
+//! state) reads to the facts the scenario planted: totals, sites and their
+//! categories, live bytes per category, trace counts; and a split read of each
+//! form of the long trace is what one pass reads.
+
+mod snapshot_common;
+
+use std::path::Path;
+
+use serde_json::Value;
+use snapshot_common::*;
+
+/// The stacks setting a form was recorded with (see tools/snapgen/forms.py).
+fn stacks_of(form: &str) -> &'static str {
+    match form {
+        "python" | "v2.1" | "v1.13" => "python",
+        _ => "all",
+    }
+}
+
+fn site_rows(sites: &Value) -> Vec<(String, i64, String, u64, u64, String)> {
+    let mut v: Vec<_> = sites
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            // Planted rows name the site under "site" (null: no stack); reports inline it.
+            let site = s.get("site").unwrap_or(s);
+            let (file, line, function) = match site {
+                Value::Null => ("<no stack recorded>", 0, ""),
+                x => (
+                    x["file"].as_str().unwrap(),
+                    x["line"].as_i64().unwrap(),
+                    x["function"].as_str().unwrap(),
+                ),
+            };
+            (
+                file.to_string(),
+                line,
+                function.to_string(),
+                s["bytes"].as_u64().unwrap(),
+                s["blocks"].as_u64().unwrap(),
+                s["category"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Compare one device's report with the facts planted for it.
+fn check(r: &Value, want: &Value, form: &str, what: &str) {
+    let stacks = stacks_of(form);
+    for (k, v) in want["totals"].as_object().unwrap() {
+        assert_eq!(&r["totals"][k], v, "{what}: totals.{k}");
+    }
+    assert_eq!(
+        site_rows(&r["sites"]),
+        site_rows(&want[format!("sites_{stacks}")]),
+        "{what}: sites"
+    );
+    for (c, b) in want[format!("categories_{stacks}")].as_object().unwrap() {
+        assert_eq!(&r["categories"][c], b, "{what}: category {c}");
+    }
+    let total: u64 = want["trace_events"].as_u64().unwrap();
+    assert_eq!(
+        r["trace"]["kept_events"].as_u64().unwrap() + r["trace"]["dropped"].as_u64().unwrap(),
+        total,
+        "{what}: trace events"
+    );
+    if total > 0 {
+        for (action, n) in want["trace_counts"].as_object().unwrap() {
+            let name = if action == "annotate" {
+                "other"
+            } else {
+                action
+            };
+            assert_eq!(&r["trace"]["counts"][name], n, "{what}: count of {action}");
+        }
+    }
+}
+
+fn report(path: &Path) -> Value {
+    let opts = instrument::snapshot::Options::default();
+    let (rep, _) = instrument::snapshot::analyse_file(path, &opts, false, usize::MAX)
+        .unwrap_or_else(|e| panic!("{e}"));
+    serde_json::to_value(&rep).unwrap()
+}
+
+#[test]
+fn every_scenario_in_every_form_gives_the_planted_truth() {
+    let Some(dir) = generate(&["--all-forms"]) else {
+        return;
+    };
+    let mut checked = 0;
+    for scenario in std::fs::read_dir(dir.path()).unwrap() {
+        let scenario = scenario.unwrap().path();
+        let forms = scenario.join("forms");
+        let Ok(planted) = std::fs::read_to_string(scenario.join("planted.json")) else {
+            continue;
+        };
+        let planted: Value = serde_json::from_str(&planted).unwrap();
+        if !forms.is_dir() {
+            continue;
+        }
+        for f in std::fs::read_dir(&forms).unwrap() {
+            let f = f.unwrap().path();
+            let name = f.file_name().unwrap().to_str().unwrap().to_string();
+            // snapshot_step_005.p4.pickle -> (snapshot_step_005, p4)
+            let stem = name.rsplit_once('.').unwrap().0;
+            let (snap, form) = stem.split_once('.').unwrap();
+            let want = if let Some(ranks) = planted.get("ranks") {
+                &ranks[format!("{snap}.pickle")]
+            } else if planted.get("before").is_some() {
+                &planted[if snap.ends_with("005") {
+                    "before"
+                } else {
+                    "after"
+                }]
+            } else {
+                &planted
+            };
+            if want.get("totals").is_none() {
+                continue;
+            }
+            let r = report(&f);
+            let what = format!("{}/{name}", scenario.file_name().unwrap().to_string_lossy());
+            assert_eq!(r["device"], want["device"], "{what}: device");
+            check(&r, want, form, &what);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 150, "only {checked} files checked");
+    split_read_of_every_form_matches_one_pass(dir.path());
+}
+
+/// The split read (a helper thread reads the second half of the trace) of every
+/// form of the long trace gives what one pass gives, and the helper's part is used.
+fn split_read_of_every_form_matches_one_pass(dir: &Path) {
+    use instrument::snapshot::read::{read_pickle_split, read_pickle_with};
+    let forms = dir.join("long_trace/forms");
+    let mut n = 0;
+    for f in std::fs::read_dir(&forms).unwrap() {
+        let f = f.unwrap().path();
+        if f.extension().is_some_and(|e| e == "json") {
+            continue;
+        }
+        let data = std::fs::read(&f).unwrap();
+        let total = data.len() as u64;
+        let one = read_pickle_with(&data[..], total, 1_000_000, true, false).unwrap();
+        let (split, ahead) = read_pickle_split(&f, total, 1_000_000, 0.5).unwrap();
+        assert_eq!(canonical(&one), canonical(&split), "{}", f.display());
+        assert!(
+            ahead >= 1000,
+            "{}: the helper read {ahead} entries",
+            f.display()
+        );
+        n += 1;
+    }
+    assert!(n >= 9);
+}

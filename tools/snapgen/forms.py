@@ -1,0 +1,126 @@
+"""The forms a snapshot reaches a user in, and the facts planted in it.
+
+A form is a torch version's schema, the recording's ``stacks`` setting and an
+encoding: ``pickle.dump`` with a protocol (torch's ``_dump_snapshot`` uses the default:
+4, or 5 from Python 3.14), the C++ API's ``torch::jit::Pickler`` (protocol 2), or
+``json.dump`` of the same dict.
+"""
+
+import json
+import os
+import pickle
+
+from . import graph, jit_pickle
+
+FORMS = {
+    "p4": dict(version="2.9", stacks="all", enc="pickle", protocol=4),
+    "p5": dict(version="2.9", stacks="all", enc="pickle", protocol=5),
+    "p2": dict(version="2.9", stacks="all", enc="pickle", protocol=2),
+    "python": dict(version="2.9", stacks="python", enc="pickle", protocol=4),
+    "cpp": dict(version="cpp", stacks="all", enc="jit"),
+    "json": dict(version="2.9", stacks="all", enc="json"),
+    "v2.5": dict(version="2.5", stacks="all", enc="pickle", protocol=4),
+    "v2.1": dict(version="2.1", stacks="python", enc="pickle", protocol=4),
+    "v2.0": dict(version="2.0", stacks="all", enc="pickle", protocol=4),
+    "v1.13": dict(version="1.13", stacks="python", enc="pickle", protocol=2),
+    "awaiting": dict(version="2.9", stacks="all", enc="pickle", protocol=4,
+                     pending_name="active_awaiting_free"),
+}
+
+
+# Forms only some committed fixtures use (text protocols are large with deep stacks).
+EXTRA = {
+    **{f"p{p}": dict(version="2.9", stacks="all", enc="pickle", protocol=p) for p in (0, 1, 3)},
+    "v1.13-awaiting": dict(version="1.13", stacks="python", enc="pickle", protocol=2,
+                           pending_name="active_awaiting_free"),
+    "python-p2": dict(version="2.9", stacks="python", enc="pickle", protocol=2),
+}
+
+
+def form_of(name):
+    return FORMS.get(name) or EXTRA[name]
+
+
+def encode(devices, form):
+    f = form_of(form) if isinstance(form, str) else form
+    holders = {} if f["enc"] == "jit" else None
+    g = graph.build(devices, f["version"], f["stacks"], f.get("pending_name", "active_pending_free"),
+                    holders=holders)
+    if f["enc"] == "pickle":
+        return pickle.dumps(g, protocol=f["protocol"])
+    if f["enc"] == "jit":
+        return jit_pickle.dumps(g, holders)
+    return json.dumps(g).encode()
+
+
+def extension(form):
+    return ".json" if form_of(form)["enc"] == "json" else ".pickle"
+
+
+def write(path, data):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+# --- planted facts -------------------------------------------------------------
+
+def site_key(s):
+    return (s["file"], s["line"], s["function"]) if s else None
+
+
+CATEGORY_ORDER = ["parameters", "gradients", "optimizer_state", "activations", "temporary",
+                  "communication", "other"]
+
+
+def live_sites(alloc, stacks):
+    """Live (active_allocated) blocks grouped by the site a memory engineer names them
+    by: bytes, blocks and category (the one holding most of its bytes) per site,
+    largest first."""
+    by = {}
+    for _, blocks in alloc.segments():
+        for b in blocks:
+            if not b.allocated:
+                continue
+            s = b.ctx.site.site_for(stacks) if b.ctx is not None else None
+            cat = b.ctx.site.category_for(stacks) if (b.ctx is not None and s is not None) else "other"
+            e = by.setdefault(site_key(s), {"site": s, "bytes": 0, "blocks": 0, "by_category": {}})
+            e["bytes"] += b.size
+            e["blocks"] += 1
+            e["by_category"][cat] = e["by_category"].get(cat, 0) + b.size
+    for e in by.values():
+        cats = e.pop("by_category")
+        e["category"] = max(cats, key=lambda c: (cats[c], -CATEGORY_ORDER.index(c)))
+    return sorted(by.values(), key=lambda e: (-e["bytes"], -e["blocks"], str(site_key(e["site"]))))
+
+
+def categories(alloc, stacks):
+    """Live bytes per category."""
+    out = {}
+    for _, blocks in alloc.segments():
+        for b in blocks:
+            if b.allocated:
+                s = b.ctx.site.site_for(stacks) if b.ctx is not None else None
+                c = b.ctx.site.category_for(stacks) if (b.ctx is not None and s is not None) else "other"
+                out[c] = out.get(c, 0) + b.size
+    return out
+
+
+def counts(trace):
+    c = {}
+    for te in trace:
+        c[te.action] = c.get(te.action, 0) + 1
+    return c
+
+
+def device_facts(alloc):
+    return {
+        "device": alloc.device,
+        "totals": alloc.totals(),
+        "sites_all": live_sites(alloc, "all"),
+        "sites_python": live_sites(alloc, "python"),
+        "categories_all": categories(alloc, "all"),
+        "categories_python": categories(alloc, "python"),
+        "trace_counts": counts(alloc.trace()),
+        "trace_events": len(alloc.trace()),
+    }
