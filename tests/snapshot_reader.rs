@@ -244,22 +244,34 @@ fn mutated_snapshots_never_panic() {
         seed ^= seed << 17;
         seed
     };
-    let sources = [
+    let mut sources: Vec<std::path::PathBuf> = [
         "allocator/snapshot_p0.pickle",
         "allocator/snapshot_p2.pickle",
         "allocator/snapshot_p4.pickle",
         "oom/snapshot.pickle",
         "legacy/snapshot_v1.13-awaiting.pickle",
         "pithtrain_moe/snapshot_p4.pickle",
-    ];
+    ]
+    .iter()
+    .map(|s| fixture(s))
+    .collect();
+    // The fuzzer's seeds: torch::jit::Pickler, skipped memo indices, MEMOIZE after BINPUT.
+    let seeds = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/seeds/snapshot_reader");
+    let mut seed_files: Vec<_> = std::fs::read_dir(seeds)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    seed_files.sort();
+    assert!(seed_files.len() >= 8);
+    sources.extend(seed_files);
     let special = [
         b'c', b'R', 0x93, b'h', b'j', b'q', b'(', b'u', b'e', b'.', 0x8a, 0x8d, b'X', 0x94, b'0',
         b'1',
     ];
     let mut ok = 0;
     let mut errors = 0;
-    for src in sources {
-        let data = std::fs::read(fixture(src)).unwrap();
+    for src in &sources {
+        let data = std::fs::read(src).unwrap();
         for _ in 0..300 {
             let mut d = data.clone();
             match next() % 4 {
@@ -291,7 +303,10 @@ fn mutated_snapshots_never_panic() {
             }
         }
     }
-    assert!(errors > 0 && ok + errors == 1800, "ok {ok} errors {errors}");
+    assert!(
+        errors > 0 && ok + errors == 300 * sources.len(),
+        "ok {ok} errors {errors}"
+    );
 }
 
 /// Every committed pickle (refused ones aside).

@@ -40,7 +40,11 @@ impl Hasher for FxHasher {
         self.add(i as u64);
     }
     fn finish(&self) -> u64 {
-        self.0
+        // The product's low bits depend only on the input's low bits, and hashbrown
+        // picks buckets by the low bits: frame lines or indices that are multiples
+        // of 4096 (a file's choice) would share a handful of buckets. Bring the
+        // well-mixed high bits down (as rustc-hash 2 does).
+        self.0.rotate_left(26)
     }
 }
 
@@ -305,5 +309,33 @@ impl Snapshot {
     }
     pub fn stack(&self, s: StackId) -> &[FrameId] {
         self.stacks.get(s)
+    }
+}
+
+#[cfg(test)]
+mod hasher_tests {
+    use super::*;
+    use std::hash::BuildHasher;
+
+    /// Keys a file chooses (memo indices, frame lines) spaced 4096 apart still spread
+    /// over the buckets a table indexes by its hashes' low bits.
+    #[test]
+    fn multiples_of_4096_spread_over_the_low_bits() {
+        let low_bits = |h: u64| h & 0xfff;
+        let b = FxBuild::default();
+        let ints: std::collections::HashSet<u64> = (0..4096u32)
+            .map(|i| low_bits(b.hash_one(i * 4096)))
+            .collect();
+        let frames: std::collections::HashSet<u64> = (0..4096i64)
+            .map(|i| {
+                low_bits(b.hash_one(Frame {
+                    file: 1,
+                    line: i * 4096,
+                    name: 2,
+                }))
+            })
+            .collect();
+        assert!(ints.len() > 2000, "{} buckets", ints.len());
+        assert!(frames.len() > 2000, "{} buckets", frames.len());
     }
 }

@@ -9,6 +9,8 @@ encoding: ``pickle.dump`` with a protocol (torch's ``_dump_snapshot`` uses the d
 import json
 import os
 import pickle
+import pickletools
+import struct
 
 from . import graph, jit_pickle
 
@@ -25,6 +27,13 @@ FORMS = {
     "v1.13": dict(version="1.13", stacks="python", enc="pickle", protocol=2),
     "awaiting": dict(version="2.9", stacks="all", enc="pickle", protocol=4,
                      pending_name="active_awaiting_free"),
+    "python-p2": dict(version="2.9", stacks="python", enc="pickle", protocol=2),
+    "python-p5": dict(version="2.9", stacks="python", enc="pickle", protocol=5),
+    # Legal pickles no standard writer makes (see `relabel`): protocol 4 without FRAME,
+    # memo indices skipped, MEMOIZE after BINPUT.
+    "noframe": dict(version="2.9", stacks="all", enc="pickle", protocol=4, relabel="noframe"),
+    "sparse": dict(version="2.9", stacks="all", enc="pickle", protocol=2, relabel="sparse"),
+    "mixed": dict(version="2.9", stacks="all", enc="pickle", protocol=4, relabel="mixed"),
 }
 
 
@@ -33,7 +42,6 @@ EXTRA = {
     **{f"p{p}": dict(version="2.9", stacks="all", enc="pickle", protocol=p) for p in (0, 1, 3)},
     "v1.13-awaiting": dict(version="1.13", stacks="python", enc="pickle", protocol=2,
                            pending_name="active_awaiting_free"),
-    "python-p2": dict(version="2.9", stacks="python", enc="pickle", protocol=2),
 }
 
 
@@ -47,10 +55,63 @@ def encode(devices, form):
     g = graph.build(devices, f["version"], f["stacks"], f.get("pending_name", "active_pending_free"),
                     holders=holders)
     if f["enc"] == "pickle":
-        return pickle.dumps(g, protocol=f["protocol"])
+        data = pickle.dumps(g, protocol=f["protocol"])
+        return relabel(data, f["relabel"]) if "relabel" in f else data
     if f["enc"] == "jit":
         return jit_pickle.dumps(g, holders)
     return json.dumps(g).encode()
+
+
+def relabel(data, how):
+    """`data` (a pickle) re-encoded as a legal pickle that reads to the same objects
+    in Python's unpickler but that no standard writer makes:
+
+    - ``noframe``: without its FRAME opcodes (framing is optional in protocol 4);
+    - ``sparse``: every memo store a ``LONG_BINPUT`` at a skipped index (``7 + 4099 i``),
+      every reference a ``LONG_BINGET``;
+    - ``mixed``: the first 64 stores ``LONG_BINPUT`` at skipped indices from 10**6
+      up, the rest ``MEMOIZE``, which stores at ``len(memo)`` (64, 65, ...: where the
+      original's MEMOIZE stored them), a second ``MEMOIZE`` of every 5th object
+      after it, which shifts every later index by one, and every 7th stored with
+      ``LONG_BINPUT`` over the index of an empty list stored and popped just before.
+    """
+    ops = list(pickletools.genops(data))
+    out = bytearray()
+    index = {}  # the original's memo index -> the index in `out`
+    memo_len = 0  # len(memo) in `out`'s unpickler
+    stored = 0  # the original's stores so far
+    for i, (op, arg, pos) in enumerate(ops):
+        raw = data[pos:ops[i + 1][2] if i + 1 < len(ops) else len(data)]
+        name = op.name
+        if name == "FRAME":
+            continue
+        if how == "noframe":
+            out += raw
+        elif name in ("MEMOIZE", "BINPUT", "LONG_BINPUT", "PUT"):
+            orig = stored if name == "MEMOIZE" else arg
+            stored += 1
+            if how == "sparse" or (how == "mixed" and orig < 64):
+                at = 7 + 4099 * orig if how == "sparse" else 10**6 + orig
+                out += b"r" + struct.pack("<I", at)
+            elif how == "mixed" and orig % 7 == 3:
+                at = memo_len
+                out += b"]r" + struct.pack("<I", at) + b"0"  # a decoy at the same index
+                out += b"r" + struct.pack("<I", at)
+            else:
+                at = memo_len
+                out += b"\x94"
+                if orig % 5 == 0:
+                    out += b"\x94"  # the same object again, at the next index
+                    memo_len += 1
+            index[orig] = at
+            memo_len += 1
+        elif name in ("BINGET", "LONG_BINGET", "GET"):
+            out += b"j" + struct.pack("<I", index[arg])
+        else:
+            out += raw
+    out = bytes(out)
+    assert pickle.loads(out) == pickle.loads(data), how
+    return out
 
 
 def extension(form):

@@ -377,6 +377,9 @@ impl Undo {
 /// PUT to exactly that index (anything else is left to the generic machine).
 #[inline(always)]
 pub(crate) fn index(b: &Builder, s: Store) -> Option<u64> {
+    if b.memo_has_gaps() {
+        return None;
+    }
     let next = b.memo_len();
     match s {
         Store::Next => Some(next),

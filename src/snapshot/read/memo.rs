@@ -2,8 +2,16 @@
 //! entry in them holds a value any more (a run of folded trace entries needs no
 //! storage; strings, frames and stacks stay), and an [`Overlay`]: the stores a split
 //! read's helper made, read in place from its packed form.
+//!
+//! Writers store indices in order (pickle's `len(memo)`, torch::jit::Pickler's
+//! counter). A file may legally skip indices (`LONG_BINPUT 4096`, `LONG_BINPUT 8192`,
+//! ...); from the first skip on the memo keeps what lies outside its chunks in a map,
+//! so that memory follows what the file stores, not the indices it names, and MEMOIZE
+//! still stores at `len(memo)`, as Python's unpickler does.
 
 use super::value::PV;
+use std::collections::HashMap;
+
 use crate::snapshot::model::StrId;
 
 /// One of a split read's helper's memo stores, packed: kind in the top 3 bits.
@@ -88,6 +96,23 @@ pub struct Memo {
     pub(crate) overwrites: u64,
     /// Values below `filled` that live in a helper's stores (where no chunk value is).
     overlay: Option<Overlay>,
+    /// How many distinct indices hold an entry: where MEMOIZE stores next (Python's
+    /// `len(memo)`). `filled` too, unless the file skipped indices.
+    count: u64,
+    /// Once the file skipped an index: the entries outside the chunks.
+    gaps: Option<Gaps>,
+}
+
+/// The memo's state after a skipped index. No chunk is made or released any more;
+/// an entry whose chunk is absent is in `map`, or below `dense` (every index below
+/// it was stored before the first skip: a released chunk), or was never stored.
+///
+/// The map hashes with std's SipHash: the indices are the file's choice, and a fast
+/// multiplicative hash puts every multiple of 4096 in one bucket.
+#[derive(Default)]
+struct Gaps {
+    dense: u64,
+    map: HashMap<u32, PV>,
 }
 
 #[cold]
@@ -103,10 +128,23 @@ fn holds_value(v: PV) -> bool {
 
 impl Memo {
     pub fn set(&mut self, idx: u32, v: PV) {
+        if v != PV::UNSET && idx as u64 > self.filled && self.gaps.is_none() {
+            self.gaps = Some(Gaps {
+                dense: self.filled,
+                map: HashMap::new(),
+            });
+        }
+        if self.gaps.is_some() {
+            return self.set_gapped(idx, v);
+        }
         let c = idx as usize / MEMO_CHUNK;
         let o = idx as usize % MEMO_CHUNK;
         if self.overlay.as_ref().is_some_and(|ov| ov.covers_chunk(c)) {
             return self.set_covered(idx, v);
+        }
+        if v != PV::UNSET && idx as u64 >= self.filled {
+            // No index is skipped: every one below `filled` is stored already.
+            self.count += 1;
         }
         let live_now = holds_value(v);
         if c >= self.chunks.len() {
@@ -146,10 +184,16 @@ impl Memo {
 
     /// Undo a `set` of an index that was unset before (the fast path bailing out).
     pub fn unset(&mut self, idx: u32) {
+        if self.gaps.is_some() {
+            return self.set_gapped(idx, PV::UNSET);
+        }
         let c = idx as usize / MEMO_CHUNK;
         let o = idx as usize % MEMO_CHUNK;
+        // The fast path undoes its stores newest first: each is the top one.
+        debug_assert_eq!(idx as u64 + 1, self.filled, "memo undo out of order");
         if idx as u64 + 1 == self.filled {
             self.filled = idx as u64;
+            self.count -= 1;
         }
         let covered = self.covered(c);
         if let Some(Some(chunk)) = self.chunks.get_mut(c) {
@@ -162,6 +206,9 @@ impl Memo {
 
     #[inline(always)]
     pub fn get(&self, idx: u32) -> PV {
+        if self.gaps.is_some() {
+            return self.get_gapped(idx);
+        }
         let c = idx as usize / MEMO_CHUNK;
         match self.chunks.get(c) {
             Some(Some(chunk)) => {
@@ -181,6 +228,91 @@ impl Memo {
         }
     }
 
+    /// Where MEMOIZE stores next: how many distinct indices hold an entry.
+    pub fn stored(&self) -> u64 {
+        self.count
+    }
+
+    /// Did the file skip an index (or a store get undone below the top)?
+    #[inline(always)]
+    pub fn has_gaps(&self) -> bool {
+        self.gaps.is_some()
+    }
+
+    /// A folded record stored at `idx` where its chunk holds nothing (a run of them
+    /// needs no storage while no index is skipped).
+    pub fn set_released_run(&mut self, idx: u32) {
+        if self.gaps.is_some() || idx as u64 > self.filled {
+            return self.set(idx, PV::RELEASED);
+        }
+        if idx as u64 == self.filled {
+            self.count += 1;
+            self.filled += 1;
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn get_gapped(&self, idx: u32) -> PV {
+        let c = idx as usize / MEMO_CHUNK;
+        if let Some(Some(chunk)) = self.chunks.get(c) {
+            let v = chunk[idx as usize % MEMO_CHUNK];
+            if v != PV::UNSET {
+                return v;
+            }
+        }
+        if let Some(v) = self.over(idx) {
+            return v;
+        }
+        let g = self.gaps.as_ref().expect("gapped");
+        if let Some(&v) = g.map.get(&idx) {
+            return v;
+        }
+        match self.chunks.get(c) {
+            Some(None) if (idx as u64) < g.dense => PV::RELEASED,
+            _ => PV::UNSET,
+        }
+    }
+
+    /// `set` once an index was skipped: into the chunk if it has one (none is made
+    /// or released now), into the map otherwise; the count follows what was stored.
+    #[cold]
+    #[inline(never)]
+    fn set_gapped(&mut self, idx: u32, v: PV) {
+        let old = self.get_gapped(idx);
+        if holds_value(old) && old != v {
+            self.overwrites += 1;
+        }
+        match (old == PV::UNSET, v == PV::UNSET) {
+            (true, false) => self.count += 1,
+            (false, true) => self.count -= 1,
+            _ => {}
+        }
+        if v != PV::UNSET {
+            self.filled = self.filled.max(idx as u64 + 1);
+        }
+        let c = idx as usize / MEMO_CHUNK;
+        let o = idx as usize % MEMO_CHUNK;
+        if let Some(Some(chunk)) = self.chunks.get_mut(c) {
+            let was = chunk[o];
+            chunk[o] = v;
+            match (holds_value(was), holds_value(v)) {
+                (false, true) => self.live[c] += 1,
+                (true, false) => self.live[c] -= 1,
+                _ => {}
+            }
+            if v != PV::UNSET {
+                return;
+            }
+        }
+        let g = self.gaps.as_mut().expect("gapped");
+        if v == PV::UNSET {
+            g.map.remove(&idx);
+        } else {
+            g.map.insert(idx, v);
+        }
+    }
+
     #[inline]
     fn over(&self, idx: u32) -> Option<PV> {
         self.overlay.as_ref()?.get(idx as u64)
@@ -192,8 +324,13 @@ impl Memo {
 
     /// Read the memo from the next index on through a helper's stores.
     pub(crate) fn set_overlay(&mut self, mut o: Overlay) {
+        debug_assert!(
+            self.gaps.is_none(),
+            "a split read is declined on skipped indices"
+        );
         o.start = self.filled;
         self.filled += o.len();
+        self.count += o.len();
         self.overlay = Some(o);
     }
 
@@ -204,6 +341,9 @@ impl Memo {
         let old = self.get(idx);
         if holds_value(old) && old != v {
             self.overwrites += 1;
+        }
+        if old == PV::UNSET && v != PV::UNSET {
+            self.count += 1;
         }
         let c = idx as usize / MEMO_CHUNK;
         let existed = c < self.chunks.len();
@@ -245,6 +385,15 @@ impl Memo {
                 })
             })
             .collect();
+        if let Some(g) = &self.gaps {
+            out.extend(
+                g.map
+                    .iter()
+                    .filter(|(_, v)| holds_value(**v))
+                    .map(|(&i, &v)| (i, v)),
+            );
+            out.sort_unstable_by_key(|&(i, _)| i);
+        }
         if let Some(o) = &self.overlay {
             for i in o.start..o.start + o.len() {
                 let v = self.get(i as u32);
@@ -280,6 +429,71 @@ mod tests {
         assert!(m.chunks[1].is_none());
         assert_eq!(m.get(MEMO_CHUNK as u32 + 5), PV::RELEASED);
         assert_eq!(m.values().len(), 1);
+    }
+
+    #[test]
+    fn skipped_indices_cost_what_is_stored_not_what_is_named() {
+        let mut m = Memo::default();
+        // A run of folded records first (their chunks released), then a skip.
+        for i in 0..(2 * MEMO_CHUNK as u32) {
+            m.set(i, PV::RELEASED);
+        }
+        let base = 2 * MEMO_CHUNK as u32;
+        m.set(base, PV::str(1));
+        assert!(!m.has_gaps());
+        // 100k entries, each 4096 indices past the last: a chunk each if made dense.
+        for i in 1..100_000u32 {
+            m.set(base + i * MEMO_CHUNK as u32, PV::str(i));
+        }
+        assert!(m.has_gaps());
+        assert!(m.chunks.iter().filter(|c| c.is_some()).count() <= 2);
+        assert_eq!(m.get(base + 77 * MEMO_CHUNK as u32), PV::str(77));
+        assert_eq!(m.get(base), PV::str(1));
+        // Below the skip, released records stay released; skipped ones were never stored.
+        assert_eq!(m.get(5), PV::RELEASED);
+        assert_eq!(m.get(base + 1), PV::UNSET);
+        assert_eq!(m.get(base + 99_999 * MEMO_CHUNK as u32 + 1), PV::UNSET);
+        assert_eq!(m.stored(), 2 * MEMO_CHUNK as u64 + 100_000);
+        // Overwrites count once; a record folded later frees nothing it should keep.
+        m.set(base + MEMO_CHUNK as u32, PV::str(9));
+        assert_eq!(m.overwrites, 1);
+        assert_eq!(m.stored(), 2 * MEMO_CHUNK as u64 + 100_000);
+        m.set(base + 2 * MEMO_CHUNK as u32, PV::RELEASED);
+        assert_eq!(m.get(base + 2 * MEMO_CHUNK as u32), PV::RELEASED);
+        assert_eq!(m.values().len(), 100_000 - 1);
+    }
+
+    #[test]
+    fn memoize_after_a_skipped_put_stores_at_len_memo() {
+        // BINPUT 5, then MEMOIZE twice: Python's unpickler stores at len(memo), 1 and 2.
+        let mut m = Memo::default();
+        m.set(5, PV::str(0));
+        assert_eq!(m.stored(), 1);
+        m.set(m.stored() as u32, PV::str(1));
+        m.set(m.stored() as u32, PV::str(2));
+        assert_eq!(
+            (m.get(1), m.get(2), m.get(5)),
+            (PV::str(1), PV::str(2), PV::str(0))
+        );
+        assert_eq!(m.get(0), PV::UNSET);
+        // len(memo) reaches 5: the next MEMOIZE replaces index 5, as Python's does.
+        m.set(3, PV::str(3));
+        m.set(4, PV::str(4));
+        assert_eq!(m.stored(), 5);
+        m.set(m.stored() as u32, PV::str(6));
+        assert_eq!((m.get(5), m.stored()), (PV::str(6), 5));
+        m.set_released_run(m.stored() as u32);
+        assert_eq!((m.get(5), m.stored()), (PV::RELEASED, 5));
+        // Sequential stores count as indices; an undo of the top one gives it back.
+        let mut m = Memo::default();
+        for i in 0..10 {
+            m.set(i, PV::str(i));
+        }
+        m.set_released_run(10);
+        assert_eq!(m.stored(), 11);
+        m.unset(10);
+        assert_eq!((m.stored(), m.filled), (10, 10));
+        assert!(!m.has_gaps());
     }
 
     #[test]

@@ -258,6 +258,10 @@ pub(crate) fn spawn<'scope>(
 /// the interned stacks its memo stores refer to. None (nothing changed) if anything
 /// does not resolve.
 fn resolve(b: &mut Builder, res: &mut HelperResult) -> Option<Vec<u32>> {
+    if b.memo_has_gaps() {
+        // The helper numbered its stores from a count it could not know.
+        return None;
+    }
     let base = b.memo_len();
     if res
         .explicit

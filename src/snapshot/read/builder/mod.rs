@@ -525,19 +525,42 @@ impl Builder {
         }
         let idx = idx as u32;
         let v = self.peek(v);
+        // A store over another container's entry (no writer does; legal): that one
+        // no longer updates this index when it is folded.
+        if let Some(old) = self.memo.get(idx).as_obj()
+            && old != v.as_obj().unwrap_or(old)
+            && let Some(s) = self.slots.get_mut(old.id as usize)
+            && s.generation == old.generation
+            && s.memo == idx
+        {
+            s.memo = NO_MEMO;
+        }
         if let Some(r) = v.as_obj() {
             let Some(slot) = self.slots.get_mut(r.id as usize) else {
                 return self.stale();
             };
+            if slot.memo != NO_MEMO && slot.memo != idx {
+                // Memoized a second time (MEMOIZE after BINPUT): the slot records one
+                // index; the older entry holds its reference like a GET's copy, so the
+                // folded value stays reachable through it.
+                slot.refs = slot.refs.saturating_add(1);
+            }
             slot.memo = idx;
         }
         self.memo.set(idx, v);
         Ok(())
     }
 
-    /// The index MEMOIZE uses: the number of memo entries set so far.
+    /// The index MEMOIZE uses: the number of distinct memo entries set so far.
     pub fn memo_len(&self) -> u64 {
-        self.memo.filled
+        self.memo.stored()
+    }
+
+    /// Did the file skip memo indices? (The fast path and the split read then leave
+    /// the memo to the generic machine.)
+    #[inline(always)]
+    pub fn memo_has_gaps(&self) -> bool {
+        self.memo.has_gaps()
     }
 
     /// The value at `idx` for a GET (a container's reference counts one more copy).
@@ -594,8 +617,7 @@ impl Builder {
         let c = idx as usize / MEMO_CHUNK;
         if matches!(self.memo.chunks.get(c), Some(None)) {
             // A run of folded records with no chunk to store into.
-            self.memo.filled = self.memo.filled.max(idx + 1);
-            return;
+            return self.memo.set_released_run(idx as u32);
         }
         self.memo.set(idx as u32, what);
     }
