@@ -403,10 +403,24 @@ pub fn plan_file(
         return plan;
     }
     let mut reported = std::collections::HashSet::new();
-    let ranges: Vec<Range<usize>> = checked_ranges.iter().map(|(r, _)| r.clone()).collect();
-    for (i, read) in names::unbound_reads_in(&result, &ranges) {
+    // Checked lines that follow one another (only a line end between them) are read as
+    // one range: the same identifiers in the same order, one walk instead of one a line.
+    let mut ranges: Vec<(Range<usize>, usize)> = Vec::new();
+    for (r, rule) in &checked_ranges {
+        match ranges.last_mut() {
+            Some((last, last_rule))
+                if *last_rule == *rule
+                    && matches!(&result.text[last.end..r.start], "\n" | "\r\n") =>
+            {
+                last.end = r.end
+            }
+            _ => ranges.push((r.clone(), *rule)),
+        }
+    }
+    let read_ranges: Vec<Range<usize>> = ranges.iter().map(|(r, _)| r.clone()).collect();
+    for (i, read) in names::unbound_reads_in(&result, &read_ranges) {
         {
-            let rule = &ctx.rule_set.rules[checked_ranges[i].1];
+            let rule = &ctx.rule_set.rules[ranges[i].1];
             if !reported.insert((rule.id.clone(), read.name.clone())) {
                 continue;
             }

@@ -358,7 +358,7 @@ fn walk_bindings<'a>(root: Node<'a>, ranges: &Spans, f: &mut impl FnMut(Node<'a>
             for_each_bound(node, &mut |ident| f(ident, node));
         }
         let mut c = node.walk();
-        stack.extend(node.children(&mut c));
+        stack.extend(node.children(&mut c).filter(|c| ranges.overlaps(*c)));
     }
 }
 

@@ -177,40 +177,86 @@ pub fn unbound_reads_in(src: &Source, ranges: &[Range<usize>]) -> Vec<(usize, Un
 
 fn reads_in(src: &Source, analysis: &Analysis, range: Range<usize>) -> Vec<UnboundRead> {
     let mut out = Vec::new();
+    let root = src.root();
     // Start from the smallest node holding the whole range, not from the root.
-    let top = src
-        .root()
+    let top = root
         .descendant_for_byte_range(range.start, range.end.saturating_sub(1).max(range.start))
-        .unwrap_or(src.root());
-    let mut stack = vec![top];
-    while let Some(node) = stack.pop() {
-        if node.end_byte() <= range.start || node.start_byte() >= range.end {
-            continue;
-        }
-        if node.kind() == "identifier" && range.contains(&node.start_byte()) {
-            if analysis.is_read(node) {
-                let name = src.text_of(node);
-                match analysis.resolve(node, name) {
-                    Resolution::Bound => {}
-                    Resolution::BoundLater => out.push(UnboundRead {
-                        name: name.to_string(),
-                        at: node.start_byte(),
-                        bound_later: true,
-                    }),
-                    Resolution::Unbound => out.push(UnboundRead {
-                        name: name.to_string(),
-                        at: node.start_byte(),
-                        bound_later: false,
-                    }),
-                }
-            }
-            continue;
-        }
-        let mut cursor = node.walk();
-        stack.extend(node.children(&mut cursor));
-    }
+        .unwrap_or(root);
+    // The ancestors of every node visited are kept on a path (root first), found once for
+    // `top` and then by the walk itself: `Node::parent` walks down from the root each time.
+    let mut path = ancestors(root, top);
+    visit_reads(src, analysis, &range, top, &mut path, &mut out);
     out.sort_by_key(|r| r.at);
     out
+}
+
+/// The ancestors of `node` in its tree, the root first.
+fn ancestors<'a>(root: Node<'a>, node: Node<'a>) -> Vec<Node<'a>> {
+    let mut path = Vec::new();
+    if node.id() == root.id() {
+        return path;
+    }
+    let mut cur = root;
+    loop {
+        path.push(cur);
+        match cur.child_with_descendant(node) {
+            Some(next) if next.id() == node.id() => return path,
+            Some(next) => cur = next,
+            None => break,
+        }
+    }
+    // Not reached from the root (never expected): ask each node for its parent.
+    let mut path = Vec::new();
+    let mut cur = node.parent();
+    while let Some(p) = cur {
+        path.push(p);
+        cur = p.parent();
+    }
+    path.reverse();
+    path
+}
+
+fn visit_reads<'a>(
+    src: &Source,
+    analysis: &Analysis<'a>,
+    range: &Range<usize>,
+    node: Node<'a>,
+    path: &mut Vec<Node<'a>>,
+    out: &mut Vec<UnboundRead>,
+) {
+    if node.end_byte() <= range.start || node.start_byte() >= range.end {
+        return;
+    }
+    if node.kind() == "identifier" && range.contains(&node.start_byte()) {
+        if analysis.is_read(node, path.last().copied()) {
+            let name = src.text_of(node);
+            match analysis.resolve(node, name, path) {
+                Resolution::Bound => {}
+                Resolution::BoundLater => out.push(UnboundRead {
+                    name: name.to_string(),
+                    at: node.start_byte(),
+                    bound_later: true,
+                }),
+                Resolution::Unbound => out.push(UnboundRead {
+                    name: name.to_string(),
+                    at: node.start_byte(),
+                    bound_later: false,
+                }),
+            }
+        }
+        return;
+    }
+    path.push(node);
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            visit_reads(src, analysis, range, cursor.node(), path, out);
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    path.pop();
 }
 
 enum Resolution {
@@ -561,12 +607,13 @@ impl<'a> Analysis<'a> {
         }
     }
 
-    fn is_read(&self, ident: Node) -> bool {
+    /// `parent` is the identifier's parent node.
+    fn is_read(&self, ident: Node, parent: Option<Node>) -> bool {
         if self.not_reads.contains(&ident.start_byte()) {
             return false;
         }
         // Identifiers in a format spec (`{x:>{width}}` aside) or a keyword are not names.
-        !matches!(ident.parent().map(|p| p.kind()), Some("format_specifier"))
+        !matches!(parent.map(|p| p.kind()), Some("format_specifier"))
     }
 
     /// Scope chain of a node, innermost first: function, lambda and comprehension scopes,
@@ -595,7 +642,8 @@ impl<'a> Analysis<'a> {
         chain
     }
 
-    fn resolve(&self, read: Node<'a>, name: &str) -> Resolution {
+    /// `ancestors` are the read's ancestors, the root first.
+    fn resolve(&self, read: Node<'a>, name: &str, ancestors: &[Node<'a>]) -> Resolution {
         let at = read.start_byte();
         for (key, scope_node) in self.scope_chain(read) {
             if self.globals.get(&key).is_some_and(|g| g.contains(name)) {
@@ -609,7 +657,9 @@ impl<'a> Analysis<'a> {
                 "function_definition" | "class_definition"
             ) {
                 let earlier = offsets.iter().any(|&o| o < at);
-                let in_shared_loop = offsets.iter().any(|&o| shares_loop(read, o, scope_node));
+                let in_shared_loop = offsets
+                    .iter()
+                    .any(|&o| shares_loop(ancestors, o, scope_node));
                 return if earlier || in_shared_loop {
                     Resolution::Bound
                 } else if scope_node.kind() == "class_definition" {
@@ -638,11 +688,11 @@ impl<'a> Analysis<'a> {
     }
 }
 
-/// Whether the binding at `offset` and the read share a loop inside `scope`, so that a
-/// later binding in the loop body is visible on the next iteration.
-fn shares_loop(read: Node, offset: usize, scope: Node) -> bool {
-    let mut cur = read.parent();
-    while let Some(n) = cur {
+/// Whether the binding at `offset` and the read (whose ancestors, the root first, are
+/// `ancestors`) share a loop inside `scope`, so that a later binding in the loop body is
+/// visible on the next iteration.
+fn shares_loop(ancestors: &[Node], offset: usize, scope: Node) -> bool {
+    for n in ancestors.iter().rev() {
         if n.id() == scope.id() {
             return false;
         }
@@ -651,7 +701,6 @@ fn shares_loop(read: Node, offset: usize, scope: Node) -> bool {
         {
             return true;
         }
-        cur = n.parent();
     }
     false
 }
