@@ -167,7 +167,9 @@ def main():
                 sites[site][0] += b["size"]
                 sites[site][1] += 1
                 cats[cat] += b["size"]
-                end_live[b.get("address", addr)] = (b.get("requested_size", b["size"]), b.get("frames", []))
+                # The block's size, as the trace's entries count it (torch's TraceEntry.size is
+                # the rounded block size), not its requested_size.
+                end_live[b.get("address", addr)] = (b["size"], b.get("frames", []))
             addr += b["size"]
 
     traces = snap.get("device_traces", [])

@@ -378,7 +378,7 @@ fn detect_steps(
             f64::INFINITY
         };
         // A step is a forward and a backward: many events, and frees among them.
-        if cv > 0.5 || mean < 8.0 || !frees_within(o, live) {
+        if cv > 0.5 || mean < 8.0 || !frees_within(o, live) || !comes_back(o, live, baseline) {
             continue;
         }
         let live_before = o
@@ -471,6 +471,35 @@ fn frees_within(o: &[u32], live: &[u64]) -> bool {
         })
         .count();
     with * 4 >= (o.len() - 1) * 3
+}
+
+/// A step does not leave live memory lower than it found it by more than it rose in
+/// between: a stack that recurs once per layer in the backward pass fails this, since each
+/// layer's backward frees that layer's activations, so the level falls from one occurrence
+/// to the next by more than the layer's temporaries raise it (seen on real snapshots: the
+/// autograd thread's `NegBackward0` stack, once per layer's rotary embedding, taken for 22
+/// steps). A level that rises from step to step is a leak or a retained graph, and stays.
+fn comes_back(o: &[u32], live: &[u64], baseline: u64) -> bool {
+    let before = |i: u32| {
+        if i == 0 {
+            baseline
+        } else {
+            live[i as usize - 1]
+        }
+    };
+    let ok = o
+        .windows(2)
+        .filter(|w| {
+            let (l0, l1) = (before(w[0]), before(w[1]));
+            let top = live[w[0] as usize..w[1] as usize]
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0);
+            l1 >= l0 || top.saturating_sub(l0) > l0 - l1
+        })
+        .count();
+    ok * 4 >= (o.len() - 1) * 3
 }
 
 fn step_stats(snap: &Snapshot, ta: &TraceAnalysis, attr: &mut Attributor) -> Vec<StepStat> {
