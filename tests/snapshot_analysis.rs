@@ -368,6 +368,69 @@ fn growing_python_container() {
     assert_absent(&r, &planted);
 }
 
+/// The gradients a LoRA backward leaves as .grad: four small blocks per layer from the
+/// autograd engine's `mm_mat2_backward`, C++ frames only.
+fn lora_gradients(r: &Value, planted: &Value) {
+    let g = find_site(&r["sites"], &planted["grad_site"]).expect("mm_mat2_backward site");
+    assert_eq!(g["category"], "gradients");
+    assert_eq!(g["origin"], "native");
+    assert_eq!(g["blocks"], planted["grad_blocks"]);
+    assert_eq!(g["bytes"], planted["grad_bytes"]);
+    assert!(
+        !r["trace"]["repeated_unfreed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|x| site_matches(x, &planted["grad_site"])),
+        "gradients are not retained step after step: {}",
+        r["trace"]["repeated_unfreed"]
+    );
+}
+
+#[test]
+fn a_stack_that_recurs_once_per_layer_in_backward_is_not_a_step() {
+    // One forward and backward (a notebook's `_dump_snapshot` after `loss.backward()`):
+    // stacks on the autograd thread recur once or twice per layer, the same in every
+    // layer, at a regular interval over most of the window, while the layers' backward
+    // frees their activations. A memory engineer sees one step here and no marker to
+    // count steps by: at most the one step, never one per layer, and the layers' LoRA
+    // gradients are not a container that grows.
+    let planted = planted("lora_layers");
+    let r = report_of("lora_layers/snapshot.pickle");
+    assert!(planted["step_marker"].is_null());
+    let steps = &r["trace"]["steps"];
+    assert!(
+        steps["count"].as_u64().unwrap() <= planted["steps"].as_u64().unwrap(),
+        "{} layers, {} step(s): {steps}",
+        planted["layers"],
+        planted["steps"]
+    );
+    assert_ne!(steps["method"], "marker", "{steps}");
+    assert!(steps["marker"].is_null(), "{steps}");
+    assert_absent(&r, &planted);
+    lora_gradients(&r, &planted);
+}
+
+#[test]
+fn steps_of_a_lora_fine_tune_start_at_the_batch_not_at_a_layer() {
+    let planted = planted("lora_steps");
+    let r = report_of("lora_steps/snapshot.pickle");
+    let steps = &r["trace"]["steps"];
+    assert_eq!(steps["count"], planted["steps"], "{steps}");
+    assert_eq!(steps["method"], "marker");
+    assert!(
+        site_matches(&steps["marker"], &planted["step_marker"]),
+        "{steps}"
+    );
+    for s in planted["per_layer_sites"].as_array().unwrap() {
+        assert!(!site_matches(&steps["marker"], s), "{steps}");
+    }
+    assert_absent(&r, &planted);
+    lora_gradients(&r, &planted);
+    let p = pattern(&r, "first_step_optimizer_state").expect("optimizer state pattern");
+    assert_eq!(p["bytes"], planted["optimizer_bytes"]);
+}
+
 #[test]
 fn first_step_optimizer_state_is_expected() {
     let planted = planted("optimizer_first_step");

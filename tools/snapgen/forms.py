@@ -42,6 +42,9 @@ EXTRA = {
     **{f"p{p}": dict(version="2.9", stacks="all", enc="pickle", protocol=p) for p in (0, 1, 3)},
     "v1.13-awaiting": dict(version="1.13", stacks="python", enc="pickle", protocol=2,
                            pending_name="active_awaiting_free"),
+    # torch 2.1-2.4's schema (no time_us) recorded with stacks="all": what the real
+    # notebook snapshots we examined are
+    "v2.1-all": dict(version="2.1", stacks="all", enc="pickle", protocol=4),
 }
 
 

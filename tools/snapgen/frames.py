@@ -79,6 +79,15 @@ FACTORY = [
     CppFrame("at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>, std::optional<c10::MemoryFormat>)", "??"),
     CppFrame("at::detail::empty_cuda(c10::ArrayRef<long>, c10::TensorOptions const&)", "??"),
 ]
+# The strided factory (at::empty_strided: an operator whose output keeps its input's
+# strides, e.g. a TensorIterator op on a transposed view): the same call stack above
+# it, a different one below, so torch records a different stack.
+FACTORY_STRIDED = [
+    CppFrame("at::TensorBase at::detail::_empty_strided_generic<c10::ArrayRef<long> >(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType)", ""),
+    CppFrame("at::detail::empty_strided_generic(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, c10::ScalarType)", "??"),
+    CppFrame("at::detail::empty_strided_cuda(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>)", "??"),
+    CppFrame("at::detail::empty_strided_cuda(c10::ArrayRef<long>, c10::ArrayRef<long>, c10::TensorOptions const&)", "??"),
+]
 FREE = [
     CppFrame("c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::free(c10::cuda::CUDACachingAllocator::Native::Block*)",
              "CUDACachingAllocator.cpp"),
@@ -170,7 +179,7 @@ class CallSite:
     frame that names it)."""
 
     def __init__(self, py=(), cpp=(), thread="main", site=None, category="other", site_python="same",
-                 free_py=None, category_python=None):
+                 free_py=None, category_python=None, factory=None):
         self.py = list(py)
         self.cpp = list(cpp)
         self.thread = thread
@@ -182,6 +191,9 @@ class CallSite:
         self.category_python = category_python or category
         # Where tensors from here usually die (the free's own Python frames).
         self.free_py = free_py
+        # The empty-tensor factory below the operator (FACTORY unless it asks for
+        # strided output).
+        self.factory = factory
 
     def site_for(self, stacks):
         return self.site if stacks == "all" else self.site_python
@@ -196,7 +208,7 @@ def cpp_stack(site, kind="malloc"):
     frames = list(UNWIND)
     frames += MALLOC if kind == "malloc" else FREE
     if kind == "malloc":
-        frames += FACTORY
+        frames += site.factory or FACTORY
     frames += site.cpp if kind == "malloc" else []
     py_frames = site.py if kind == "malloc" else (site.free_py or site.py)
     frames += [CALL_GLUE[0], CALL_GLUE[4]] if py_frames else []

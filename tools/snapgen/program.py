@@ -7,8 +7,8 @@ engineer names the allocation by and its category. Nested ``nn.Module`` calls re
 ``_call_impl``/``_wrapped_call_impl`` (the same frame dicts several times in one stack).
 """
 
-from .frames import (ACCUMULATE_GRAD, CUBLAS_WS, NCCL, CallSite, TORCH, PITH, backward_node, op,
-                     py)
+from .frames import (ACCUMULATE_GRAD, CUBLAS_WS, FACTORY_STRIDED, NCCL, CallSite, CppFrame, TORCH, PITH,
+                     backward_node, op, py)
 
 
 def site(f):
@@ -137,3 +137,160 @@ def user(path, line, name, *callers, category="other", cpp=None):
     frames = [py(path, line, name), *callers]
     return CallSite(py=frames + [TRAIN_STEP] + OUTER[1:], cpp=cpp or op("empty", binding="torch::autograd::THPVariable_empty(_object*, _object*, _object*)"),
                     site=site(frames[0]), category=category)
+
+
+# --- a peft LoRA fine-tune of a Llama model -----------------------------------------
+# transformers' LlamaForCausalLM with 4-bit base weights (bitsandbytes), LoRA adapters on
+# q_proj and v_proj (peft), loaded with device_map="auto": accelerate's hook
+# (hooks.py new_forward) sits in most module calls. As in a real snapshot of such a run,
+# every decoder layer runs the same Python lines (`for decoder_layer in self.layers`),
+# so each of a layer's stacks is the same in every layer; its backward on the engine's
+# thread is C++ only, except bitsandbytes' custom Function (through PyNode).
+SITE_PKG = TORCH.rsplit("/", 1)[0]
+LLAMA = f"{SITE_PKG}/transformers/models/llama/modeling_llama.py"
+HOOK = py(f"{SITE_PKG}/accelerate/hooks.py", 166, "new_forward")
+FT_SCRIPT = "/workspace/ftcourse/train_lora.py"
+FT_OUTER = [py(FT_SCRIPT, 41, "train"), py(FT_SCRIPT, 63, "<module>")]
+
+
+def hooked(f):
+    """`f` called as an nn.Module with accelerate's hook: forward, new_forward, the call."""
+    return [f, HOOK] + MODULE_CALL
+
+
+def first_user(frames):
+    """The site a memory engineer names: the first frame outside torch."""
+    return site(next(f for f in frames if not f.filename.startswith(TORCH + "/")))
+
+
+FT_MODEL = (hooked(py(LLAMA, 1164, "forward")) + [py(f"{SITE_PKG}/peft/tuners/tuners_utils.py", 179, "forward")]
+            + MODULE_CALL + [py(f"{SITE_PKG}/peft/peft_model.py", 1430, "forward")] + MODULE_CALL + FT_OUTER)
+FT_LAYERS = hooked(py(LLAMA, 968, "forward")) + FT_MODEL
+
+
+def ft_site(inner, line, cpp):
+    """An allocation inside decoder layer code called at LlamaDecoderLayer.forward `line`
+    (712 input_layernorm, 713 self_attn, 726 post_attention_layernorm, 727 mlp)."""
+    frames = list(inner) + hooked(py(LLAMA, line, "forward")) + FT_LAYERS
+    return CallSite(py=frames, cpp=cpp, site=first_user(frames), category="activations")
+
+
+ATTN_Q = hooked(py(LLAMA, 615, "forward"))  # query_states = self.q_proj(hidden_states)
+ATTN_K = hooked(py(LLAMA, 616, "forward"))
+ATTN_V = hooked(py(LLAMA, 617, "forward"))
+ATTN_ROPE = hooked(py(LLAMA, 630, "forward"))
+ATTN_SDPA = hooked(py(LLAMA, 649, "forward"))
+ATTN_O = hooked(py(LLAMA, 660, "forward"))
+MLP = hooked(py(LLAMA, 216, "forward"))  # down_proj(act_fn(gate_proj(x)) * up_proj(x))
+BNB_DEQ = py(f"{SITE_PKG}/bitsandbytes/functional.py", 1349, "dequantize_4bit")
+BNB_FN = f"{SITE_PKG}/bitsandbytes/autograd/_functions.py"
+BNB_MATMUL = [py(BNB_FN, 509, "forward"), FUNCTION_APPLY, py(BNB_FN, 579, "matmul_4bit")] + hooked(
+    py(f"{SITE_PKG}/bitsandbytes/nn/modules.py", 468, "forward"))
+LORA = f"{SITE_PKG}/peft/tuners/lora/bnb.py"
+LORA_ADAPT = [py(LORA, 474, "forward")] + MODULE_CALL  # lora_B(lora_A(dropout(x))) * scaling
+LORA_ADD = [py(LORA, 480, "forward")] + MODULE_CALL  # result = result + output
+DROPOUT = [py(f"{TORCH}/nn/functional.py", 1425, "dropout"), py(f"{TORCH}/nn/modules/dropout.py", 70, "forward")]
+ROTATE_HALF = py(LLAMA, 157, "rotate_half")
+ROPE_Q = py(LLAMA, 182, "apply_rotary_pos_emb")
+
+
+def ft_linear4bit(caller, line):
+    """One 4-bit projection called from `caller`: (the dequantized weight, a temporary;
+    the matmul's output)."""
+    deq = ft_site([BNB_DEQ] + BNB_MATMUL + caller, line, op("empty", binding=False))
+    out = ft_site(BNB_MATMUL + caller, line, op("mm", binding=False))
+    return deq, out
+
+
+def ft_lora(proj):
+    """A LoRA layer on `proj` (saved for backward: dropout(x) for lora_A's gradient;
+    `result = result + lora_B(lora_A(dropout(x))) * scaling` for the rotary embedding
+    or attention)."""
+    drop = ft_site(DROPOUT + MODULE_CALL + LORA_ADAPT + proj, 713, op("native_dropout", binding=False))
+    res = ft_site(LORA_ADD + proj, 713, op("add", binding=False))
+    return drop, res
+
+
+RMS_FWD = [py(LLAMA, 89, "forward"), HOOK] + MODULE_CALL
+FT_RMS1 = ft_site(RMS_FWD, 712, op("mul", binding=False))
+FT_RMS2 = ft_site(RMS_FWD, 726, op("mul", binding=False))
+FT_Q = ft_lora(ATTN_Q)
+FT_K = ft_linear4bit(ATTN_K, 713)[1]
+FT_V = ft_lora(ATTN_V)
+FT_ROT_CAT = ft_site([ROTATE_HALF, ROPE_Q] + ATTN_ROPE, 713, op("cat", binding=False))
+FT_SDPA = ft_site([py(f"{TORCH}/nn/functional.py", 5900, "scaled_dot_product_attention")] + ATTN_SDPA, 713,
+                  op("_scaled_dot_product_efficient_attention", binding=False))
+FT_O = ft_linear4bit(ATTN_O, 713)[1]
+FT_GATE = ft_linear4bit(MLP, 727)
+FT_SILU = ft_site([py(f"{TORCH}/nn/functional.py", 2380, "silu"),
+                   py(f"{SITE_PKG}/transformers/activations.py", 56, "forward")] + MODULE_CALL + MLP, 727,
+                  op("silu", binding=False))
+FT_MUL = ft_site(MLP, 727, op("mul", binding=False))
+FT_DOWN = ft_linear4bit(MLP, 727)[1]
+# LlamaModel's final norm, after the layers
+FT_NORM = CallSite(py=RMS_FWD + [py(LLAMA, 1006, "forward")] + FT_LAYERS[1:], cpp=op("mul", binding=False),
+                   site=site(RMS_FWD[0]), category="activations")
+FT_EMBED = CallSite(py=[py(f"{TORCH}/nn/functional.py", 2551, "embedding"), py(f"{TORCH}/nn/modules/sparse.py", 190, "forward"),
+                        HOOK] + MODULE_CALL + [py(LLAMA, 934, "forward")] + FT_LAYERS[1:],
+                    cpp=op("embedding", binding=False), site=site(HOOK), category="activations")
+# lm_head (a plain Linear with accelerate's hook): its output is named by the hook, the
+# first frame outside torch.
+FT_LOGITS = CallSite(py=[LINEAR_FWD, HOOK] + MODULE_CALL + [py(LLAMA, 1183, "forward")] + FT_MODEL[1:],
+                     cpp=op("mm", binding=False), site=site(HOOK), category="activations")
+_CE = [py(f"{TORCH}/nn/functional.py", 3494, "cross_entropy"), py(f"{TORCH}/nn/modules/loss.py", 1310, "forward")]
+FT_LOSS = CallSite(py=_CE + MODULE_CALL + [py(LLAMA, 1197, "forward")] + FT_MODEL[1:], cpp=op("nll_loss_forward", binding=False),
+                   site=site(py(LLAMA, 1197, "forward")), category="activations")
+FT_BATCH = CallSite(py=[py(FT_SCRIPT, 38, "train"), FT_OUTER[1]],
+                    cpp=op("to", binding="torch::autograd::THPVariable_to(_object*, _object*, _object*)"),
+                    site=site(py(FT_SCRIPT, 38, "train")), category="other")
+
+
+def ft_engine(cpp, node):
+    frames = list(cpp) + backward_node(node)
+    return CallSite(cpp=frames, thread="autograd", site=cpp_site(frames, node), site_python=None,
+                    category="gradients")
+
+
+def _detail(name):
+    return CppFrame(f"torch::autograd::generated::details::{name}(at::Tensor const&, at::Tensor const&, "
+                    "c10::ArrayRef<c10::SymInt>, c10::ArrayRef<c10::SymInt>, c10::Layout, c10::Scalar const&)", "")
+
+
+# Backward on the engine's thread, each stack the same in every layer: bitsandbytes'
+# MatMul4Bit.backward (Python, the same frames for every projection), rotate_half's neg
+# (NegBackward0, once for q and once for k: in the real snapshot the two stacks differ
+# only below the operator, empty vs empty_strided, so each recurs once per layer), the
+# LoRA matmuls' weight gradients (mm_mat2_backward; AccumulateGrad takes them as .grad,
+# four per layer, live until zero_grad), their input gradients, elementwise backward.
+FT_BWD_DEQ = CallSite(py=[BNB_DEQ, py(BNB_FN, 540, "backward"), BACKWARD_APPLY], thread="autograd",
+                      cpp=op("empty", binding=False), site=site(BNB_DEQ), category="gradients")
+FT_BWD_DGRAD = CallSite(py=[py(BNB_FN, 540, "backward"), BACKWARD_APPLY], thread="autograd",
+                        cpp=op("mm", binding=False), site=site(py(BNB_FN, 540, "backward")), category="gradients")
+_NEG = op("neg", binding=False) + backward_node("NegBackward0")
+FT_NEG_Q = CallSite(cpp=_NEG, thread="autograd", site=cpp_site(_NEG, "NegBackward0"), site_python=None,
+                    category="gradients")
+FT_NEG_K = CallSite(cpp=_NEG, thread="autograd", site=cpp_site(_NEG, "NegBackward0"), site_python=None,
+                    category="gradients", factory=FACTORY_STRIDED)
+_MM = op("mm", binding=False)
+_MM2 = _MM + [_detail("mm_mat2_backward")] + backward_node("MmBackward0")
+_MM1 = _MM + [_detail("mm_mat1_backward")] + _MM2[len(_MM) + 1:]
+FT_LORA_GRAD = CallSite(cpp=_MM2, thread="autograd", site=cpp_site(_MM2, "mm_mat2_backward"), site_python=None,
+                        category="gradients")
+FT_LORA_DGRAD = CallSite(cpp=_MM1, thread="autograd", site=cpp_site(_MM1, "mm_mat1_backward"), site_python=None,
+                         category="gradients")
+FT_MUL_BWD = ft_engine(op("mul", binding=False) + [CppFrame(
+    "at::Tensor torch::autograd::generated::details::mul_tensor_backward<at::Tensor>(at::Tensor, at::Tensor, c10::ScalarType)", "")],
+    "MulBackward0")
+FT_POW_BWD = ft_engine(op("pow", binding=False) + [CppFrame(
+    "at::Tensor torch::autograd::generated::details::pow_backward(at::Tensor, at::Tensor const&, c10::Scalar const&)", "")],
+    "PowBackward0")
+FT_SLICE_BWD = ft_engine(op("zeros", binding=False) + [CppFrame(
+    "at::native::slice_backward(at::Tensor const&, c10::ArrayRef<long>, long, long, long, long)", "??")],
+    "SliceBackward0")
+FT_SILU_BWD = ft_engine(op("silu_backward", binding=False), "SiluBackward0")
+FT_SDPA_BWD = ft_engine(op("_efficient_attention_backward", binding=False), "ScaledDotProductEfficientAttentionBackward0")
+FT_CE_BWD = ft_engine(op("nll_loss_backward", binding=False), "NllLossBackward0")
+FT_FREE_ZERO_GRAD = [py(f"{TORCH}/optim/optimizer.py", 1010, "zero_grad"), py(FT_SCRIPT, 45, "train"), FT_OUTER[1]]
+FT_ADAM = CallSite(py=[ADAMW_INIT, ADAMW_STEP, OPT_WRAPPER, py(FT_SCRIPT, 44, "train"), FT_OUTER[1]],
+                   cpp=op("zeros_like", binding="torch::autograd::THPVariable_zeros_like(_object*, _object*, _object*)"),
+                   site=site(py(FT_SCRIPT, 44, "train")), category="optimizer_state")

@@ -470,10 +470,167 @@ def scenario_refused(out):
                           "marker": "pwned-by-pickle", "truncated_at": len(good) // 2})
 
 
+# --- a LoRA fine-tune: per-layer stacks in backward ---------------------------------
+
+def lora_finetune(a, steps, layers, h=2 * MiB, i=5632 * KiB):
+    """`steps` steps of a peft LoRA fine-tune of a 4-bit Llama (program.FT_*): forward
+    through `layers` decoder layers, backward layer by layer on the engine's thread
+    (each layer frees its saved activations and leaves its four LoRA weight gradients
+    as .grad), then optimizer.step() and zero_grad(), except after the last step's
+    backward, where the snapshot is taken (a notebook's `_dump_snapshot` after
+    `loss.backward()`). Returns the blocks the last backward left as .grad and the
+    optimizer state. A layer is cut to what shapes memory (its large saved tensors,
+    the dequantized weights, the gradients): the stacks are deep, the file small."""
+    deq_attn, deq_mlp, lora_grad = 4 * MiB, 15 * MiB, 128 * KiB
+    step_free = P.CallSite(py=P.FT_OUTER)
+    held, adam, grads = [], [], []
+
+    def bnb_bwd(deq_size, size_in):
+        """MatMul4Bit.backward: dequantize the weight again, the input's gradient."""
+        deq = a.malloc(deq_size, P.FT_BWD_DEQ)
+        d = a.malloc(size_in, P.FT_BWD_DGRAD)
+        a.free(deq)
+        return d
+
+    def lora_bwd(d_out):
+        """An adapter's backward: lora_B's and lora_A's weight gradients (kept: .grad,
+        AccumulateGrad takes them), the input's gradient; then the base layer's."""
+        grads.append(a.malloc(lora_grad, P.FT_LORA_GRAD))
+        grads.append(a.malloc(lora_grad, P.FT_LORA_GRAD))
+        dd = a.malloc(h, P.FT_LORA_DGRAD)
+        d = bnb_bwd(deq_attn, h)
+        freed_by(a, [d_out, dd])  # dd accumulated into d
+        return d
+
+    for step in range(1, steps + 1):
+        a.clock.advance(50_000)
+        x = a.malloc(8 * KiB, P.FT_BATCH)
+        hidden = a.malloc(h, P.FT_EMBED)
+        saved = []
+        for _ in range(layers):
+            # what backward needs (each freed when the node that saved it has run)
+            k = {"in": hidden, "rms1": a.malloc(h, P.FT_RMS1)}
+            k["q"] = [a.malloc(h, P.FT_Q[0]), a.malloc(h, P.FT_Q[1])]  # dropout(x), result
+            k["k"] = a.malloc(h, P.FT_K)
+            k["v"] = [a.malloc(h, P.FT_V[0]), a.malloc(h, P.FT_V[1])]
+            k["cat"], k["sdpa"] = a.malloc(h, P.FT_ROT_CAT), a.malloc(h, P.FT_SDPA)
+            k["o"] = a.malloc(h, P.FT_O)
+            k["mlp"] = [a.malloc(h, P.FT_RMS2)]
+            deq = a.malloc(deq_mlp, P.FT_GATE[0])  # gate_proj's base weight, dequantized
+            a.free(deq, P.FT_GATE[0])
+            k["mlp"] += [a.malloc(i, P.FT_GATE[1]), a.malloc(i, P.FT_SILU), a.malloc(i, P.FT_MUL)]
+            hidden = a.malloc(h, P.FT_DOWN)
+            saved.append(k)
+            a.clock.advance(2_000)  # the layer's forward kernels
+        norm = a.malloc(h, P.FT_NORM)
+        logits = a.malloc(16 * MiB, P.FT_LOGITS)
+        loss = a.malloc(512, P.FT_LOSS)
+        # `outputs = model(**batch)` rebinds: the previous step's outputs and batch die
+        freed_by(a, held, step_free)
+        held = [logits, loss, x]
+        # loss.backward() on the engine's thread, layer by layer from the top
+        dl = a.malloc(16 * MiB, P.FT_CE_BWD)
+        g = a.malloc(h, P.FT_LORA_DGRAD)  # lm_head (bf16, frozen): its input's gradient
+        a.free(dl)
+        p = a.malloc(2 * h, P.FT_POW_BWD)  # the final norm
+        gn = a.malloc(h, P.FT_MUL_BWD)
+        freed_by(a, [p, g, norm])
+        g = gn
+        a.free(hidden)
+        for k in reversed(saved):
+            # the MLP: down_proj, act(gate) * up, up_proj and gate_proj back to back
+            d = bnb_bwd(deq_mlp, i)
+            m = a.malloc(i, P.FT_MUL_BWD)
+            a.free(d)
+            s = a.malloc(i, P.FT_SILU_BWD)
+            du = bnb_bwd(deq_mlp, h)
+            a.free(m)
+            dg = bnb_bwd(deq_mlp, h)
+            freed_by(a, [s, du] + k["mlp"])
+            # post_attention_layernorm (RMSNorm: pow, mul) and its input, the residual
+            p = a.malloc(2 * h, P.FT_POW_BWD)
+            r = a.malloc(h, P.FT_MUL_BWD)
+            freed_by(a, [p, dg, k["o"]])
+            # o_proj, attention, the rotary embedding (rotate_half: neg, slices)
+            do = bnb_bwd(deq_attn, h)
+            a.free(k["sdpa"])
+            dq, dk, dv = (a.malloc(h, P.FT_SDPA_BWD) for _ in range(3))
+            freed_by(a, [do, k["v"][1], k["cat"]])
+            nk = a.malloc(h // 2, P.FT_NEG_K)
+            sk = a.malloc(h, P.FT_SLICE_BWD)
+            freed_by(a, [nk, dk, k["k"]])
+            nq = a.malloc(h // 2, P.FT_NEG_Q)
+            sq = a.malloc(h, P.FT_SLICE_BWD)
+            freed_by(a, [nq, dq, k["q"][1]])
+            # v_proj, k_proj, q_proj (LoRA on v and q), their input
+            dv = lora_bwd(dv)
+            a.free(k["v"][0])
+            dk = bnb_bwd(deq_attn, h)
+            a.free(sk)
+            dq = lora_bwd(sq)
+            freed_by(a, [k["q"][0], k["rms1"]])
+            # input_layernorm, plus the residual: the gradient of the layer's input
+            p = a.malloc(2 * h, P.FT_POW_BWD)
+            g2 = a.malloc(h, P.FT_MUL_BWD)
+            freed_by(a, [p, dv, dk, dq, r, g, k["in"]])
+            g = g2
+            a.clock.advance(4_000)  # the layer's backward kernels
+        a.free(g)
+        if step == steps:
+            break
+        # optimizer.step(): AdamW's state on the first step; zero_grad() frees .grad
+        if not adam:
+            adam = [a.malloc(b.req, P.FT_ADAM) for b in grads for _ in range(2)]
+        freed_by(a, grads, P.CallSite(py=P.FT_FREE_ZERO_GRAD))
+        grads = []
+    return grads, adam
+
+
+def lora_scenario(out, name, steps, layers):
+    proc = Process()
+    a = proc.devices[0]
+    # the 4-bit base model and the adapters, loaded before recording started (no stack)
+    a.malloc(24 * MiB * layers, P.EXPERT_WEIGHT)
+    [a.malloc(128 * KiB, P.EXPERT_WEIGHT) for _ in range(4 * layers)]
+    proc.record_memory_history(max_entries=1_048_576)
+    grads, adam = lora_finetune(a, steps, layers)
+    f = out.take(name, "snapshot.pickle", proc, forms=("v2.1-all",))[a.device]
+    f.update({
+        "steps": steps, "layers": layers,
+        # a step starts where the batch is moved to the device; with one step there is
+        # no recurring marker (one forward and backward is all the window holds)
+        "step_marker": P.FT_BATCH.site if steps > 1 else None,
+        # once per layer in backward, the same stack in every layer: not a step
+        "per_layer_sites": [P.FT_NEG_Q.site, P.FT_POW_BWD.site, P.FT_SILU_BWD.site],
+        "grad_site": P.FT_LORA_GRAD.site, "grad_blocks": len(grads),
+        "grad_bytes": sum(b.size for b in grads),
+        "absent": ["growing_python_container", "retained_autograd_graph", "python_reference_cycles"],
+    })
+    if adam:
+        f["optimizer_bytes"] = sum(b.size for b in adam)
+    out.plant(name, f)
+
+
+def scenario_lora_layers(out):
+    """One forward and backward of a LoRA fine-tune, as a notebook records it (torch
+    2.1's schema, stacks="all"): in backward, stacks that recur once or twice per layer
+    (NegBackward0, RMSNorm's PowBackward0, SiluBackward0) at a regular interval over
+    more than half the window, while each layer frees its activations and keeps its
+    LoRA gradients. Not steps. (A real one had 22 layers; 8 keep the file small.)"""
+    lora_scenario(out, "lora_layers", steps=1, layers=8)
+
+
+def scenario_lora_steps(out):
+    """Three steps of the same fine-tune, optimizer.step() and zero_grad() between
+    them (3 layers, to keep the file small): the steps start at the batch."""
+    lora_scenario(out, "lora_steps", steps=3, layers=3)
+
+
 ALL = [scenario_allocator, scenario_oom, scenario_fragmentation, scenario_retained_graph,
        scenario_growing_container, scenario_optimizer, scenario_reference_cycles, scenario_ddp,
        scenario_leak_diff, scenario_multi_rank, scenario_legacy, scenario_multi_device,
-       scenario_long_trace, scenario_ring_buffer, scenario_pithtrain_moe, scenario_refused]
+       scenario_long_trace, scenario_ring_buffer, scenario_pithtrain_moe, scenario_lora_layers,
+       scenario_lora_steps, scenario_refused]
 
 
 def generate(root, all_forms=False):
