@@ -22,6 +22,27 @@ fn variants() -> Vec<(&'static str, Vec<&'static str>)> {
     ]
 }
 
+/// The highest allocation the fake torch returned to any print of the rank's profiled step
+/// (from its first schedule point to its last, layer probes included).
+fn truth_peak(t: &Value, r: i64) -> f64 {
+    let prints = t["prints"].as_array().unwrap();
+    let text = |p: &Value| p["text"].as_str().unwrap().to_string();
+    let timeline =
+        |p: &Value| text(p).starts_with(&format!("[rank={r} pp=")) && text(p).contains("alloc=");
+    let first = prints.iter().position(timeline).unwrap();
+    let last = prints.iter().rposition(timeline).unwrap();
+    prints[first..=last]
+        .iter()
+        .filter(|p| text(p).contains("alloc="))
+        .map(|p| b(&p["allocated"]))
+        .fold(0.0, f64::max)
+}
+
+/// What the NCCL world cost the rank, as the fake torch's memory told it.
+fn truth_nccl(t: &Value) -> f64 {
+    b(&t["setup"]["non_pt_after_init"]) - b(&t["setup"]["non_pt_before_init"])
+}
+
 fn stated_cost(rank: &Value, label: &str) -> f64 {
     let c = rank["setup_breakdown"]
         .as_array()
@@ -337,7 +358,22 @@ fn a_resumed_run_reports_the_checkpoint_load_and_its_step() {
 #[test]
 fn a_rank_out_of_memory_reports_what_the_allocator_said_and_its_snapshot() {
     let Some(py) = python() else { return };
-    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 1, &["--oom-in", "backward"]);
+    // The backward chunk begins by asking for 1.5 GiB with 600 MiB left free: figures the
+    // prints' 0.01 GiB show.
+    let s = scenario(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        1,
+        &[
+            "--oom-in",
+            "backward",
+            "--oom-request-mib",
+            "1536",
+            "--oom-free-mib",
+            "600",
+        ],
+    );
     let report = log_json(&[
         &s.path("node0.console.log"),
         &s.path("node1.console.log.gz"),
@@ -345,6 +381,9 @@ fn a_rank_out_of_memory_reports_what_the_allocator_said_and_its_snapshot() {
     let t3 = &s.truth["ranks"]["3"];
     let oom = t3["oom"].as_array().unwrap();
     assert_eq!(oom.len(), 1, "the fake torch's OOM observer calls: {oom:?}");
+    for key in ["requested", "free", "allowed"] {
+        assert!(b(&oom[0][key]) > 0.5 * GIB, "{key}: {oom:?}");
+    }
     let r3 = rank(&report, 3);
     let read = r3["out_of_memory"].as_array().unwrap();
     assert_eq!(read.len(), 1, "{read:?}");
@@ -378,6 +417,14 @@ fn a_rank_out_of_memory_reports_what_the_allocator_said_and_its_snapshot() {
     );
     assert_eq!(report["findings"][0]["rank"], 3);
     assert_eq!(report["findings"][0]["kind"], "out-of-memory");
+    let said = format!(
+        "{:.2} GiB requested, {:.2} GiB free of {:.2} GiB",
+        b(&oom[0]["requested"]) / GIB,
+        b(&oom[0]["free"]) / GIB,
+        b(&oom[0]["allowed"]) / GIB
+    );
+    let text = report["findings"][0]["text"].as_str().unwrap();
+    assert!(text.contains(&said), "{text} vs {said}");
 }
 
 #[test]
@@ -421,4 +468,277 @@ fn a_snapshot_that_cannot_be_written_is_said_per_rank_and_no_command_is_offered(
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(!text.contains("instrument snapshot"), "{text}");
     assert!(text.contains("not saved"), "{text}");
+}
+
+/// The ranks of a report's across section grouped by stage: (pp_rank, ranks).
+fn stages_read(report: &Value) -> Vec<(Value, Vec<i64>)> {
+    report["across"]["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| {
+            let ranks = g["ranks"].as_array().unwrap();
+            (
+                g["pp_rank"].clone(),
+                ranks.iter().map(|r| r.as_i64().unwrap()).collect(),
+            )
+        })
+        .collect()
+}
+
+/// The same grouping from the pipeline rank each worker's device mesh gave it.
+fn stages_truth(s: &Scenario) -> Vec<(Value, Vec<i64>)> {
+    let mut by: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    for (r, t) in s.truth["ranks"].as_object().unwrap() {
+        by.entry(t["pp_rank"].as_i64().unwrap())
+            .or_default()
+            .push(r.parse().unwrap());
+    }
+    by.into_iter()
+        .map(|(pp, mut ranks)| {
+            ranks.sort();
+            (Value::from(pp), ranks)
+        })
+        .collect()
+}
+
+#[test]
+fn ranks_stand_out_only_against_ranks_on_their_own_pipeline_stage() {
+    let Some(py) = python() else { return };
+    // pp=2 of 16 ranks: 3 and 5 share stage 0 (other dp/ep coordinates), 14 is on stage 1.
+    let plain = scenario_full(&py, "qwen3-moe", "qwen3-tiny", 2, "3,5,14", &[], &[], None);
+    check_scenario(&plain, "qwen3-moe pp=2, ranks 3, 5, 14");
+    let t = &plain.truth["ranks"];
+    assert_eq!(
+        t["3"]["pp_rank"], t["5"]["pp_rank"],
+        "3 and 5 share a stage"
+    );
+    assert_ne!(
+        t["3"]["pp_rank"], t["14"]["pp_rank"],
+        "14 is on another stage"
+    );
+    // The stages hold different layers: their peaks differ by more than the prints'
+    // rounding, which a comparison across stages would have called standing out.
+    let (p3, p14) = (truth_peak(&t["3"], 3), truth_peak(&t["14"], 14));
+    assert!((p3 - p14).abs() > 0.015 * GIB, "{p3} vs {p14}");
+    let report = log_json(&[&plain.path("srun.log")]);
+    let across = &report["across"];
+    assert_eq!(stages_read(&report), stages_truth(&plain));
+    assert!(across.get("standout").is_none(), "{across}");
+    let said = across["not_compared"].as_str().unwrap();
+    assert!(
+        said.starts_with("rank 14 is alone on its pipeline stage (14 on pp=1)"),
+        "{said}"
+    );
+    // Highest peak is said per stage: only the stage with two ranks has one.
+    for h in across["highest"].as_array().unwrap() {
+        if h["figure"] == "peak allocated" {
+            assert_eq!(h["pp_rank"], t["3"]["pp_rank"], "{h}");
+        }
+    }
+
+    // Rank 5 holds 300 MiB through the step: it stands out against rank 3, its stage peer.
+    let s = scenario_full(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        2,
+        "3,5,14",
+        &[],
+        &["--hold-mib", "5:300"],
+        None,
+    );
+    let t = &s.truth["ranks"];
+    let report = log_json(&[
+        &s.path("node0.console.log"),
+        &s.path("node1.console.log.gz"),
+    ]);
+    let standout = &report["across"]["standout"];
+    assert_eq!(standout["rank"], 5, "{standout}");
+    assert_eq!(standout["figure"], "peak allocated");
+    assert_eq!(standout["among"], "same-stage");
+    assert_eq!(standout["pp_rank"], t["5"]["pp_rank"]);
+    assert_eq!(standout["compared_with"], serde_json::json!([3]));
+    near_gib(
+        b(&standout["bytes"]),
+        truth_peak(&t["5"], 5),
+        "rank 5's peak",
+    );
+    near_gib(
+        b(&standout["median_bytes"]),
+        truth_peak(&t["3"], 3),
+        "rank 3's peak",
+    );
+    let held = b(&t["5"]["held_bytes"]);
+    let phases = standout["phases"].as_array().unwrap();
+    assert!(!phases.is_empty());
+    for p in phases {
+        let d = b(&p["diff_bytes"]);
+        assert!(
+            (d - held).abs() <= 0.01 * GIB + 1.0,
+            "difference at {}: {d} vs held {held}",
+            p["phase"]
+        );
+    }
+    let text = instrument(&["log", &s.path("srun.log")]);
+    let text = String::from_utf8_lossy(&text.stdout);
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("rank 5 stands out on pipeline stage 0: peak allocated"),
+        "{text}"
+    );
+}
+
+#[test]
+fn ranks_each_on_their_own_stage_are_compared_only_on_costs_alike_on_every_stage() {
+    let Some(py) = python() else { return };
+    let plain = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]);
+    let t = &plain.truth["ranks"];
+    let (p3, p14) = (truth_peak(&t["3"], 3), truth_peak(&t["14"], 14));
+    assert!((p3 - p14).abs() > 0.015 * GIB, "{p3} vs {p14}");
+    let report = log_json(&[&plain.path("srun.log")]);
+    assert_eq!(stages_read(&report), stages_truth(&plain));
+    let across = &report["across"];
+    assert!(across.get("standout").is_none(), "{across}");
+    assert!(
+        across["highest"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|h| h.get("pp_rank").is_none()),
+        "no stage has two ranks: {across}"
+    );
+    let text = instrument(&["log", &plain.path("srun.log")]);
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        flat.contains("ranks 3 and 14 are on different pipeline stages (3 on pp=0, 14 on pp=1)"),
+        "{text}"
+    );
+    assert!(flat.contains("no rank stands out"), "{text}");
+    // The side-by-side table is still there.
+    let table = text.split("== Across ranks").nth(1).unwrap();
+    assert!(
+        table.contains("\n  3 ") && table.contains("\n  14 "),
+        "{table}"
+    );
+
+    // The NCCL world costs rank 14 half a GiB more: a setup cost alike on every stage, so
+    // it is compared across stages, and the phases named are the setup phases it shows in.
+    let s = scenario(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        2,
+        &["--nccl-world-gib", "14:1.5"],
+    );
+    let t = &s.truth["ranks"];
+    let report = log_json(&[&s.path("srun.log")]);
+    let standout = &report["across"]["standout"];
+    assert_eq!(standout["rank"], 14, "{standout}");
+    assert_eq!(standout["figure"], "NCCL world");
+    assert_eq!(standout["among"], "all-ranks");
+    assert_eq!(standout["compared_with"], serde_json::json!([3]));
+    near_gib(
+        b(&standout["bytes"]),
+        truth_nccl(&t["14"]),
+        "rank 14's NCCL world",
+    );
+    near_gib(
+        b(&standout["median_bytes"]),
+        truth_nccl(&t["3"]),
+        "rank 3's NCCL world",
+    );
+    let extra = truth_nccl(&t["14"]) - truth_nccl(&t["3"]);
+    assert!(extra > 0.4 * GIB, "{extra}");
+    let phases = standout["phases"].as_array().unwrap();
+    assert!(!phases.is_empty());
+    for p in phases {
+        assert!(p["phase"].as_str().unwrap().starts_with("setup: "), "{p}");
+        let d = b(&p["diff_bytes"]);
+        assert!((d - extra).abs() <= 0.01 * GIB + 1.0, "{p} vs {extra}");
+    }
+}
+
+#[test]
+fn a_step_out_of_range_is_a_finding_of_every_profiled_rank() {
+    let Some(py) = python() else { return };
+    // --step 50 on a run of max_steps 2: nothing will be profiled.
+    let s = scenario_full(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        1,
+        "3,14",
+        &["--step", "50"],
+        &[],
+        None,
+    );
+    // (srun's layout: on node 0's console torchrun's tailer cuts the 12th print, which in
+    // a run this short is the warning itself.)
+    let report = log_json(&[&s.path("srun.log")]);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "{findings:?}");
+    for (f, r) in findings.iter().zip([3, 14]) {
+        let t = &s.truth["ranks"][r.to_string()];
+        let max_steps = t["max_steps"].as_i64().unwrap();
+        assert!(max_steps <= 50);
+        assert_eq!(f["rank"], r);
+        assert_eq!(f["kind"], "warning");
+        let text = f["text"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("--step 50 is not before max_steps {max_steps}")),
+            "{text}"
+        );
+        // Nothing was profiled: no schedule, no snapshot on disk.
+        assert!(t["snapshots"].as_array().unwrap().is_empty());
+        let tr = rank(&report, r);
+        assert!(tr.get("step").is_none(), "{tr}");
+        assert!(tr["files_written"].as_array().unwrap().is_empty());
+    }
+
+    // A resumed run that starts at step 5 with --step 2: before the run's first step.
+    let s = scenario_full(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        1,
+        "3,14",
+        &["--step", "2"],
+        &["--resume-from", "5"],
+        None,
+    );
+    let report = log_json(&[&s.path("srun.log")]);
+    let findings = report["findings"].as_array().unwrap();
+    let ranks: Vec<&Value> = findings.iter().map(|f| &f["rank"]).collect();
+    assert_eq!(ranks, [3, 14], "{findings:?}");
+    for f in findings {
+        assert_eq!(f["kind"], "warning");
+        let text = f["text"].as_str().unwrap();
+        assert!(text.contains("--step 2 comes before step 5"), "{text}");
+    }
+}
+
+#[test]
+fn a_torch_without_the_oom_observer_is_a_finding_and_the_rest_reads_as_usual() {
+    let Some(py) = python() else { return };
+    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 1, &["--no-oom-observer"]);
+    check_scenario(&s, "qwen3-moe pp=1 on a torch without the OOM observer");
+    let report = log_json(&[&s.path("srun.log")]);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 2, "{findings:?}");
+    for (f, r) in findings.iter().zip([3, 14]) {
+        assert_eq!(s.truth["ranks"][r.to_string()]["oom_observer"], false);
+        assert_eq!(f["rank"], r);
+        assert_eq!(f["kind"], "warning");
+        assert!(
+            f["text"].as_str().unwrap().contains("no OOM snapshot"),
+            "{f}"
+        );
+    }
+    // With the observer there, no such finding.
+    let plain = scenario(&py, "qwen3-moe", "qwen3-tiny", 1, &[]);
+    assert_eq!(plain.truth["ranks"]["3"]["oom_observer"], true);
+    let report = log_json(&[&plain.path("srun.log")]);
+    assert!(report["findings"].as_array().unwrap().is_empty());
 }

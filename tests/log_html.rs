@@ -71,7 +71,15 @@ fn page(s: &Scenario, dir: &Path) -> (std::path::PathBuf, String) {
 #[test]
 fn the_page_holds_the_plots_and_renders_in_chromium() {
     let Some(py) = python() else { return };
-    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &["--hold-mib", "3:200"]);
+    // Rank 3 (stage 0) holds 200 MiB more through the step, rank 14 (stage 1) pays half a
+    // GiB more for its NCCL world: only the second is compared across the two stages.
+    let s = scenario(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        2,
+        &["--hold-mib", "3:200", "--nccl-world-gib", "14:1.5"],
+    );
     let dir = tempfile::tempdir().unwrap();
     let (html_path, html) = page(&s, dir.path());
     for bad in [
@@ -105,9 +113,24 @@ fn the_page_holds_the_plots_and_renders_in_chromium() {
         );
     }
     assert_eq!(html.matches("class=\"peak\"").count(), 2);
+    let nccl = |r: &str| {
+        let setup = &s.truth["ranks"][r]["setup"];
+        (setup["non_pt_after_init"].as_f64().unwrap()
+            - setup["non_pt_before_init"].as_f64().unwrap())
+            / GIB
+    };
+    let said = format!(
+        "rank 14 stands out: NCCL world {:.2} GiB against the other ranks&#39; median of {:.2} GiB",
+        nccl("14"),
+        nccl("3")
+    );
     assert!(
-        html.contains("rank 3 stands out: peak allocated"),
-        "rank 3 holds 200 MiB more"
+        html.contains(&said),
+        "rank 14's NCCL world costs half a GiB more: {said}"
+    );
+    assert!(
+        html.contains("Ranks 3 and 14 are on different pipeline stages"),
+        "rank 3's 200 MiB are not compared with a rank on another stage"
     );
     assert!(html.contains("instrument snapshot "));
     // The same y-scale on every panel.

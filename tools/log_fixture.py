@@ -30,7 +30,9 @@ with carriage returns, torchrun's own lines, a line with U+FFFD (torchrun's tail
 files with errors="replace"), CRLF line ends in one file.
 
     python3 tools/log_fixture.py scenario --checkout DIR --example qwen3-tiny --pp 2 \\
-        --ranks 3,14 --snapshot-dir DIR --out DIR [--hold-mib 14:300] [--resume-from 5] [--oom-in backward]
+        --ranks 3,14 --snapshot-dir DIR --out DIR [--hold-mib 14:300] [--resume-from 5]
+        [--oom-in backward [--oom-request-mib 1536 --oom-free-mib 600]] [--nccl-world-gib 14:1.5]
+        [--no-oom-observer]
 """
 
 import argparse
@@ -220,18 +222,24 @@ def worker(args) -> int:
         cfg.training.max_steps = args.resume_from + 2
     # What the allocator tells the out-of-memory observers the instrumented run attaches.
     truth["oom"] = []
-    attach = torch._C._cuda_attach_out_of_memory_observer
+    if args.no_oom_observer:
+        # A torch without the OOM observer hook (older releases have none).
+        del torch._C._cuda_attach_out_of_memory_observer
+    else:
+        attach = torch._C._cuda_attach_out_of_memory_observer
 
-    def recording_attach(observer):
-        def recording_observer(device, size, allowed, free):
-            truth["oom"].append({"requested": size, "allowed": allowed, "free": free})
-            return observer(device, size, allowed, free)
+        def recording_attach(observer):
+            def recording_observer(device, size, allowed, free):
+                truth["oom"].append({"requested": size, "allowed": allowed, "free": free})
+                return observer(device, size, allowed, free)
 
-        return attach(recording_observer)
+            return attach(recording_observer)
 
-    torch._C._cuda_attach_out_of_memory_observer = recording_attach
+        torch._C._cuda_attach_out_of_memory_observer = recording_attach
     if args.oom_in:
-        # Nothing more can be allocated from the first forward (or backward) chunk on.
+        # Nothing more can be allocated from the first forward (or backward) chunk on; with
+        # --oom-request-mib the chunk begins by asking for that much (a large buffer) while
+        # --oom-free-mib is left free, so the allocator's figures are large enough to print.
         owner = dualpipev.DualPipeV
         name = {"forward": "_forward_compute_chunk", "backward": "_backward_compute_chunk"}[args.oom_in]
         inner_chunk = getattr(owner, name)
@@ -240,10 +248,15 @@ def worker(args) -> int:
         def cut_on_entry(*a, **k):
             if not cut["done"]:
                 cut["done"] = True
-                torch.cuda.set_per_process_memory_fraction(torch.cuda.memory_allocated() / torch.TOTAL)
+                room = args.oom_free_mib * MIB
+                torch.cuda.set_per_process_memory_fraction((torch.cuda.memory_allocated() + room) / torch.TOTAL)
+                if args.oom_request_mib:
+                    torch.Tensor([0.0] * args.oom_request_mib)
             return inner_chunk(*a, **k)
 
         setattr(owner, name, cut_on_entry)
+    truth["max_steps"] = cfg.training.max_steps
+    truth["oom_observer"] = hasattr(torch._C, "_cuda_attach_out_of_memory_observer")
     code = 0
     try:
         launch(cfg)
@@ -357,6 +370,7 @@ def scenario(args) -> int:
     out.mkdir(parents=True, exist_ok=True)
     ranks = [int(r) for r in args.ranks.split(",")]
     holds = dict((int(a), int(b)) for a, b in (h.split(":") for h in args.hold_mib)) if args.hold_mib else {}
+    nccl = dict((int(a), float(b)) for a, b in (h.split(":") for h in args.nccl_world_gib or []))
     truths = {}
     procs = []
     # Like torchrun: one process per rank, every stage of each listed rank's pipeline
@@ -379,6 +393,9 @@ def scenario(args) -> int:
             cmd += ["--resume-from", str(args.resume_from)]
         if args.oom_in and rank == ranks[0]:
             cmd += ["--oom-in", args.oom_in]
+            cmd += ["--oom-request-mib", str(args.oom_request_mib), "--oom-free-mib", str(args.oom_free_mib)]
+        if args.no_oom_observer:
+            cmd += ["--no-oom-observer"]
         env = dict(
             os.environ,
             PYTHONDONTWRITEBYTECODE="1",
@@ -387,6 +404,8 @@ def scenario(args) -> int:
             WORLD_SIZE=str(WORLD),
             FAKE_TORCH_P2P_DIR=str(p2p),
         )
+        if rank in nccl:
+            env["FAKE_TORCH_NCCL_WORLD_GIB"] = str(nccl[rank])
         procs.append((rank, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)))
     # A rank that runs out of memory stops its pipeline partners waiting; torchrun would
     # stop them too.
@@ -495,6 +514,8 @@ def scenario(args) -> int:
                 "setup": truths[r]["setup"],
                 "held_bytes": truths[r].get("held_bytes", 0),
                 "oom": truths[r]["oom"],
+                "oom_observer": truths[r]["oom_observer"],
+                "max_steps": truths[r]["max_steps"],
                 "snapshots": snapshots[r],
             }
             for r in ranks
@@ -514,6 +535,9 @@ def main() -> int:
         p.add_argument("--example", default="qwen3-tiny")
         p.add_argument("--pp", type=int, default=2)
         p.add_argument("--resume-from", type=int)
+        p.add_argument("--oom-request-mib", type=int, default=0, help="with --oom-in: the chunk first asks for this")
+        p.add_argument("--oom-free-mib", type=int, default=0, help="with --oom-in: memory left free at the cut")
+        p.add_argument("--no-oom-observer", action="store_true", help="a torch without the OOM observer hook")
     w.add_argument("--oom-in", choices=["forward", "backward"])
     w.add_argument("--work", required=True)
     w.add_argument("--truth", required=True)
@@ -523,6 +547,7 @@ def main() -> int:
     s.add_argument("--out", required=True)
     s.add_argument("--hold-mib", action="append", help="RANK:MIB held during the profiled step")
     s.add_argument("--oom-in", choices=["forward", "backward"], help="the first rank runs out of memory there")
+    s.add_argument("--nccl-world-gib", action="append", help="RANK:GIB the NCCL world costs that rank")
     s.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     return worker(args) if args.cmd == "worker" else scenario(args)

@@ -413,6 +413,7 @@ fn setup_phases(views: &[View]) -> Vec<SetupPhase> {
                             bytes: bytes(v.e, v.r.values, i)?,
                             source: "stated",
                             phase: label.clone(),
+                            same_on_every_stage: v.e.same_on_every_stage,
                         })
                     })
                     .collect();
@@ -424,6 +425,7 @@ fn setup_phases(views: &[View]) -> Vec<SetupPhase> {
                 non_pytorch_bytes: v.role_bytes(Role::NonPytorch),
                 costs,
                 values: v.values(),
+                same_on_every_stage: v.e.same_on_every_stage,
                 label,
             }
         })
@@ -444,6 +446,7 @@ fn breakdown(setup: &[SetupPhase]) -> Vec<Cost> {
                     bytes: a - before,
                     source: "allocated",
                     phase: p.label.clone(),
+                    same_on_every_stage: p.same_on_every_stage,
                 });
             }
             previous = Some(a);

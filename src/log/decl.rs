@@ -284,6 +284,8 @@ pub struct Entry {
     pub part: Option<String>,
     pub inherit: Vec<Role>,
     pub open: Option<String>,
+    /// The costs it states are alike on every pipeline stage (compared across all ranks).
+    pub same_on_every_stage: bool,
     /// The fields the label names (what tells two lines of this format apart).
     pub label_fields: Vec<usize>,
 }
@@ -303,6 +305,7 @@ impl Entry {
             && self.part == other.part
             && self.inherit == other.inherit
             && self.open == other.open
+            && self.same_on_every_stage == other.same_on_every_stage
     }
 }
 
@@ -421,6 +424,7 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, String> {
         part: d.part.clone(),
         inherit,
         open: d.open.clone(),
+        same_on_every_stage: d.same_on_every_stage,
     })
 }
 
@@ -630,6 +634,7 @@ pub(crate) fn test_decl(kind: &str, line: &str, label: &str, fields: &[(&str, &s
         part: None,
         inherit: vec![],
         open: None,
+        same_on_every_stage: false,
     }
 }
 

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::model::*;
-use super::text::{command_line, gib, mib, peak_text, signed_gib, standout_text};
+use super::text::{NO_STANDOUT, command_line, gib, mib, peak_text, signed_gib, standout_text};
 
 const GIB: f64 = 1073741824.0;
 const MIB: f64 = 1048576.0;
@@ -133,7 +133,10 @@ fn across(o: &mut String, a: &Across) {
             esc(&standout_text(s))
         );
     } else {
-        o.push_str("<p>No rank stands out: every figure is within the prints' resolution of the others' median.</p>");
+        let _ = write!(o, "<p>{}.</p>", esc(&capitalized(NO_STANDOUT)));
+    }
+    if let Some(n) = &a.not_compared {
+        let _ = write!(o, "<p class=\"not-compared\">{}.</p>", esc(&capitalized(n)));
     }
     let labels: Vec<String> = {
         let mut v: Vec<String> = a
@@ -666,6 +669,15 @@ fn rank_section(o: &mut String, r: &RankReport) {
             esc(&n.label),
             esc(&n.at)
         );
+    }
+}
+
+/// The sentence with its first letter in capitals (a paragraph of its own).
+fn capitalized(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
     }
 }
 

@@ -101,6 +101,9 @@ pub struct SetupPhase {
     pub costs: Vec<Cost>,
     /// Every value as printed, by name.
     pub values: BTreeMap<String, String>,
+    /// What this phase reads is alike on every pipeline stage (its rule says so): compared
+    /// across all ranks, not only among ranks on one stage.
+    pub same_on_every_stage: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -112,6 +115,8 @@ pub struct Cost {
     pub source: &'static str,
     /// The setup phase it belongs to.
     pub phase: String,
+    /// Alike on every pipeline stage (compared across all ranks).
+    pub same_on_every_stage: bool,
 }
 
 #[derive(Debug, Serialize)]
@@ -327,12 +332,33 @@ pub struct Across {
     pub ranks: Vec<AcrossRow>,
     /// Differences up to this are within the prints' rounding.
     pub resolution_bytes: i64,
-    /// For each compared figure, the rank with the highest value.
+    /// The ranks grouped by pipeline stage (the `pp_rank` of their prints). Ranks on
+    /// different stages hold different layers and run different schedule points: their
+    /// step figures (peak, non-PyTorch memory, the schedule's points) and the setup costs
+    /// that depend on the stage are compared only within a stage of two ranks or more.
+    /// The costs declared alike on every stage (CUDA context, NCCL world, device mesh) are
+    /// compared across all ranks.
+    pub stages: Vec<StageGroup>,
+    /// Which ranks were not compared for standing out on the stage figures and why (each
+    /// alone on its stage), as a sentence; absent when every rank has a stage peer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_compared: Option<String>,
+    /// For each compared figure, the rank with the highest value: over all ranks for the
+    /// costs alike on every stage, per stage (of two ranks or more) for the others.
     pub highest: Vec<Highest>,
-    /// The rank furthest from the others' median, if any is (by more than 1.5 times the
-    /// prints' resolution: one printed unit apart is within rounding).
+    /// The rank furthest from the median of the ranks it is compared with, if any is (by
+    /// more than 1.5 times the prints' resolution: one printed unit apart is within
+    /// rounding).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub standout: Option<Standout>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StageGroup {
+    /// The pipeline stage (absent: the prints did not say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pp_rank: Option<i64>,
+    pub ranks: Vec<i64>,
 }
 
 #[derive(Debug, Serialize)]
@@ -362,6 +388,9 @@ pub struct AcrossRow {
 #[derive(Debug, Serialize)]
 pub struct Highest {
     pub figure: String,
+    /// The stage it is the highest of (absent: of all ranks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pp_rank: Option<i64>,
     pub rank: i64,
     pub bytes: i64,
     pub median_bytes: i64,
@@ -372,9 +401,18 @@ pub struct Standout {
     pub rank: i64,
     pub figure: String,
     pub bytes: i64,
+    /// The median of the ranks it is compared with.
     pub median_bytes: i64,
-    /// The setup phases and schedule points where this rank differs most from the others'
-    /// median (by the allocated memory each reads).
+    /// `all-ranks` (a cost alike on every stage) or `same-stage`.
+    pub among: &'static str,
+    /// The stage it was compared within (`among` = `same-stage`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pp_rank: Option<i64>,
+    /// The ranks it was compared with.
+    pub compared_with: Vec<i64>,
+    /// The setup phases and schedule points where this rank differs most from the median of
+    /// the ranks they compare with (by the allocated memory each reads): the phases alike on
+    /// every stage against all other ranks, the others against the ranks on its stage.
     pub phases: Vec<PhaseDiff>,
 }
 

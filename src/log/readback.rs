@@ -590,6 +590,7 @@ mod tests {
                 part: None,
                 inherit: vec![],
                 open: None,
+                same_on_every_stage: false,
             };
             let e = decl::compile_one(&d, "r#1").unwrap();
             (e.pieces, e.fields)

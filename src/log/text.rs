@@ -529,15 +529,31 @@ fn wrap(o: &mut String, head: &str, items: &[String]) {
     let _ = writeln!(o, "{line}");
 }
 
+/// What is said when no rank stands out.
+pub const NO_STANDOUT: &str = "no rank stands out: every figure compared is within the prints' resolution of the median of the ranks it is compared with";
+
 /// The rank that stands out, and the phases where it differs most, as a sentence.
 pub fn standout_text(s: &Standout) -> String {
-    let mut line = format!(
-        "rank {} stands out: {} {} against the other ranks' median of {}",
-        s.rank,
-        s.figure,
-        gib(s.bytes),
-        gib(s.median_bytes)
-    );
+    let others: Vec<String> = s.compared_with.iter().map(i64::to_string).collect();
+    let mut line = match s.pp_rank {
+        // Compared with the ranks on its own pipeline stage.
+        Some(pp) => format!(
+            "rank {} stands out on pipeline stage {pp}: {} {} against the median of the \
+             other ranks on that stage ({}) of {}",
+            s.rank,
+            s.figure,
+            gib(s.bytes),
+            super::across::and_list(&others),
+            gib(s.median_bytes)
+        ),
+        None => format!(
+            "rank {} stands out: {} {} against the other ranks' median of {}",
+            s.rank,
+            s.figure,
+            gib(s.bytes),
+            gib(s.median_bytes)
+        ),
+    };
     if !s.phases.is_empty() {
         let ph: Vec<String> = s
             .phases
@@ -639,10 +655,11 @@ fn render_across(o: &mut String, a: &Across) {
         .iter()
         .filter(|h| h.bytes - h.median_bytes > a.resolution_bytes)
     {
+        let on = h.pp_rank.map(|p| format!(" on pp={p}")).unwrap_or_default();
         say(
             o,
             &format!(
-                "  highest {}: rank {} ({}; median {})",
+                "  highest {}{on}: rank {} ({}; median {})",
                 h.figure,
                 h.rank,
                 gib(h.bytes),
@@ -650,12 +667,12 @@ fn render_across(o: &mut String, a: &Across) {
             ),
         );
     }
+    if let Some(n) = &a.not_compared {
+        say(o, &format!("  {n}"));
+    }
     match &a.standout {
         None => {
-            say(
-                o,
-                "  no rank stands out: every figure is within the prints' resolution of the others' median",
-            );
+            say(o, &format!("  {}", NO_STANDOUT));
         }
         Some(s) => say(o, &format!("  {}", standout_text(s))),
     }

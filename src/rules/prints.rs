@@ -35,4 +35,9 @@ pub struct PrintDecl {
     /// For `file` lines: the command that opens the file, `{name}` filled in.
     #[serde(default)]
     pub open: Option<String>,
+    /// For `setup` lines: the costs the line states are the same whatever pipeline stage
+    /// the rank is on (the CUDA context, the NCCL world, the device mesh), so `instrument
+    /// log` compares them across all ranks; other figures only among ranks on one stage.
+    #[serde(default)]
+    pub same_on_every_stage: bool,
 }

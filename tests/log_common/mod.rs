@@ -110,6 +110,30 @@ pub fn scenario_in(
     generator_args: &[&str],
     snapshot_subdir: Option<&str>,
 ) -> Scenario {
+    scenario_full(
+        python,
+        model,
+        example,
+        pp,
+        "3,14",
+        &[],
+        generator_args,
+        snapshot_subdir,
+    )
+}
+
+/// As `scenario_in`, profiling `ranks` (`3,5,14`) with `add_args` given to `instrument add`.
+#[allow(clippy::too_many_arguments)]
+pub fn scenario_full(
+    python: &Path,
+    model: &str,
+    example: &str,
+    pp: u32,
+    ranks: &str,
+    add_args: &[&str],
+    generator_args: &[&str],
+    snapshot_subdir: Option<&str>,
+) -> Scenario {
     let checkout = tempfile::tempdir().unwrap();
     copy_tree(&repo_root().join("fixtures/pithtrain"), checkout.path());
     let snaps = tempfile::tempdir().unwrap();
@@ -120,16 +144,18 @@ pub fn scenario_in(
         std::fs::write(snaps.path().join(file), b"a file, not a folder").unwrap();
         snap_dir = snaps.path().join(sub).display().to_string();
     }
-    let add = instrument(&[
+    let mut add_cmd = vec![
         "add",
         model,
         "--root",
         &root,
         "--ranks",
-        "3,14",
+        ranks,
         "--snapshot-dir",
         &snap_dir,
-    ]);
+    ];
+    add_cmd.extend_from_slice(add_args);
+    let add = instrument(&add_cmd);
     assert!(
         add.status.success(),
         "add: {}",
@@ -140,6 +166,7 @@ pub fn scenario_in(
         .arg(repo_root().join("tools/log_fixture.py"))
         .args(["scenario", "--checkout", &root, "--example", example])
         .args(["--pp", &pp.to_string(), "--snapshot-dir", &snap_dir])
+        .args(["--ranks", ranks])
         .arg("--out")
         .arg(out.path())
         .args(generator_args)
