@@ -48,8 +48,7 @@ pub fn run(args: LogArgs) -> anyhow::Result<u8> {
         )));
     }
     if let Some(h) = &args.html {
-        std::fs::write(h, html::render(&report))
-            .map_err(|e| user_error(format!("cannot write {}: {e}", h.display())))?;
+        super::output::write_atomically(h, "the HTML page", html::render(&report).as_bytes())?;
     }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -12,6 +12,7 @@ use crate::exit;
 pub mod codemod;
 pub mod log;
 pub mod nsys;
+pub mod output;
 pub mod rules;
 pub mod snapshot;
 

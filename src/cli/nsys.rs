@@ -222,7 +222,7 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
     let text = format!("{}\n", serde_json::to_string_pretty(&merged)?);
     match &args.out {
         Some(out) => {
-            std::fs::write(out, &text).with_context(|| format!("writing {}", out.display()))?
+            super::output::write_atomically(out, "the functions-trace JSON", text.as_bytes())?
         }
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
@@ -268,12 +268,11 @@ fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
         stdout.write_all(report::text::render(&rep).as_bytes())?;
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, report::html::render(&rep)).map_err(|e| {
-            user_error(format!(
-                "{}: cannot write the HTML page: {e}",
-                path.display()
-            ))
-        })?;
+        super::output::write_atomically(
+            path,
+            "the HTML page",
+            report::html::render(&rep).as_bytes(),
+        )?;
         if !args.json {
             writeln!(stdout, "\nHTML page written to {}", path.display())?;
         }
