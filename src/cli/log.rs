@@ -29,6 +29,9 @@ pub struct LogArgs {
 }
 
 pub fn run(args: LogArgs) -> anyhow::Result<u8> {
+    if let Some(h) = &args.html {
+        super::output::check_folder(h, "the HTML page")?;
+    }
     // Only the print declarations are read: no rule's code patterns need compiling.
     let set = load_rule_set_lazy(&args.rules).map_err(user_error)?;
     let opts = Options {

@@ -122,6 +122,9 @@ pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
 }
 
 fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
+    if let Some(out) = &args.out {
+        super::output::check_folder(out, "the functions-trace JSON")?;
+    }
     use crate::nsys::tracejson::{self, Severity};
     let paths = if args.paths.is_empty() {
         vec![PathBuf::from(".")]
@@ -246,6 +249,9 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
 fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
     use crate::nsys::classify::Classifier;
     use crate::nsys::names::Grouping;
+    if let Some(h) = &args.html {
+        super::output::check_folder(h, "the HTML page")?;
+    }
     let classifier = match &args.kernel_classes {
         Some(p) => Classifier::with_file(p)?,
         None => Classifier::builtin(),

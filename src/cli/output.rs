@@ -23,6 +23,24 @@ pub fn write_atomically(path: &Path, what: &str, contents: &[u8]) -> anyhow::Res
     })
 }
 
+/// Refuse, before any work is done, an output path whose folder does not exist (a long
+/// analysis should not end in "cannot write").
+pub fn check_folder(path: &Path, what: &str) -> anyhow::Result<()> {
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    if folder.is_dir() {
+        Ok(())
+    } else {
+        Err(user_error(format!(
+            "{}: cannot write {what}: the folder {} does not exist",
+            path.display(),
+            folder.display()
+        )))
+    }
+}
+
 /// `.NAME.PID.part` in the target's folder (same file system, so the rename is atomic).
 fn temporary_beside(path: &Path) -> PathBuf {
     let name = path
@@ -66,6 +84,13 @@ mod tests {
         assert_eq!(names.len(), 1, "the temporary is gone");
         // A folder that does not exist: one line, nothing written.
         let missing = dir.path().join("no/such/page.html");
+        let early = check_folder(&missing, "the page").unwrap_err().to_string();
+        assert!(
+            early.contains("the folder") && early.contains("no/such"),
+            "{early}"
+        );
+        check_folder(&dir.path().join("page.html"), "the page").unwrap();
+        check_folder(Path::new("page.html"), "the page").unwrap();
         let err = write_atomically(&missing, "the page", b"x")
             .unwrap_err()
             .to_string();

@@ -69,6 +69,9 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
             o.display()
         )));
     }
+    if let Some(h) = &args.html {
+        super::output::check_folder(h, "the HTML page")?;
+    }
     let report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())
         .map_err(user_error)?;
     if let Some(h) = &args.html {
