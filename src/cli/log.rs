@@ -50,16 +50,12 @@ pub fn run(args: LogArgs) -> anyhow::Result<u8> {
             report.totals.prints
         )));
     }
-    if let Some(h) = &args.html {
-        super::output::write_atomically(h, "the HTML page", html::render(&report).as_bytes())?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", text::render(&report));
-        if let Some(h) = &args.html {
-            println!("\nHTML report written to {}", h.display());
-        }
-    }
+    super::output::emit(
+        &report,
+        args.json,
+        text::render,
+        args.html.as_deref(),
+        html::render,
+    )?;
     Ok(OK)
 }

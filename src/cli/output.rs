@@ -23,6 +23,30 @@ pub fn write_atomically(path: &Path, what: &str, contents: &[u8]) -> anyhow::Res
     })
 }
 
+/// Print a report (JSON or text) and write its page when asked: the tail every reader's
+/// command shares (`log`, `snapshot`; `nsys report` streams its JSON). The page is written
+/// first, so a failed write prints no report.
+pub fn emit<R: serde::Serialize>(
+    report: &R,
+    json: bool,
+    text: impl FnOnce(&R) -> String,
+    html: Option<&Path>,
+    page: impl FnOnce(&R) -> String,
+) -> anyhow::Result<()> {
+    if let Some(path) = html {
+        write_atomically(path, "the HTML page", page(report).as_bytes())?;
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
+    } else {
+        print!("{}", text(report));
+        if let Some(path) = html {
+            println!("\nHTML report written to {}", path.display());
+        }
+    }
+    Ok(())
+}
+
 /// Refuse, before any work is done, an output path whose folder does not exist (a long
 /// analysis should not end in "cannot write").
 pub fn check_folder(path: &Path, what: &str) -> anyhow::Result<()> {

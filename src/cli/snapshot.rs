@@ -74,16 +74,12 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
     }
     let report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())
         .map_err(user_error)?;
-    if let Some(h) = &args.html {
-        super::output::write_atomically(h, "the HTML page", html::render(&report).as_bytes())?;
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print!("{}", text::render(&report));
-        if let Some(h) = &args.html {
-            println!("\nHTML report written to {}", h.display());
-        }
-    }
+    super::output::emit(
+        &report,
+        args.json,
+        text::render,
+        args.html.as_deref(),
+        html::render,
+    )?;
     Ok(OK)
 }

@@ -526,8 +526,8 @@ fn step_and_layers(views: &[View]) -> StepParts {
                 }
             }
             Kind::SavedHeader => {
-                open_saved = Some((v.layer, v.stage.clone()));
-                let (layer, stage) = open_saved.clone().unwrap();
+                let (layer, stage) = (v.layer, v.stage.clone());
+                open_saved = Some((layer, stage.clone()));
                 let st = stage_of(
                     &mut layers,
                     layer.unwrap_or(-1),

@@ -384,23 +384,20 @@ impl Helper {
 
     /// One scanned entry; false when it cannot be read symbolically.
     fn entry(&mut self, sc: &Scan, buf: &[u8]) -> bool {
-        let mark = (self.locals.len(), self.explicit.len(), self.stacks.len());
-        let ok = self.locals.len() < MAX_SYM as usize && self.entry_inner(sc, buf).is_some();
-        if !ok {
-            self.locals.truncate(mark.0);
-            self.explicit.truncate(mark.1);
-            self.stacks.truncate(mark.2);
-            self.stack_map.retain(|_, v| (*v as usize) < mark.2);
-            self.raw_stacks.retain(|_, v| (*v as usize) < mark.2);
-        }
-        ok
+        self.all_or_nothing(|s| s.entry_inner(sc, buf))
     }
 
     /// One entry parsed with a shape; false (nothing changed) when it cannot be read
     /// symbolically.
     fn shaped(&mut self, e: &Entry, buf: &[u8]) -> bool {
+        self.all_or_nothing(|s| s.shaped_inner(e, buf))
+    }
+
+    /// Run `read` on one entry; when it cannot finish (or the symbol table is full),
+    /// take back every local, explicit store and stack it added.
+    fn all_or_nothing(&mut self, read: impl FnOnce(&mut Self) -> Option<()>) -> bool {
         let mark = (self.locals.len(), self.explicit.len(), self.stacks.len());
-        let ok = self.locals.len() < MAX_SYM as usize && self.shaped_inner(e, buf).is_some();
+        let ok = self.locals.len() < MAX_SYM as usize && read(self).is_some();
         if !ok {
             self.locals.truncate(mark.0);
             self.explicit.truncate(mark.1);
