@@ -8,12 +8,16 @@
 //! - `snapshot` — the PyTorch memory-snapshot reader and analysis (`instrument snapshot`);
 //! - `nsys`     — Nsight Systems helpers (`instrument nsys ...`);
 //! - `log`      — reading what the prints printed (`instrument log`);
+//! - `mesh`     — a run's shape as a trainer labels it (`rank=3; pp=0/2 ...`), for every reader;
+//! - `gate`     — `--gate PCT` of the before/after comparisons;
 //! - `cli`      — the command line, thin glue over the above.
 
 pub mod cli;
 pub mod codemod;
 pub mod exit;
+pub mod gate;
 pub mod log;
+pub mod mesh;
 pub mod nsys;
 pub mod python;
 pub mod rules;
