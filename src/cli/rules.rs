@@ -104,8 +104,19 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     let set = load_rules(&args.rules)?;
     let root = checkout::root_for(args.root.as_deref(), &set.manifest).map_err(user_error)?;
     let model = checkout::resolve_model(&root, &set.manifest, &args.model).map_err(user_error)?;
-    let rules = set.rules_for_model(Some(&model));
-    let landings = explain::explain(&root, &set, &rules, Some(&model));
+    let (mut model_rules, blocked) =
+        crate::codemod::roles::model_rules(&root, &set, &model).map_err(user_error)?;
+    model_rules
+        .set
+        .retain_and_compile(|_| true)
+        .map_err(user_error)?;
+    let set = model_rules.set;
+    let rules: Vec<&crate::rules::Rule> = set.rules.iter().collect();
+    let mut landings = explain::explain(&root, &set, &rules, Some(&model));
+    for (i, b) in &blocked {
+        landings[*i].error = Some(b.message.clone());
+        landings[*i].line = None;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&landings)?);
     } else {

@@ -139,7 +139,8 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         flags: &opts.flags,
         params: &opts.params,
     };
-    let (expanded, model, literals);
+    let (mut expanded, model, literals);
+    let mut blocked = BTreeMap::new();
     let mut problems: Vec<(String, String)> = Vec::new();
     let rule_set = if set.manifest.targets == TargetKind::Functions {
         report.command = format!("instrument add --rules {}", set.manifest.name);
@@ -158,25 +159,32 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         &expanded
     } else {
         let m = check_model(&set, &root, &opts.targets)?;
-        set.retain_and_compile(|r| r.models.is_empty() || r.models.contains(&m))?;
+        let (model_rules, blocked_rules) = super::roles::model_rules(&root, &set, &m)?;
+        blocked = blocked_rules;
+        expanded = model_rules.set;
+        let mut set = expanded;
+        set.retain_and_compile(|_| true)?;
+        expanded = set;
         report.command = format!("instrument add {}", checkout::display_model(&m));
         let config = opts.config.as_deref();
+        let manifest = &expanded.manifest;
         let filled = params::fill(
-            &set.manifest,
+            manifest,
             &given,
             &style,
             |c| match c {
-                ComputedDefault::DetailLayers => layers::auto(&root, &set.manifest, &m, config)
-                    .map(|choice| {
+                ComputedDefault::DetailLayers => {
+                    layers::auto(&root, manifest, &m, config).map(|choice| {
                         (
                             Value::Ints(choice.layers),
                             choice.reason.unwrap_or_default(),
                         )
-                    }),
+                    })
+                }
             },
             |c, value| match (c, value) {
                 (ComputedDefault::DetailLayers, Value::Ints(l)) => {
-                    layers::check_explicit(&root, &set.manifest, &m, config, l)
+                    layers::check_explicit(&root, manifest, &m, config, l)
                 }
                 _ => Ok(None),
             },
@@ -187,7 +195,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         problems = filled.problems;
         report.model = Some(checkout::display_model(&m));
         model = Some(m);
-        &set
+        &expanded
     };
     let req = AddRequest {
         root: &root,
@@ -196,6 +204,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         params: &literals,
         partial: opts.partial,
         style,
+        blocked,
     };
     let outcome = session::plan_add(&req);
     // A parameter that could not be worked out matters only to the groups that apply:
@@ -271,10 +280,22 @@ fn check_model(
         ));
     };
     let model = checkout::resolve_model(root, &set.manifest, typed)?;
-    let mut supported: Vec<&String> = set.rules.iter().flat_map(|r| r.models.iter()).collect();
-    supported.sort();
-    supported.dedup();
-    if !supported.is_empty() && !supported.contains(&&model) {
+    // Rules for model files are written for every model (scoping into role classes) or
+    // for some; a set with model-file rules of which none is for this model has no rules
+    // for it.
+    let per_model: Vec<&crate::rules::Rule> = set
+        .rules
+        .iter()
+        .filter(|r| r.file.contains("{MODEL}"))
+        .collect();
+    if !per_model.is_empty()
+        && !per_model
+            .iter()
+            .any(|r| r.models.is_empty() || r.models.contains(&model))
+    {
+        let mut supported: Vec<&String> = per_model.iter().flat_map(|r| r.models.iter()).collect();
+        supported.sort();
+        supported.dedup();
         let names: Vec<String> = supported
             .iter()
             .map(|m| checkout::display_model(m))
@@ -344,6 +365,9 @@ fn advice(report: &AddReport) -> String {
     }
     if has(FailureKind::Encoding) {
         steps.push("save the file as UTF-8 (Python reads source as UTF-8), then run add again");
+    }
+    if has(FailureKind::Role) {
+        steps.push("name the class of each role above in the rule set's model table (the `[models.known.<model>.roles]` lines shown; for a built-in set, in a copy of its folder passed with --rules DIR), or pass --partial to apply the other groups");
     }
     if has(FailureKind::Anchor) || has(FailureKind::Name) || has(FailureKind::File) {
         steps.push("`instrument explain` shows where each anchor resolves; pass --partial to apply the groups that fit, or --rules DIR with rules for this revision");

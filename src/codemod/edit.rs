@@ -15,6 +15,8 @@ pub struct PlanContext<'a> {
     pub first_party: &'a [String],
     /// The checkout's formatting settings.
     pub style: &'a Style,
+    /// Rules that cannot be planned (by index in the rule set), and why.
+    pub blocked: &'a BTreeMap<usize, super::roles::Blocked>,
 }
 
 /// One region to put in, as an edit of the stripped text.

@@ -50,9 +50,8 @@ fn read_config(path: &Path) -> Result<Value, String> {
 }
 
 /// Example configs under the checkout whose `model_type` is the model's.
-fn example_configs(root: &Path, spec: &DetailLayersSpec, model: &str) -> Vec<Config> {
-    let (Some(glob), Some(model_type)) = (&spec.example_configs, spec.model_types.get(model))
-    else {
+fn example_configs(root: &Path, spec: &DetailLayersSpec, model_type: Option<&str>) -> Vec<Config> {
+    let (Some(glob), Some(model_type)) = (&spec.example_configs, model_type) else {
         return Vec::new();
     };
     let Some((dir, file)) = glob.split_once("/*/") else {
@@ -70,8 +69,7 @@ fn example_configs(root: &Path, spec: &DetailLayersSpec, model: &str) -> Vec<Con
         .into_iter()
         .filter_map(|p| {
             let value = read_config(&p).ok()?;
-            let matches =
-                value.get("model_type").and_then(|t| t.as_str()) == Some(model_type.as_str());
+            let matches = value.get("model_type").and_then(|t| t.as_str()) == Some(model_type);
             matches.then(|| Config {
                 value,
                 path: p.strip_prefix(root).unwrap_or(&p).display().to_string(),
@@ -80,8 +78,23 @@ fn example_configs(root: &Path, spec: &DetailLayersSpec, model: &str) -> Vec<Con
         .collect()
 }
 
+/// The `model_type` of `model`'s configs: the model table's, else `[detail_layers]`'s.
+fn model_type<'m>(
+    manifest: &'m Manifest,
+    spec: &'m DetailLayersSpec,
+    model: &str,
+) -> Option<&'m str> {
+    manifest
+        .models
+        .as_ref()
+        .and_then(|m| m.known.get(model))
+        .and_then(|k| k.model_type.as_deref())
+        .or_else(|| spec.model_types.get(model).map(String::as_str))
+}
+
 fn configs(
     root: &Path,
+    manifest: &Manifest,
     spec: &DetailLayersSpec,
     model: &str,
     explicit: Option<&Path>,
@@ -91,7 +104,11 @@ fn configs(
             value: read_config(p)?,
             path: p.display().to_string(),
         }]),
-        None => Ok(example_configs(root, spec, model)),
+        None => Ok(example_configs(
+            root,
+            spec,
+            model_type(manifest, spec, model),
+        )),
     }
 }
 
@@ -183,7 +200,7 @@ fn find_decision(
         .unwrap_or(bytes);
     let text = String::from_utf8(clean)
         .map_err(|_| format!("{rel} is not UTF-8 (see the error above)"))?;
-    let src = Source::parse(text);
+    let src = Source::parse_reusing(text);
     src.share();
     let ask = "pass --detail-layers";
     let index = Pattern::compile(&spec.index)?;
@@ -421,7 +438,7 @@ pub fn auto(
         .as_ref()
         .ok_or("this rule set has no rule for choosing detail layers; pass --detail-layers")?;
     let found = find_decision(root, manifest, spec, model)?;
-    let configs = configs(root, spec, model, config)?;
+    let configs = configs(root, manifest, spec, model, config)?;
     let count = spec.count;
     let several = |what: &str| {
         if configs.len() > 1 {
@@ -521,7 +538,7 @@ pub fn check_explicit(
     let Some(spec) = &manifest.detail_layers else {
         return Ok(None);
     };
-    let configs = configs(root, spec, model, config)?;
+    let configs = configs(root, manifest, spec, model, config)?;
     let sized: Vec<&Config> = configs.iter().filter(|c| num_layers(c).is_some()).collect();
     let Some(&largest) = sized.iter().max_by_key(|c| num_layers(c)) else {
         return Ok(None);

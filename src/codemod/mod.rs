@@ -18,6 +18,7 @@ pub mod markers;
 pub mod params;
 pub mod plan;
 pub mod remove;
+pub mod roles;
 pub mod selftest;
 pub mod session;
 pub mod signature;

@@ -31,24 +31,31 @@ pub struct FilePlan {
     pub failures: Vec<Failure>,
 }
 
-/// The file's indentation unit: a tab, or the width of the first indented block.
-fn indent_unit(text: &str) -> String {
-    let mut prev_opens_block = false;
-    for line in text.lines() {
-        let trimmed = line.trim_start();
-        if trimmed.is_empty() || trimmed.starts_with('#') {
-            continue;
-        }
-        if prev_opens_block {
-            let ws = &line[..line.len() - trimmed.len()];
-            if ws.starts_with('\t') {
-                return "\t".to_string();
+/// The file's indentation unit: what the first indented block adds to its header's
+/// indentation (a tab, or some spaces), as the parse tree has it (text in a docstring
+/// or a bracket is no indentation).
+fn indent_unit(src: &Source) -> String {
+    let text = &src.text;
+    let mut stack = vec![src.root()];
+    while let Some(node) = stack.pop() {
+        if node.kind() == "block"
+            && let Some(parent) = node.parent()
+            && let Some(first) = python::statements_of(node).first()
+            && first.start_position().row > parent.start_position().row
+        {
+            let indent_of = |n: Node| &text[line_start(text, n.start_byte())..n.start_byte()];
+            let (outer, inner) = (indent_of(parent), indent_of(*first));
+            if let Some(unit) = inner.strip_prefix(outer)
+                && !unit.is_empty()
+                && unit.trim().is_empty()
+            {
+                return unit.to_string();
             }
-            if !ws.is_empty() {
-                return ws.to_string();
-            }
         }
-        prev_opens_block = trimmed.trim_end().ends_with(':');
+        let mut cursor = node.walk();
+        let children: Vec<Node> = node.named_children(&mut cursor).collect();
+        // Depth first, in source order: the first block of the file decides.
+        stack.extend(children.into_iter().rev());
     }
     "    ".to_string()
 }
@@ -237,7 +244,7 @@ pub fn plan_file(
             return plan;
         }
     };
-    let unit = indent_unit(&stripped);
+    let unit = indent_unit(&src);
     // As ruff's `line-ending = "auto"`: the ending of the file's first line.
     let eol = match on_disk.find('\n') {
         Some(i) if i > 0 && on_disk.as_bytes()[i - 1] == b'\r' => "\r\n",
@@ -256,6 +263,15 @@ pub fn plan_file(
         .collect();
     let compiled = CompiledHere::of(&src, &compilers);
     for &(index, rule) in rules {
+        if let Some(b) = ctx.blocked.get(&index) {
+            plan.failures.push(fail(
+                FailureKind::Role,
+                b.line,
+                Some(rule),
+                b.message.clone(),
+            ));
+            continue;
+        }
         match plan_rule(&src, rule, index, ctx, &unit, &mut cache, &compiled) {
             Ok(mut e) => {
                 // An insertion may sit right before or after another set's region, never
@@ -804,8 +820,14 @@ mod tests {
 
     #[test]
     fn indent_unit_follows_the_file() {
-        assert_eq!(indent_unit("def f():\n  return 1\n"), "  ");
-        assert_eq!(indent_unit("def f():\n\treturn 1\n"), "\t");
-        assert_eq!(indent_unit("x = 1\n"), "    ");
+        let unit = |t: &str| indent_unit(&Source::parse(t.to_string()));
+        assert_eq!(unit("def f():\n  return 1\n"), "  ");
+        assert_eq!(unit("def f():\n\treturn 1\n"), "\t");
+        assert_eq!(unit("x = 1\n"), "    ");
+        // A docstring's own indentation is text, not the file's unit.
+        assert_eq!(
+            unit("\"\"\"Doc:\n  - a list\n\"\"\"\n\n\nclass A:\n    x = 1\n"),
+            "    "
+        );
     }
 }

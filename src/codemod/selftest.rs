@@ -61,6 +61,24 @@ fn run_example(
     example: &Example,
 ) -> (Option<String>, String) {
     let mut output = String::new();
+    let roles = crate::rules::models::roles_of(rule, set);
+    if rule.per.is_none() && !roles.is_empty() {
+        // A rule scoping into role classes: the example's snippet is a model file, its
+        // roles found as `add` finds them (or named by the example).
+        let concrete = match with_roles(set, rule, example, &roles) {
+            Ok(c) => c,
+            Err(e) => return (Some(e), output),
+        };
+        let problem = check_example(
+            &concrete,
+            defaults,
+            0,
+            &concrete.rules[0],
+            example,
+            &mut output,
+        );
+        return (problem, output);
+    }
     if rule.per.is_none() {
         let problem = check_example(set, defaults, index, rule, example, &mut output);
         return (problem, output);
@@ -106,6 +124,54 @@ fn run_example(
     (problem, output)
 }
 
+/// `rule` alone, its role placeholders filled from the example's snippet.
+fn with_roles(
+    set: &RuleSet,
+    rule: &Rule,
+    example: &Example,
+    roles: &[String],
+) -> Result<RuleSet, String> {
+    let mut spec = set
+        .manifest
+        .models
+        .clone()
+        .unwrap_or_else(|| crate::rules::ModelsSpec {
+            dir: String::new(),
+            exclude: Vec::new(),
+            aliases: Default::default(),
+            roles: Default::default(),
+            known: Default::default(),
+        });
+    spec.known.insert(
+        "example".into(),
+        crate::rules::KnownModel {
+            roles: example.roles.clone(),
+            ..Default::default()
+        },
+    );
+    let src = crate::python::Source::parse(example.before.clone());
+    let found = super::roles::find(&src, "the example", "example", &spec);
+    if let Some(role) = roles.iter().find(|r| !found.classes.contains_key(*r)) {
+        let why = found
+            .unplaced
+            .get(role)
+            .map_or_else(|| "not found".to_string(), |u| u.why.clone());
+        return Err(format!(
+            "role {role} is not in the example ({why}); write the class as a model file has it, or name it with roles = {{ {role} = \"...\" }}"
+        ));
+    }
+    let mut concrete = rule.clone();
+    crate::rules::models::fill_roles(&mut concrete, &found.classes);
+    let patterns = crate::rules::load::compile_patterns(&concrete)?;
+    Ok(RuleSet {
+        manifest: set.manifest.clone(),
+        rules: vec![concrete],
+        patterns: vec![patterns],
+        origin: set.origin.clone(),
+        rule_files: vec![String::new()],
+    })
+}
+
 fn check_example(
     set: &RuleSet,
     defaults: &BTreeMap<String, String>,
@@ -128,6 +194,7 @@ fn check_example(
         rule_set: set,
         params: &params,
         style: &style,
+        blocked: &BTreeMap::new(),
     };
     let file = rule.file.replace(
         "{MODEL}",

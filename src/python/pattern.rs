@@ -300,6 +300,22 @@ enum Meta<'a> {
     Sequence(&'a str),
 }
 
+/// The expression inside redundant parentheses (`(x)`; not a tuple or a generator).
+fn unparenthesized(mut node: Node) -> Node {
+    while node.kind() == "parenthesized_expression" {
+        let mut cursor = node.walk();
+        let inner: Vec<Node> = node
+            .named_children(&mut cursor)
+            .filter(|c| !c.is_extra())
+            .collect();
+        match inner.as_slice() {
+            [one] => node = *one,
+            _ => break,
+        }
+    }
+    node
+}
+
 /// Whitespace-insensitive text, for comparing bound texts.
 fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -350,6 +366,15 @@ impl<'a> Matcher<'a> {
                 Meta::Single(n) | Meta::Sequence(n) => n,
             };
             // In a block, `$X` as a statement matches one whole statement.
+            return self.bind(b, name, self.t_src.text_of(t));
+        }
+        // Parentheses around one expression are layout (ruff format adds them to split
+        // a long right-hand side): `x = (f(y))` is `x = f(y)`.
+        let (p, t) = (unparenthesized(p), unparenthesized(t));
+        if let Some(meta) = self.meta(p) {
+            let name = match meta {
+                Meta::Single(n) | Meta::Sequence(n) => n,
+            };
             return self.bind(b, name, self.t_src.text_of(t));
         }
         if p.kind() != t.kind() {
@@ -541,6 +566,16 @@ mod tests {
         assert_eq!(find("def step", code).len(), 1);
         assert_eq!(find("class A", code).len(), 1);
         assert_eq!(find("class B", code).len(), 0);
+    }
+
+    #[test]
+    fn parentheses_around_an_expression_are_layout() {
+        let code = "a, b = (\n    scatter(x, y)\n)\nc = (d)\n";
+        let hits = find("$A, $$$ = scatter($$$)", code);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].1["A"], "a");
+        assert_eq!(find("c = d", code).len(), 1);
+        assert_eq!(find("($X, $Y) = $_", "(a, b) = 1\n").len(), 1);
     }
 
     #[test]

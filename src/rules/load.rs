@@ -5,7 +5,6 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use include_dir::{Dir, include_dir};
-use serde::Deserialize;
 
 use super::{Manifest, Position, Rule};
 use crate::python::pattern::Pattern;
@@ -35,13 +34,6 @@ pub struct RuleSet {
     pub origin: String,
     /// Rule file of each rule (same order as `rules`), for messages.
     pub rule_files: Vec<String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RuleFile {
-    #[serde(default)]
-    rule: Vec<Rule>,
 }
 
 /// Names of the rule sets built into the binary.
@@ -129,15 +121,78 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
         .ok_or_else(|| format!("{origin}: no ruleset.toml"))?;
     let manifest: Manifest = toml::from_str(&manifest_text)
         .map_err(|e| format!("{origin}/ruleset.toml: {}", one_line(&e.to_string())))?;
+    // Rules are read as tables first: a rule that `extends` another inherits what it does
+    // not set, from a rule of any file.
+    let mut tables: Vec<(String, toml::Table)> = Vec::new();
+    for (name, text) in files.iter().filter(|(n, _)| n != "ruleset.toml") {
+        let mut doc: toml::Table = toml::from_str(text)
+            .map_err(|e| format!("{origin}/{name}: {}", one_line(&e.to_string())))?;
+        let rules = match doc.remove("rule") {
+            None => Vec::new(),
+            Some(toml::Value::Array(items)) => items,
+            Some(_) => return Err(format!("{origin}/{name}: `rule` must be written [[rule]]")),
+        };
+        if let Some(key) = doc.keys().next() {
+            return Err(format!(
+                "{origin}/{name}: unknown key `{key}` (a rule file holds [[rule]] tables)"
+            ));
+        }
+        for item in rules {
+            match item {
+                toml::Value::Table(t) => tables.push((name.clone(), t)),
+                _ => return Err(format!("{origin}/{name}: `rule` must be written [[rule]]")),
+            }
+        }
+    }
     let mut rules = Vec::new();
     let mut rule_files = Vec::new();
-    for (name, text) in files.iter().filter(|(n, _)| n != "ruleset.toml") {
-        let parsed: RuleFile = toml::from_str(text)
-            .map_err(|e| format!("{origin}/{name}: {}", one_line(&e.to_string())))?;
-        for r in parsed.rule {
-            rules.push(r);
-            rule_files.push(name.clone());
-        }
+    for (i, (name, table)) in tables.iter().enumerate() {
+        let at = |id: &str| {
+            let line = files
+                .iter()
+                .find(|(n, _)| n == name)
+                .and_then(|(_, text)| line_of_id(text, id));
+            match line {
+                Some(l) => format!("{origin}/{name}:{l}: rule {id}"),
+                None => format!("{origin}/{name}: rule {id}"),
+            }
+        };
+        let id = table
+            .get("id")
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_string();
+        let merged = match table.get("extends").and_then(|v| v.as_str()) {
+            None => table.clone(),
+            Some(base) => {
+                let found = tables
+                    .iter()
+                    .enumerate()
+                    .find(|(j, (_, t))| {
+                        *j != i
+                            && t.get("extends").is_none()
+                            && t.get("id").and_then(|v| v.as_str()) == Some(base)
+                    })
+                    .map(|(_, (_, t))| t);
+                let Some(base_table) = found else {
+                    return Err(format!(
+                        "{}: extends rule {base}, which the rule set does not have (or which extends another)",
+                        at(&id)
+                    ));
+                };
+                inherit(base_table, table, &manifest).map_err(|e| format!("{}: {e}", at(&id)))?
+            }
+        };
+        let id = merged
+            .get("id")
+            .and_then(|v| v.as_str())
+            .unwrap_or("?")
+            .to_string();
+        let rule: Rule = toml::Value::Table(merged)
+            .try_into()
+            .map_err(|e: toml::de::Error| format!("{}: {}", at(&id), one_line(&e.to_string())))?;
+        rules.push(rule);
+        rule_files.push(name.clone());
     }
     let set = RuleSet {
         manifest,
@@ -150,18 +205,92 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
     Ok(set)
 }
 
+/// The 1-based line of `id = "<id>"` in a rule file, for messages.
+fn line_of_id(text: &str, id: &str) -> Option<usize> {
+    text.lines()
+        .position(|l| {
+            let l = l.trim_start();
+            l.starts_with("id") && l.contains(&format!("\"{id}\""))
+        })
+        .map(|i| i + 1)
+}
+
+/// A rule that extends `base`: the base's fields, then the override's. Not inherited:
+/// the examples (they test the base), the prints when the override has its own template
+/// (they are what that template prints). Its id, unless it names one, is the base's with
+/// the id tag of its one model.
+fn inherit(
+    base: &toml::Table,
+    over: &toml::Table,
+    manifest: &Manifest,
+) -> Result<toml::Table, String> {
+    let mut out = base.clone();
+    out.remove("examples");
+    out.remove("models");
+    if over.contains_key("template") {
+        out.remove("prints");
+    }
+    for (k, v) in over {
+        out.insert(k.clone(), v.clone());
+    }
+    if !over.contains_key("id") {
+        let models: Vec<&str> = over
+            .get("models")
+            .and_then(|m| m.as_array())
+            .map(|a| a.iter().filter_map(|v| v.as_str()).collect())
+            .unwrap_or_default();
+        let base_id = base.get("id").and_then(|v| v.as_str()).unwrap_or("");
+        let tag = match (models.as_slice(), &manifest.models) {
+            ([one], Some(spec)) => spec.id_tag(one),
+            _ => String::new(),
+        };
+        if tag.is_empty() {
+            return Err(format!(
+                "a rule that extends {base_id} needs an `id` of its own (it is not for exactly one model with an id tag)"
+            ));
+        }
+        out.insert("id".into(), toml::Value::String(tagged_id(base_id, &tag)));
+    }
+    Ok(out)
+}
+
+/// `5B.flags` with tag `gpt-oss` -> `5B.gpt-oss.flags`: the tag after the group part.
+pub fn tagged_id(id: &str, tag: &str) -> String {
+    if tag.is_empty() {
+        return id.to_string();
+    }
+    match id.split_once('.') {
+        Some((group, rest)) => format!("{group}.{tag}.{rest}"),
+        None => format!("{id}.{tag}"),
+    }
+}
+
 pub fn compile_patterns(rule: &Rule) -> Result<RulePatterns, String> {
     if rule.per.is_some() {
         return Ok(RulePatterns::default());
     }
-    let one = |p: &String| Pattern::compile(p).map_err(|e| format!("rule {}: {e}", rule.id));
+    // A role placeholder (`class {EXPERTS}`) stands for a class name: until the model's
+    // classes are known, the pattern is checked with a name that matches no class.
+    let compile = |p: &str| {
+        let text = if p.contains('{') {
+            super::models::placeholders(p)
+                .iter()
+                .fold(p.to_string(), |t, name| {
+                    t.replace(&format!("{{{name}}}"), &format!("_instrument_role_{name}"))
+                })
+        } else {
+            p.to_string()
+        };
+        Pattern::compile(&text).map_err(|e| format!("rule {}: {e}", rule.id))
+    };
+    let one = |p: &String| compile(p);
     Ok(RulePatterns {
         scope: rule.scope.iter().map(one).collect::<Result<_, _>>()?,
         anchor: rule
             .anchor
             .iter()
             .flat_map(|a| a.patterns())
-            .map(|p| Pattern::compile(p).map_err(|e| format!("rule {}: {e}", rule.id)))
+            .map(compile)
             .collect::<Result<_, _>>()?,
         following: rule.following.as_ref().map(one).transpose()?,
         contains: rule.contains.as_ref().map(one).transpose()?,
@@ -232,7 +361,7 @@ impl RuleSet {
                 return Err(format!("{at}: add-parameter needs a `def` scope"));
             }
         }
-        Ok(())
+        super::models::validate(self)
     }
 
     /// The compiled patterns of `rule` (a rule of this set).
