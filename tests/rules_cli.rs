@@ -124,7 +124,7 @@ fn test_rules_passes_on_the_shipped_rules_and_fails_on_a_wrong_expectation() {
     );
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&repo_root().join("rules/memory-prints"), dir.path());
-    let path = dir.path().join("5-model-qwen3-moe.toml");
+    let path = dir.path().join("5-model.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let wrong = text.replacen(
         "        _out = self.down_proj(_gu, **kwargs)\n",
