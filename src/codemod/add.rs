@@ -12,14 +12,14 @@ use super::diff::FileChange;
 use super::expand::{self, FunctionTarget};
 use super::failure::{Failure, FailureKind};
 use super::lock::{self, Mode};
-use super::params::{self, Given, Param, Value};
+use super::params::{self, Given, Param};
 use super::session::{self, AddRequest, GroupOutcome};
 use super::transaction::{self, Change};
-use super::{checkout, layers};
+use super::{checkout, computed};
 use crate::python::scan::Tree;
 use crate::python::select::{self, Problem, Severity};
 use crate::python::style::Style;
-use crate::rules::{self, ComputedDefault, RuleSet, TargetKind};
+use crate::rules::{self, RuleSet, TargetKind};
 
 /// What the user asked for, as parsed from the command line (nothing checked yet).
 #[derive(Debug, Clone, Default)]
@@ -78,6 +78,9 @@ pub struct AddReport {
     pub verdict: Verdict,
     /// What to do next when refused.
     pub advice: Option<String>,
+    /// The flags of the parameters behind `problems` (`--detail-layers`), for the advice.
+    #[serde(skip)]
+    pub problem_flags: Vec<String>,
 }
 
 impl AddReport {
@@ -116,6 +119,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         partial: opts.partial,
         verdict: Verdict::Refused,
         advice: None,
+        problem_flags: Vec::new(),
     };
     let scope = checkout::Scope {
         root: root.clone(),
@@ -139,64 +143,71 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         flags: &opts.flags,
         params: &opts.params,
     };
-    let (mut expanded, model, literals);
-    let mut blocked = BTreeMap::new();
-    let mut problems: Vec<(String, String)> = Vec::new();
-    let rule_set = if set.manifest.targets == TargetKind::Functions {
-        report.command = format!("instrument add --rules {}", set.manifest.name);
-        set.retain_and_compile(|_| true)?;
-        let filled = params::fill(&set.manifest, &given, &style, no_computed, |_, _| Ok(None))?;
-        literals = filled.literals();
-        report.params = filled.params;
-        let targets = select_targets(&set, &root, &opts.targets, &mut report)?;
-        let Some(targets) = targets else {
-            report.advice = Some("fix the selection above; nothing was changed".into());
-            return Ok(report);
-        };
-        report.functions = targets.iter().map(FunctionTarget::name).collect();
-        expanded = expand::for_functions(&set, &targets)?;
-        model = None;
-        &expanded
-    } else {
-        let m = check_model(&set, &root, &opts.targets)?;
-        let (model_rules, blocked_rules) = super::roles::model_rules(&root, &set, &m)?;
-        blocked = blocked_rules;
-        expanded = model_rules.set;
-        let mut set = expanded;
-        set.retain_and_compile(|_| true)?;
-        expanded = set;
-        report.command = format!("instrument add {}", checkout::display_model(&m));
-        let config = opts.config.as_deref();
-        let manifest = &expanded.manifest;
-        let filled = params::fill(
-            manifest,
-            &given,
-            &style,
-            |c| match c {
-                ComputedDefault::DetailLayers => {
-                    layers::auto(&root, manifest, &m, config).map(|choice| {
-                        (
-                            Value::Ints(choice.layers),
-                            choice.reason.unwrap_or_default(),
-                        )
-                    })
-                }
-            },
-            |c, value| match (c, value) {
-                (ComputedDefault::DetailLayers, Value::Ints(l)) => {
-                    layers::check_explicit(&root, manifest, &m, config, l)
-                }
-                _ => Ok(None),
-            },
-        )?;
-        literals = filled.literals();
-        report.params = filled.params;
-        report.notes.extend(filled.notes);
-        problems = filled.problems;
-        report.model = Some(checkout::display_model(&m));
-        model = Some(m);
-        &expanded
+    // What the rules are applied to: a model (one file under the model folder), functions
+    // (a rule set written per target), or the checkout as a whole.
+    let model = match (set.manifest.targets, &set.manifest.models) {
+        (TargetKind::Functions, _) => {
+            report.command = format!("instrument add --rules {}", set.manifest.name);
+            None
+        }
+        (TargetKind::Model, Some(_)) => {
+            let m = check_model(&set, &root, &opts.targets)?;
+            report.command = format!("instrument add {}", checkout::display_model(&m));
+            Some(m)
+        }
+        (TargetKind::Model, None) => {
+            if !opts.targets.is_empty() {
+                return Err(format!(
+                    "rule set {} works on the checkout as a whole (it has no [models]); omit {}",
+                    set.manifest.name,
+                    opts.targets.join(" ")
+                ));
+            }
+            report.command = format!("instrument add --rules {}", set.manifest.name);
+            None
+        }
     };
+    let ctx = computed::Context {
+        root: &root,
+        manifest: &set.manifest,
+        model: model.as_deref(),
+        config: opts.config.as_deref(),
+    };
+    let filled = params::fill(
+        &set.manifest,
+        &given,
+        &style,
+        |name, flag| computed::compute(&ctx, name, flag),
+        |name, flag, value| computed::check_given(&ctx, name, flag, value),
+    )?;
+    let literals = filled.literals();
+    report.params = filled.params;
+    report.notes.extend(filled.notes);
+    let problems = filled.problems;
+    let mut blocked = BTreeMap::new();
+    let rule_set = match &model {
+        None if set.manifest.targets == TargetKind::Functions => {
+            let Some(targets) = select_targets(&set, &root, &opts.targets, &mut report)? else {
+                report.advice = Some("fix the selection above; nothing was changed".into());
+                return Ok(report);
+            };
+            report.functions = targets.iter().map(FunctionTarget::name).collect();
+            expand::for_functions(&set, &targets)?
+        }
+        None => {
+            set.retain_and_compile(|_| true)?;
+            set
+        }
+        Some(m) => {
+            let (model_rules, blocked_rules) = super::roles::model_rules(&root, &set, m)?;
+            blocked = blocked_rules;
+            let mut rules = model_rules.set;
+            rules.retain_and_compile(|_| true)?;
+            report.model = Some(checkout::display_model(m));
+            rules
+        }
+    };
+    let rule_set = &rule_set;
     let req = AddRequest {
         root: &root,
         rule_set,
@@ -219,6 +230,9 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         });
         if needed || !opts.partial {
             report.problems.push(problem);
+            if let Some(spec) = rule_set.manifest.params.get(&name) {
+                report.problem_flags.push(params::shown(&name, spec));
+            }
         } else {
             report.notes.push(format!(
                 "{problem} (not needed: the groups that use it are skipped)"
@@ -261,16 +275,27 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
     Ok(report)
 }
 
-fn no_computed(_: ComputedDefault) -> params::Computed {
-    Err("this rule set has no [detail_layers]; pass the value".into())
-}
-
 /// The model `targets` names, if this rule set has rules for it.
 fn check_model(
     set: &RuleSet,
     root: &std::path::Path,
     targets: &[String],
 ) -> Result<String, String> {
+    if targets.is_empty() {
+        let models: Vec<String> = checkout::available_models(root, &set.manifest)
+            .iter()
+            .map(|m| checkout::display_model(m))
+            .collect();
+        return Err(format!(
+            "name the model: instrument add MODEL (rule set {} works per model; models in this checkout: {})",
+            set.manifest.name,
+            if models.is_empty() {
+                "none".to_string()
+            } else {
+                models.join(", ")
+            }
+        ));
+    }
     let [typed] = targets else {
         return Err(format!(
             "rule set {} takes one model, got {} arguments ({})",
@@ -359,27 +384,32 @@ fn advice(report: &AddReport) -> String {
         .chain(report.groups.iter().flat_map(|g| g.failures.iter()))
         .collect();
     let has = |k: FailureKind| failures.iter().any(|f| f.kind == k);
-    let mut steps: Vec<&str> = Vec::new();
+    let mut steps: Vec<String> = Vec::new();
     if has(FailureKind::Markers) {
-        steps.push("review the region edited by hand, then undo the edit or run `instrument remove --force` (it restores the original from the marker)");
+        steps.push("review the region edited by hand, then undo the edit or run `instrument remove --force` (it restores the original from the marker)".into());
     }
     if has(FailureKind::Encoding) {
-        steps.push("save the file as UTF-8 (Python reads source as UTF-8), then run add again");
+        steps.push(
+            "save the file as UTF-8 (Python reads source as UTF-8), then run add again".into(),
+        );
     }
     if has(FailureKind::Role) {
-        steps.push("name the class of each role above in the rule set's model table (the `[models.known.<model>.roles]` lines shown; for a built-in set, in a copy of its folder passed with --rules DIR), or pass --partial to apply the other groups");
+        steps.push("name the class of each role above in the rule set's model table (the `[models.known.<model>.roles]` lines shown; for a built-in set, in a copy of its folder passed with --rules DIR), or pass --partial to apply the other groups".into());
     }
     if has(FailureKind::Anchor) || has(FailureKind::Name) || has(FailureKind::File) {
-        steps.push("`instrument explain` shows where each anchor resolves; pass --partial to apply the groups that fit, or --rules DIR with rules for this revision");
+        steps.push("`instrument explain` shows where each anchor resolves; pass --partial to apply the groups that fit, or --rules DIR with rules for this revision".into());
     }
     if has(FailureKind::Syntax) {
-        steps.push("fix the syntax error (or check that the file is Python)");
+        steps.push("fix the syntax error (or check that the file is Python)".into());
     }
     if !report.problems.is_empty() {
-        steps.push("pass --detail-layers (or --config FILE for the model's config)");
+        steps.push(format!(
+            "pass {} (or --config FILE for the model's config)",
+            report.problem_flags.join(", ")
+        ));
     }
     if steps.is_empty() {
-        steps.push("fix what is reported above");
+        steps.push("fix what is reported above".into());
     }
     let failing = report.groups.iter().filter(|g| !g.applies()).count();
     let what = if failing > 0 {

@@ -186,6 +186,7 @@ fn find_decision(
     manifest: &Manifest,
     spec: &DetailLayersSpec,
     model: &str,
+    flag: &str,
 ) -> Result<Found, String> {
     let dir = manifest
         .models
@@ -202,7 +203,8 @@ fn find_decision(
         .map_err(|_| format!("{rel} is not UTF-8 (see the error above)"))?;
     let src = Source::parse_reusing(text);
     src.share();
-    let ask = "pass --detail-layers";
+    let ask = format!("pass {flag}");
+    let ask = ask.as_str();
     let index = Pattern::compile(&spec.index)?;
     let hits: Vec<_> = python::all_statements(src.root())
         .into_iter()
@@ -378,16 +380,13 @@ fn moe_layers(
     found: &Found,
     config: &Config,
     count: usize,
+    flag: &str,
 ) -> Result<(Vec<u64>, Vec<String>), String> {
     let Decision::Condition { cond, stop, shown } = &found.decision else {
         unreachable!("only conditions are evaluated");
     };
-    let n = num_layers(config).ok_or_else(|| {
-        format!(
-            "{} has no num_hidden_layers; pass --detail-layers",
-            config.path
-        )
-    })?;
+    let n = num_layers(config)
+        .ok_or_else(|| format!("{} has no num_hidden_layers; pass {flag}", config.path))?;
     let src = &found.src;
     let func = node_at(src, &found.func, Some("function_definition")).ok_or("lost the decoder")?;
     let body = func
@@ -417,7 +416,7 @@ fn moe_layers(
             format!("its {n} layers")
         };
         return Err(format!(
-            "`{shown}` ({}) selects {} MoE layer(s) among {scope} with {}, fewer than {count}; pass --detail-layers",
+            "`{shown}` ({}) selects {} MoE layer(s) among {scope} with {}, fewer than {count}; pass {flag}",
             found.at,
             out.len(),
             config.path
@@ -426,28 +425,26 @@ fn moe_layers(
     Ok((out, reads.into_iter().collect()))
 }
 
-/// The default detail layers for `model`.
+/// The layers `spec` chooses for `model` (`flag` is how the user gives them instead).
 pub fn auto(
     root: &Path,
     manifest: &Manifest,
+    spec: &DetailLayersSpec,
     model: &str,
     config: Option<&Path>,
+    flag: &str,
 ) -> Result<LayerChoice, String> {
-    let spec = manifest
-        .detail_layers
-        .as_ref()
-        .ok_or("this rule set has no rule for choosing detail layers; pass --detail-layers")?;
-    let found = find_decision(root, manifest, spec, model)?;
+    let found = find_decision(root, manifest, spec, model, flag)?;
     let configs = configs(root, manifest, spec, model, config)?;
     let count = spec.count;
     let several = |what: &str| {
         if configs.len() > 1 {
             format!(
-                "{what}; the example configs for this model are {}: pass --config FILE with the one you train, or --detail-layers",
+                "{what}; the example configs for this model are {}: pass --config FILE with the one you train, or {flag}",
                 listed(&configs)
             )
         } else {
-            format!("{what}; pass --config FILE or --detail-layers")
+            format!("{what}; pass --config FILE or {flag}")
         }
     };
     match &found.decision {
@@ -489,13 +486,13 @@ pub fn auto(
         Decision::Condition { shown, .. } => {
             if configs.is_empty() {
                 return Err(format!(
-                    "the layer condition `{shown}` ({}) needs the model config: pass --config config.json, or --detail-layers",
+                    "the layer condition `{shown}` ({}) needs the model config: pass --config config.json, or {flag}",
                     found.at
                 ));
             }
             let mut results = Vec::new();
             for c in &configs {
-                results.push((c, moe_layers(&found, c, count)?));
+                results.push((c, moe_layers(&found, c, count, flag)?));
             }
             let (first_cfg, (layers, reads)) = &results[0];
             if let Some((other, (l2, _))) = results.iter().find(|(_, (l, _))| l != layers) {
@@ -531,13 +528,12 @@ pub fn auto(
 pub fn check_explicit(
     root: &Path,
     manifest: &Manifest,
+    spec: &DetailLayersSpec,
     model: &str,
     config: Option<&Path>,
     layers: &[u64],
+    flag: &str,
 ) -> Result<Option<String>, String> {
-    let Some(spec) = &manifest.detail_layers else {
-        return Ok(None);
-    };
     let configs = configs(root, manifest, spec, model, config)?;
     let sized: Vec<&Config> = configs.iter().filter(|c| num_layers(c).is_some()).collect();
     let Some(&largest) = sized.iter().max_by_key(|c| num_layers(c)) else {
@@ -551,7 +547,7 @@ pub fn check_explicit(
             String::new()
         };
         return Err(format!(
-            "--detail-layers {bad}: the model has {n} layers (0..{}) per {}{others}; pass layers below {n}, or --config FILE with the config you train",
+            "{flag} {bad}: the model has {n} layers (0..{}) per {}{others}; pass layers below {n}, or --config FILE with the config you train",
             n - 1,
             largest.path
         ));
@@ -563,7 +559,7 @@ pub fn check_explicit(
         .collect();
     Ok((!short.is_empty()).then(|| {
         format!(
-            "note: {} has fewer layers than --detail-layers asks for (its runs print no detail there); pass --config FILE to check against the config you train",
+            "note: {} has fewer layers than {flag} asks for (its runs print no detail there); pass --config FILE to check against the config you train",
             short.join(", ")
         )
     }))

@@ -5,6 +5,7 @@
 pub mod add;
 pub mod anchor;
 pub mod checkout;
+pub mod computed;
 pub mod diff;
 pub mod edit;
 pub mod expand;

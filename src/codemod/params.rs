@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::python::{literal, style::Style};
-use crate::rules::{ComputedDefault, Manifest, ParamDefault, ParamKind, ParamSpec};
+use crate::rules::{Manifest, ParamDefault, ParamKind, ParamSpec};
 
 /// A checked value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,14 +150,15 @@ impl Filled {
 /// Outcome of a computed default: the value and why, or why it could not be chosen.
 pub type Computed = Result<(Value, String), String>;
 
-/// Fill in every parameter `manifest` declares. `compute` works out computed defaults;
-/// `check_given` checks a given value that has one (against the model, say).
+/// Fill in every parameter `manifest` declares. `compute` works out a computed default
+/// (by its `[computed]` name, for the parameter set by the flag given); `check_given`
+/// checks a given value that has one (against the model, say).
 pub fn fill(
     manifest: &Manifest,
     given: &Given,
     style: &Style,
-    mut compute: impl FnMut(ComputedDefault) -> Computed,
-    mut check_given: impl FnMut(ComputedDefault, &Value) -> Result<Option<String>, String>,
+    mut compute: impl FnMut(&str, &str) -> Computed,
+    mut check_given: impl FnMut(&str, &str, &Value) -> Result<Option<String>, String>,
 ) -> Result<Filled, String> {
     let set = &manifest.name;
     for flag in given.flags.keys() {
@@ -197,13 +198,9 @@ pub fn fill(
         let (value, origin) = match (text, &spec.default) {
             (Some(t), default) => {
                 let v = parse(spec, &flag, t)?;
-                let checked = match default {
-                    Some(ParamDefault::Computed { computed }) => Some(*computed),
-                    Some(ParamDefault::RunTime { preview, .. }) => *preview,
-                    _ => None,
-                };
+                let checked = default.as_ref().and_then(ParamDefault::computed);
                 if let Some(c) = checked
-                    && let Some(note) = check_given(c, &v)?
+                    && let Some(note) = check_given(c, &flag, &v)?
                 {
                     filled.notes.push(note);
                 }
@@ -214,7 +211,7 @@ pub fn fill(
                     .map_err(|e| format!("rule set {set}: the default of {name}: {e}"))?,
                 Origin::Default,
             ),
-            (None, Some(ParamDefault::Computed { computed })) => match compute(*computed) {
+            (None, Some(ParamDefault::Computed { computed })) => match compute(computed, &flag) {
                 Ok((v, why)) => {
                     filled.notes.push(format!(
                         "{} {}: {why}",
@@ -241,7 +238,7 @@ pub fn fill(
                 let mut note = format!("{} chosen at run time: {run_time}", name_of(name));
                 // The preview is for the user to check; when it cannot be worked out the
                 // code still decides at run time, so that is no problem, only said.
-                match preview.map(&mut compute) {
+                match preview.as_deref().map(|p| compute(p, &flag)) {
                     Some(Ok((v, why))) => {
                         let v = render(spec, &v, style);
                         note.push_str(&format!("; a rank holding every layer takes {v}: {why}"));
@@ -294,8 +291,8 @@ fn placeholder(spec: &ParamSpec) -> Value {
     }
 }
 
-/// The values rule examples get for what they do not set: each parameter's default,
-/// the first layers for a computed one, `None` for an optional one.
+/// The values rule examples get for what they do not set: each parameter's default, a
+/// stand-in of its kind for a computed one, `None` for an optional one.
 pub fn example_defaults(manifest: &Manifest) -> BTreeMap<String, String> {
     let style = Style::default();
     manifest
@@ -306,7 +303,7 @@ pub fn example_defaults(manifest: &Manifest) -> BTreeMap<String, String> {
                 Some(ParamDefault::Text(t)) => {
                     parse(spec, name, t).unwrap_or_else(|_| placeholder(spec))
                 }
-                Some(ParamDefault::Computed { .. }) => Value::Ints(vec![0, 1]),
+                Some(ParamDefault::Computed { .. }) => placeholder(spec),
                 Some(ParamDefault::RunTime { .. }) => Value::None,
                 None if spec.optional => Value::None,
                 None => placeholder(spec),
@@ -365,6 +362,10 @@ flag = "detail-layers"
 default = { computed = "detail-layers" }
 optional = true
 help = "layers"
+[computed.detail-layers]
+method = "layer-condition"
+count = 2
+index = "self.idx = $LAYER"
 [params.STACKS]
 kind = "choice"
 choices = ["python", "all"]
@@ -386,8 +387,8 @@ help = "stacks"
             &manifest,
             &given,
             &style,
-            |_| Err("no config".into()),
-            |_, _| Ok(None),
+            |_, _| Err("no config".into()),
+            |_, _, _| Ok(None),
         )
         .unwrap();
         let lits = filled.literals();
@@ -404,8 +405,8 @@ help = "stacks"
             &manifest,
             &given,
             &style,
-            |_| Ok((Value::Ints(vec![0, 1]), "why".into())),
-            |_, _| Ok(None),
+            |_, _| Ok((Value::Ints(vec![0, 1]), "why".into())),
+            |_, _, _| Ok(None),
         )
         .unwrap();
         assert_eq!(filled.literals()["DETAIL_LAYERS"], "(5, 6)");

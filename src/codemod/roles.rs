@@ -97,13 +97,11 @@ fn parameter_names<'s>(src: &'s Source, func: Node) -> Vec<&'s str> {
         .collect()
 }
 
-/// How well `class` fits `spec`: criteria met, of how many.
-fn fit(
-    src: &Source,
-    class: &Class,
-    spec: &RoleSpec,
-    holds: Option<&Pattern>,
-) -> (usize, usize, Vec<String>) {
+/// How well a class fits a role: criteria met, of how many, and what it lacks.
+type Fit = (usize, usize, Vec<String>);
+
+/// How well `class` fits `spec`.
+fn fit(src: &Source, class: &Class, spec: &RoleSpec, holds: Option<&Pattern>) -> Fit {
     let mut met = 0;
     let mut total = 0;
     let mut missing = Vec::new();
@@ -247,7 +245,7 @@ pub fn find(src: &Source, file: &str, model: &str, spec: &ModelsSpec) -> Roles {
                 }
                 None => None,
             };
-            let scored: Vec<(&Class, (usize, usize, Vec<String>))> = all
+            let scored: Vec<(&Class, Fit)> = all
                 .iter()
                 .map(|c| (c, fit(src, c, role, holds.as_ref())))
                 .collect();

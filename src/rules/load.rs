@@ -119,8 +119,7 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
         .find(|(n, _)| n == "ruleset.toml")
         .map(|(_, t)| t.clone())
         .ok_or_else(|| format!("{origin}: no ruleset.toml"))?;
-    let manifest: Manifest = toml::from_str(&manifest_text)
-        .map_err(|e| format!("{origin}/ruleset.toml: {}", one_line(&e.to_string())))?;
+    let manifest = parse_manifest(&origin, &manifest_text)?;
     // Rules are read as tables first: a rule that `extends` another inherits what it does
     // not set, from a rule of any file.
     let mut tables: Vec<(String, toml::Table)> = Vec::new();
@@ -203,6 +202,84 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
     };
     set.validate()?;
     Ok(set)
+}
+
+/// The flags of `add` itself: a parameter's flag may not be one of them.
+pub const OWN_FLAGS: &[&str] = &[
+    "rules", "root", "param", "config", "dry-run", "partial", "json", "help", "color",
+];
+
+/// Read and check `ruleset.toml`.
+fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, String> {
+    let mut manifest: Manifest = toml::from_str(text)
+        .map_err(|e| format!("{origin}/ruleset.toml: {}", one_line(&e.to_string())))?;
+    if let Some(legacy) = manifest.detail_layers.take() {
+        manifest
+            .computed
+            .entry("detail-layers".into())
+            .or_insert(super::ComputedSpec::LayerCondition(legacy));
+    }
+    let at = format!("{origin}/ruleset.toml");
+    let mut flags: Vec<&str> = Vec::new();
+    for (name, p) in &manifest.params {
+        if let Some(flag) = &p.flag {
+            let ok = !flag.is_empty()
+                && flag
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !flag.starts_with('-');
+            if !ok {
+                return Err(format!(
+                    "{at}: [params.{name}] flag = {flag:?}: a flag is lowercase letters, digits and dashes (`snapshot-dir`), without the leading --"
+                ));
+            }
+            if OWN_FLAGS.contains(&flag.as_str()) {
+                return Err(format!(
+                    "{at}: [params.{name}] flag = {flag:?} is one of add's own flags (--{})",
+                    OWN_FLAGS.join(", --")
+                ));
+            }
+            if flags.contains(&flag.as_str()) {
+                return Err(format!(
+                    "{at}: [params.{name}] flag = {flag:?} is given to two parameters"
+                ));
+            }
+            flags.push(flag);
+        }
+        if let Some(c) = p.default.as_ref().and_then(|d| d.computed())
+            && !manifest.computed.contains_key(c)
+        {
+            let known: Vec<&str> = manifest.computed.keys().map(String::as_str).collect();
+            return Err(format!(
+                "{at}: [params.{name}] computes its default with {c:?}, which no [computed.{c}] table declares (declared: {})",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        }
+    }
+    Ok(manifest)
+}
+
+/// Only the manifest of `spec` (an embedded rule set or a folder): enough to know the
+/// parameters and flags, without reading the rules.
+pub fn load_manifest(spec: &str) -> Result<Manifest, String> {
+    let path = Path::new(spec);
+    if path.join("ruleset.toml").is_file() {
+        let text = std::fs::read_to_string(path.join("ruleset.toml"))
+            .map_err(|e| format!("{}: {e}", path.join("ruleset.toml").display()))?;
+        return parse_manifest(&path.display().to_string(), &text);
+    }
+    if let Some(file) = EMBEDDED.get_file(format!("{spec}/ruleset.toml")) {
+        let text = file
+            .contents_utf8()
+            .ok_or_else(|| format!("embedded rule set {spec}: ruleset.toml is not UTF-8"))?;
+        return parse_manifest(&format!("embedded:{spec}"), text);
+    }
+    // The full load says why, as `add` would.
+    load_rule_set_lazy(spec).map(|s| s.manifest)
 }
 
 /// The 1-based line of `id = "<id>"` in a rule file, for messages.
@@ -382,5 +459,43 @@ impl RuleSet {
                 r.models.is_empty() || model.is_some_and(|m| r.models.iter().any(|x| x == m))
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_legacy_detail_layers_table_is_a_computed_value() {
+        let m = parse_manifest(
+            "t",
+            "name = \"t\"\ndescription = \"t\"\nsource_dir = \".\"\n[detail_layers]\ncount = 2\nindex = \"self.idx = $L\"\n",
+        )
+        .unwrap();
+        assert!(matches!(
+            m.computed.get("detail-layers"),
+            Some(super::super::ComputedSpec::LayerCondition(s)) if s.count == 2
+        ));
+    }
+
+    #[test]
+    fn flags_are_checked() {
+        let with = |flag: &str| {
+            parse_manifest(
+                "t",
+                &format!(
+                    "name = \"t\"\ndescription = \"t\"\nsource_dir = \".\"\n[params.A]\nkind = \"int\"\nflag = \"{flag}\"\nhelp = \"a\"\n"
+                ),
+            )
+        };
+        assert!(with("snapshot-dir").is_ok());
+        assert!(with("--x").unwrap_err().contains("without the leading --"));
+        assert!(with("Ranks").unwrap_err().contains("lowercase"));
+        assert!(
+            with("dry-run")
+                .unwrap_err()
+                .contains("one of add's own flags")
+        );
     }
 }

@@ -51,9 +51,24 @@ pub struct Manifest {
     /// which `instrument add` flag sets it and what it is when the flag is not given.
     #[serde(default)]
     pub params: BTreeMap<String, ParamSpec>,
-    /// How `--detail-layers` is chosen when it is not given.
+    /// Values the engine works out from the checkout for a parameter's default, by name
+    /// (`default = { computed = "NAME" }`): each says which of the engine's methods
+    /// computes it and with what.
+    #[serde(default)]
+    pub computed: BTreeMap<String, ComputedSpec>,
+    /// The `[detail_layers]` table of rule sets written before `[computed]`: read as
+    /// `[computed.detail-layers]` with `method = "layer-condition"`.
     #[serde(default)]
     pub detail_layers: Option<DetailLayersSpec>,
+}
+
+/// How a computed value is worked out: the engine's method, and what the rule set tells it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "method", rename_all = "kebab-case")]
+pub enum ComputedSpec {
+    /// The first `count` layer indices for which a decoder layer's `__init__` decides
+    /// what the condition patterns say (evaluated with the model config).
+    LayerCondition(DetailLayersSpec),
 }
 
 /// One template parameter, as `[params.NAME]` declares it.
@@ -103,25 +118,29 @@ pub enum ParamKind {
 #[serde(untagged)]
 pub enum ParamDefault {
     Text(String),
+    /// Worked out by the engine: the name of a `[computed.NAME]` table.
     Computed {
-        computed: ComputedDefault,
+        computed: String,
     },
     /// `None` in the code, which decides at run time (`run_time` says how, for the user).
-    /// `preview` works out what a rank holding the whole model would choose, for the note,
-    /// and checks a given value against the checkout.
+    /// `preview` names a `[computed]` value: what a rank holding the whole model would
+    /// choose, for the note; a given value is checked against the checkout with it.
     RunTime {
         run_time: String,
         #[serde(default)]
-        preview: Option<ComputedDefault>,
+        preview: Option<String>,
     },
 }
 
-/// Defaults the engine works out from the checkout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ComputedDefault {
-    /// The first MoE layers, from `[detail_layers]`.
-    DetailLayers,
+impl ParamDefault {
+    /// The `[computed]` value this default works out or previews.
+    pub fn computed(&self) -> Option<&str> {
+        match self {
+            ParamDefault::Computed { computed } => Some(computed),
+            ParamDefault::RunTime { preview, .. } => preview.as_deref(),
+            ParamDefault::Text(_) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -219,9 +238,10 @@ pub struct KnownModel {
     pub roles: BTreeMap<String, String>,
 }
 
-/// How the default detail layers are found: the rule set names the patterns of the
-/// MoE-versus-dense decision, the engine finds and evaluates it with the model config.
-#[derive(Debug, Clone, Deserialize)]
+/// `method = "layer-condition"`: the rule set names the patterns of a decoder layer's
+/// decision (MoE versus dense, say), the engine finds and evaluates it with the model
+/// config and takes the first layers it holds for.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DetailLayersSpec {
     /// How many layers to pick, starting at the first MoE layer.
