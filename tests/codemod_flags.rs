@@ -94,7 +94,11 @@ fn a_rule_sets_parameters_are_flags_of_add_and_listed_by_help() {
     // A flag of another rule set is not one of this one's.
     let out = instrument(&["add", "--rules", set, "--ranks", "3"], dir.path());
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("unexpected argument '--ranks'"));
+    assert!(
+        stderr(&out).contains("--ranks: rule set banner has no parameter it sets and add has no such flag (its parameters: BANNER (--banner), TIMES (--param TIMES=);"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

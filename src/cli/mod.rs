@@ -131,7 +131,8 @@ pub fn command(manifest: Option<&crate::rules::Manifest>) -> clap::Command {
 /// Parse the arguments, run the command, print errors as one line, return the exit code.
 pub fn run() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().collect();
-    let manifest = match add_rules(&args).map(|spec| crate::rules::load::load_manifest(&spec)) {
+    let rules_spec = add_rules(&args);
+    let manifest = match rules_spec.as_deref().map(crate::rules::load::load_manifest) {
         None => None,
         Some(Ok(m)) => Some(m),
         Some(Err(e)) => {
@@ -150,6 +151,26 @@ pub fn run() -> ExitCode {
                 add.flags = codemod::given_flags(m, sub);
             }
             cli
+        }
+        Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument && manifest.is_some() => {
+            // A flag the chosen rule set does not declare: say which flags it has.
+            let m = manifest.as_ref().expect("checked");
+            let arg = e
+                .get(clap::error::ContextKind::InvalidArg)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            let flags: Vec<String> = m
+                .params
+                .iter()
+                .map(|(n, p)| format!("{n} ({})", crate::codemod::params::shown(n, p)))
+                .collect();
+            eprintln!(
+                "error: {arg}: rule set {} has no parameter it sets and add has no such flag (its parameters: {}; `instrument add --rules {} --help` lists the flags)",
+                m.name,
+                if flags.is_empty() { "none".to_string() } else { flags.join(", ") },
+                rules_spec.as_deref().unwrap_or(&m.name)
+            );
+            return ExitCode::from(exit::USER_ERROR);
         }
         Err(e) => {
             let code = if e.use_stderr() {
