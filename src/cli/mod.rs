@@ -167,7 +167,11 @@ pub fn run() -> ExitCode {
             eprintln!(
                 "error: {arg}: rule set {} has no parameter it sets and add has no such flag (its parameters: {}; `instrument add --rules {} --help` lists the flags)",
                 m.name,
-                if flags.is_empty() { "none".to_string() } else { flags.join(", ") },
+                if flags.is_empty() {
+                    "none".to_string()
+                } else {
+                    flags.join(", ")
+                },
                 rules_spec.as_deref().unwrap_or(&m.name)
             );
             return ExitCode::from(exit::USER_ERROR);

@@ -4,6 +4,7 @@
 
 pub mod add;
 pub mod anchor;
+mod check;
 pub mod checkout;
 pub mod computed;
 pub mod diff;
@@ -12,6 +13,7 @@ pub mod expand;
 pub mod explain;
 pub mod failure;
 pub mod fault;
+mod fix;
 pub mod imports;
 pub mod layers;
 pub mod lock;

@@ -76,27 +76,6 @@ fn classes<'t>(src: &'t Source) -> Vec<Class<'t>> {
     out
 }
 
-/// The names of a function's parameters.
-fn parameter_names<'s>(src: &'s Source, func: Node) -> Vec<&'s str> {
-    let Some(params) = func.child_by_field_name("parameters") else {
-        return Vec::new();
-    };
-    let mut cursor = params.walk();
-    params
-        .named_children(&mut cursor)
-        .filter_map(|p| {
-            let ident = match p.kind() {
-                "identifier" => Some(p),
-                _ => p
-                    .child_by_field_name("name")
-                    .or_else(|| p.named_child(0))
-                    .filter(|n| n.kind() == "identifier"),
-            };
-            ident.map(|n| src.text_of(n))
-        })
-        .collect()
-}
-
 /// How well a class fits a role: criteria met, of how many, and what it lacks.
 type Fit = (usize, usize, Vec<String>);
 
@@ -120,7 +99,7 @@ fn fit(src: &Source, class: &Class, spec: &RoleSpec, holds: Option<&Pattern>) ->
     if let Some((method, param)) = spec.takes.as_deref().and_then(split_takes) {
         total += 1;
         match class.methods.iter().find(|(n, _)| n == method) {
-            Some((_, f)) if parameter_names(src, *f).contains(&param) => met += 1,
+            Some((_, f)) if python::parameter_names(src, *f).contains(&param) => met += 1,
             Some(_) => missing.push(format!("its `{method}` takes no `{param}`")),
             None => missing.push(format!("defines no `{method}`")),
         }

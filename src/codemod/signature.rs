@@ -4,7 +4,7 @@
 use tree_sitter::Node;
 
 use super::anchor;
-use super::edit::{Edit, PlanContext, line_start, next_line_start};
+use super::edit::{Edit, PlanContext, Shape, line_start, next_line_start};
 use super::markers;
 use super::template;
 use crate::python::Source;
@@ -102,6 +102,9 @@ pub(super) fn plan_add_parameter(
             checked: Vec::new(),
             rule_index: index,
             stash_eols: Vec::new(),
+            base,
+            shape: Shape::Parameters,
+            original: Vec::new(),
         }]);
     }
     // Rewrite the header from `def` to its colon.
@@ -210,5 +213,8 @@ pub(super) fn plan_add_parameter(
         checked: Vec::new(),
         rule_index: index,
         stash_eols,
+        base,
+        shape: Shape::Signature,
+        original: Vec::new(),
     }])
 }

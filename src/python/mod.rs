@@ -138,6 +138,34 @@ impl Source {
     }
 }
 
+/// The names of a function's parameters (`self`, `x`, `*args` as `args`, ...).
+pub fn parameter_names<'s>(src: &'s Source, func: Node) -> Vec<&'s str> {
+    let Some(params) = func.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut cursor = params.walk();
+    params
+        .named_children(&mut cursor)
+        .filter_map(|p| {
+            let ident = match p.kind() {
+                "identifier" => Some(p),
+                _ => p
+                    .child_by_field_name("name")
+                    .or_else(|| p.named_child(0))
+                    .and_then(|n| {
+                        // `*args: T` nests the splat inside the typed parameter.
+                        if n.kind() == "identifier" {
+                            Some(n)
+                        } else {
+                            n.named_child(0).filter(|i| i.kind() == "identifier")
+                        }
+                    }),
+            };
+            ident.map(|n| src.text_of(n))
+        })
+        .collect()
+}
+
 /// Row and column (0-based, bytes) of a byte offset.
 fn point_at(text: &str, byte: usize) -> tree_sitter::Point {
     let before = &text.as_bytes()[..byte];

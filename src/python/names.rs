@@ -1,8 +1,11 @@
 //! Which names a piece of code reads, and whether each is bound where it is read.
 //!
 //! The codemod engine promises that inserted code never reads a name that does not exist
-//! at its insertion point. This module answers that for any byte range of a parsed file,
-//! with Python's scoping rules simplified to what static text can show: function scopes
+//! at its insertion point. This module answers that for inserted code parsed on its own
+//! (`open_reads`: what it reads before binding it) against the file it goes into (`Host`:
+//! the original file's scopes at the insertion point, with what other inserted code binds
+//! there), and for any byte range of a parsed file (`unbound_reads`), with Python's
+//! scoping rules simplified to what static text can show: function scopes
 //! (parameters, assignments, imports, loop and `with` targets, nested definitions),
 //! enclosing functions, the module, and the builtins. Class bodies are skipped by methods,
 //! as in Python.
@@ -154,25 +157,9 @@ pub fn module_bindings(src: &Source) -> HashSet<String> {
 
 /// Every name read in `range` that is not bound where it is read.
 pub fn unbound_reads(src: &Source, range: Range<usize>) -> Vec<UnboundRead> {
-    unbound_reads_in(src, std::slice::from_ref(&range))
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect()
-}
-
-/// `unbound_reads` for several ranges of one file, analysing the file once. Each result
-/// carries the index of its range.
-pub fn unbound_reads_in(src: &Source, ranges: &[Range<usize>]) -> Vec<(usize, UnboundRead)> {
-    let analysis = Analysis::new(src, ranges);
-    ranges
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            reads_in(src, &analysis, r.clone())
-                .into_iter()
-                .map(move |u| (i, u))
-        })
-        .collect()
+    let ranges = [range];
+    let analysis = Analysis::new(src, &ranges);
+    reads_in(src, &analysis, ranges[0].clone())
 }
 
 fn reads_in(src: &Source, analysis: &Analysis, range: Range<usize>) -> Vec<UnboundRead> {
@@ -259,10 +246,203 @@ fn visit_reads<'a>(
     path.pop();
 }
 
-enum Resolution {
+/// Whether a name is bound where it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
     Bound,
+    /// Bound in the scope that reads it, but only after the read.
     BoundLater,
     Unbound,
+}
+
+/// Where inserted code lands in a file, as the name checks see it: the file is read as
+/// it is, and the inserted code on its own (see `Host`).
+#[derive(Debug, Clone)]
+pub struct Point {
+    /// A byte of the original text inside the scope the code lands in (the anchor
+    /// statement's start, a statement of the body it goes into).
+    pub scope_at: usize,
+    /// Where the code goes in the original text, then its place among the inserted code
+    /// that goes to the same byte: bindings of the host before `order.0` are earlier.
+    pub order: (usize, usize),
+}
+
+/// A read in inserted code that the code itself does not bind before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenRead {
+    pub name: String,
+    /// Byte offset in the inserted code's own text.
+    pub at: usize,
+    /// The code binds it, but only after this read.
+    pub bound_later: bool,
+    /// The read is inside a function the inserted code defines (it runs later).
+    pub in_own_function: bool,
+}
+
+/// The reads of `code` (inserted code parsed on its own) in `ranges` that the code does
+/// not bind before them: those the host must bind.
+pub fn open_reads(code: &Source, ranges: &[Range<usize>]) -> Vec<OpenRead> {
+    let whole = std::slice::from_ref(&(0..code.text.len())).to_vec();
+    let analysis = Analysis::new(code, &whole);
+    let mut out = Vec::new();
+    for range in ranges {
+        for r in reads_in(code, &analysis, range.clone()) {
+            let node = code
+                .root()
+                .descendant_for_byte_range(r.at, r.at)
+                .unwrap_or(code.root());
+            let in_own_function = analysis
+                .scope_chain(node)
+                .iter()
+                .any(|(_, n)| n.kind() == "function_definition");
+            out.push(OpenRead {
+                name: r.name,
+                at: r.at,
+                bound_later: r.bound_later,
+                in_own_function,
+            });
+        }
+    }
+    out
+}
+
+/// A file as the name checks of inserted code see it: the scopes of the original text
+/// (only the functions inserted code lands in are analysed), the names the inserted code
+/// binds at the level of those scopes, and the statements it replaces (whose bindings are
+/// gone).
+pub struct Host<'a> {
+    analysis: Analysis<'a>,
+    /// Scope key -> name -> the order keys of inserted bindings.
+    inserted: HashMap<usize, HashMap<String, Vec<(usize, usize)>>>,
+    replaced: Vec<Range<usize>>,
+}
+
+impl<'a> Host<'a> {
+    /// The host `src`, where inserted code lands at `points` and replaces `replaced`.
+    pub fn new(src: &'a Source, focus: &'a [Range<usize>], replaced: Vec<Range<usize>>) -> Self {
+        Host {
+            analysis: Analysis::new(src, focus),
+            inserted: HashMap::new(),
+            replaced,
+        }
+    }
+
+    /// The focus ranges for `points`: what `new` needs to analyse.
+    pub fn focus(points: &[Point]) -> Vec<Range<usize>> {
+        points.iter().map(|p| p.scope_at..p.scope_at + 1).collect()
+    }
+
+    fn node_at(&self, at: usize) -> Node<'a> {
+        let root = self.analysis.src.root();
+        root.descendant_for_byte_range(at, at).unwrap_or(root)
+    }
+
+    /// The innermost scope at `point`, as a key of `scopes`.
+    fn innermost(&self, point: &Point) -> usize {
+        self.analysis
+            .scope_chain(self.node_at(point.scope_at))
+            .first()
+            .map_or(MODULE_KEY, |(k, _)| *k)
+    }
+
+    /// Inserted code at `point` binds `name` at the level of the scope it lands in (or,
+    /// with `module`, at the module's: a `global` in a function of its own).
+    pub fn bind(&mut self, point: &Point, name: &str, module: bool) {
+        let key = if module {
+            MODULE_KEY
+        } else {
+            self.innermost(point)
+        };
+        self.inserted
+            .entry(key)
+            .or_default()
+            .entry(name.to_string())
+            .or_default()
+            .push(point.order);
+    }
+
+    fn host_offsets(&self, key: usize, name: &str) -> Vec<usize> {
+        self.analysis
+            .scopes
+            .get(&key)
+            .and_then(|s| s.get(name))
+            .map(|v| {
+                v.iter()
+                    .copied()
+                    .filter(|o| !self.replaced.iter().any(|r| r.contains(o)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    fn inserted_orders(&self, key: usize, name: &str) -> &[(usize, usize)] {
+        self.inserted
+            .get(&key)
+            .and_then(|s| s.get(name))
+            .map_or(&[], |v| v.as_slice())
+    }
+
+    /// Whether `name`, read by inserted code at `point`, is bound there: by the host's
+    /// code, by inserted code before it, as a builtin. `in_own_function`: the read runs
+    /// later, in a function the inserted code defines.
+    pub fn resolve(&self, name: &str, point: &Point, in_own_function: bool) -> Resolution {
+        let node = self.node_at(point.scope_at);
+        let ancestors = ancestors(self.analysis.src.root(), node);
+        let chain = self.analysis.scope_chain(node);
+        for (key, scope_node) in &chain {
+            if self
+                .analysis
+                .globals
+                .get(key)
+                .is_some_and(|g| g.contains(name))
+            {
+                break;
+            }
+            let host = self.host_offsets(*key, name);
+            let inserted = self.inserted_orders(*key, name);
+            if host.is_empty() && inserted.is_empty() {
+                continue;
+            }
+            if matches!(
+                scope_node.kind(),
+                "function_definition" | "class_definition"
+            ) {
+                let earlier = host.iter().any(|&o| o < point.order.0)
+                    || inserted.iter().any(|&o| o < point.order);
+                let in_shared_loop = host
+                    .iter()
+                    .copied()
+                    .chain(inserted.iter().map(|o| o.0))
+                    .any(|o| shares_loop(&ancestors, o, *scope_node));
+                if earlier || in_shared_loop {
+                    return Resolution::Bound;
+                }
+                if scope_node.kind() == "class_definition" {
+                    continue;
+                }
+                return Resolution::BoundLater;
+            }
+            return Resolution::Bound;
+        }
+        let in_function =
+            in_own_function || chain.iter().any(|(_, n)| n.kind() == "function_definition");
+        let host = self.host_offsets(MODULE_KEY, name);
+        let inserted = self.inserted_orders(MODULE_KEY, name);
+        if !host.is_empty() || !inserted.is_empty() {
+            // Function bodies run after the module is loaded; module-level code runs in order.
+            let earlier = host.iter().any(|&o| o < point.order.0)
+                || inserted.iter().any(|&o| o < point.order);
+            return if in_function || earlier {
+                Resolution::Bound
+            } else {
+                Resolution::BoundLater
+            };
+        }
+        if BUILTINS.contains(&name) || self.analysis.star_import {
+            return Resolution::Bound;
+        }
+        Resolution::Unbound
+    }
 }
 
 /// Per-file facts: which identifiers are binding occurrences, and for each scope the
