@@ -205,6 +205,9 @@ pub fn add(args: AddArgs, colour: Colour) -> anyhow::Result<u8> {
 
 fn render_add(r: &AddReport) {
     let mut err = std::io::stderr().lock();
+    for w in &r.warnings {
+        let _ = writeln!(err, "{w}");
+    }
     for s in &r.selection {
         let _ = writeln!(err, "{s}");
     }
@@ -311,6 +314,9 @@ pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
         return Ok(code);
     }
     let mut err = std::io::stderr().lock();
+    for w in &report.warnings {
+        let _ = writeln!(err, "{w}");
+    }
     if let Some(r) = &report.recovered {
         let _ = writeln!(err, "instrument remove: {r}");
     }
@@ -343,8 +349,11 @@ pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
 
 fn scan(root: Option<PathBuf>, paths: &[PathBuf]) -> anyhow::Result<TreeStatus> {
     let scope = status::scope(root.as_deref(), paths).map_err(user_error)?;
-    let _lock = crate::codemod::lock::lock(&scope.root, crate::codemod::lock::Mode::Shared)
+    let lock = crate::codemod::lock::lock(&scope.root, crate::codemod::lock::Mode::Shared)
         .map_err(user_error)?;
+    if let Some(w) = &lock.warning {
+        eprintln!("{w}");
+    }
     Ok(status::scan(&scope))
 }
 

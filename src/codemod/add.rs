@@ -78,6 +78,10 @@ pub struct AddReport {
     pub verdict: Verdict,
     /// What to do next when refused.
     pub advice: Option<String>,
+    /// What the user must know that does not stop the run (a checkout that cannot be
+    /// locked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     /// The flags of the parameters behind `problems` (`--detail-layers`), for the advice.
     #[serde(skip)]
     pub problem_flags: Vec<String>,
@@ -100,7 +104,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
     } else {
         Mode::Exclusive
     };
-    let _lock = lock::lock(&root, mode)?;
+    let lock = lock::lock(&root, mode)?;
     let mut report = AddReport {
         schema: "instrument.add/1",
         command: String::new(),
@@ -120,7 +124,9 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         verdict: Verdict::Refused,
         advice: None,
         problem_flags: Vec::new(),
+        warnings: Vec::new(),
     };
+    report.warnings.extend(lock.warning.clone());
     let scope = checkout::Scope {
         root: root.clone(),
         targets: vec![root.clone()],
