@@ -12,7 +12,7 @@ use crate::codemod::add::{self, AddOptions, AddReport, Verdict};
 use crate::codemod::diff;
 use crate::codemod::remove::{self, RemoveOptions};
 use crate::codemod::status::{self, TreeStatus};
-use crate::exit::{self, user_error};
+use crate::exit::{self, Error};
 use crate::rules::{DEFAULT_SET, Manifest, ParamDefault, ParamKind};
 
 #[derive(Args, Debug)]
@@ -156,7 +156,7 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Error> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
@@ -173,7 +173,7 @@ fn print_diffs(changes: &[diff::FileChange], colour: Colour) {
     }
 }
 
-pub fn add(args: AddArgs, colour: Colour) -> anyhow::Result<u8> {
+pub fn add(args: AddArgs, colour: Colour) -> Result<u8, Error> {
     let opts = AddOptions {
         rules: args.rules,
         root: args.root,
@@ -184,7 +184,7 @@ pub fn add(args: AddArgs, colour: Colour) -> anyhow::Result<u8> {
         partial: args.partial,
         dry_run: args.dry_run,
     };
-    let report = add::run(&opts).map_err(user_error)?;
+    let report = add::run(&opts)?;
     let code = if report.verdict == Verdict::Refused {
         exit::USER_ERROR
     } else {
@@ -295,7 +295,7 @@ fn render_add(r: &AddReport) {
     );
 }
 
-pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
+pub fn remove(args: RemoveArgs, colour: Colour) -> Result<u8, Error> {
     let opts = RemoveOptions {
         root: args.root,
         paths: args.paths,
@@ -303,7 +303,7 @@ pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
         force: args.force,
         dry_run: args.dry_run,
     };
-    let report = remove::run(&opts).map_err(user_error)?;
+    let report = remove::run(&opts)?;
     let code = if report.refused {
         exit::USER_ERROR
     } else {
@@ -347,10 +347,9 @@ pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-fn scan(root: Option<PathBuf>, paths: &[PathBuf]) -> anyhow::Result<TreeStatus> {
-    let scope = status::scope(root.as_deref(), paths).map_err(user_error)?;
-    let lock = crate::codemod::lock::lock(&scope.root, crate::codemod::lock::Mode::Shared)
-        .map_err(user_error)?;
+fn scan(root: Option<PathBuf>, paths: &[PathBuf]) -> Result<TreeStatus, Error> {
+    let scope = status::scope(root.as_deref(), paths)?;
+    let lock = crate::codemod::lock::lock(&scope.root, crate::codemod::lock::Mode::Shared)?;
     if let Some(w) = &lock.warning {
         eprintln!("{w}");
     }
@@ -381,7 +380,7 @@ fn leftovers(s: &TreeStatus) -> Vec<String> {
     out
 }
 
-pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
+pub fn status(args: StatusArgs) -> Result<u8, Error> {
     let s = scan(args.root, &args.paths)?;
     if args.json {
         print_json(&s)?;
@@ -441,7 +440,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
+pub fn check(args: CheckArgs) -> Result<u8, Error> {
     let s = scan(args.root, &args.paths)?;
     let code = if s.dirty() { exit::FOUND } else { exit::OK };
     if args.json {

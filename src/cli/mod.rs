@@ -195,9 +195,10 @@ pub fn run() -> ExitCode {
         Command::Rules(args) => rules::list(args),
         Command::Explain(args) => rules::explain(args),
         Command::TestRules(args) => rules::test_rules(args),
-        Command::Snapshot(args) => snapshot::run(args),
-        Command::Nsys(cmd) => nsys::run(cmd),
-        Command::Log(args) => log::run(args),
+        // Not yet on typed errors: their anyhow errors map by what they hold.
+        Command::Snapshot(args) => snapshot::run(args).map_err(exit::Error::from),
+        Command::Nsys(cmd) => nsys::run(cmd).map_err(exit::Error::from),
+        Command::Log(args) => log::run(args).map_err(exit::Error::from),
         Command::Completions(args) => {
             // The default rule set's parameters are `add`'s flags in the completions.
             let manifest = crate::rules::load::load_manifest(crate::rules::DEFAULT_SET).ok();
@@ -210,16 +211,12 @@ pub fn run() -> ExitCode {
             Ok(exit::OK)
         }
     };
+    // The one place an error becomes an exit code (see `exit`).
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            let code = if err.downcast_ref::<exit::UserError>().is_some() {
-                exit::USER_ERROR
-            } else {
-                exit::INTERNAL
-            };
-            eprintln!("error: {err:#}");
-            ExitCode::from(code)
+            eprintln!("error: {err}");
+            ExitCode::from(err.code())
         }
     }
 }

@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::codemod::{checkout, explain, params, selftest};
-use crate::exit::{self, user_error};
+use crate::exit::{self, Error};
 use crate::rules::{DEFAULT_SET as DEFAULT_RULES, RuleSet};
 
-fn load_rules(spec: &str) -> anyhow::Result<RuleSet> {
-    crate::rules::load_rule_set(spec).map_err(user_error)
+fn load_rules(spec: &str) -> Result<RuleSet, Error> {
+    Ok(crate::rules::load_rule_set(spec)?)
 }
 
 #[derive(Args, Debug)]
@@ -47,7 +47,7 @@ pub struct TestRulesArgs {
     pub print: bool,
 }
 
-pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
+pub fn list(args: RulesArgs) -> Result<u8, Error> {
     let set = load_rules(&args.rules)?;
     if args.json {
         let rules: Vec<serde_json::Value> = set
@@ -100,16 +100,12 @@ pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
+pub fn explain(args: ExplainArgs) -> Result<u8, Error> {
     let set = load_rules(&args.rules)?;
-    let root = checkout::root_for(args.root.as_deref(), &set.manifest).map_err(user_error)?;
-    let model = checkout::resolve_model(&root, &set.manifest, &args.model).map_err(user_error)?;
-    let (mut model_rules, blocked) =
-        crate::codemod::roles::model_rules(&root, &set, &model).map_err(user_error)?;
-    model_rules
-        .set
-        .retain_and_compile(|_| true)
-        .map_err(user_error)?;
+    let root = checkout::root_for(args.root.as_deref(), &set.manifest)?;
+    let model = checkout::resolve_model(&root, &set.manifest, &args.model)?;
+    let (mut model_rules, blocked) = crate::codemod::roles::model_rules(&root, &set, &model)?;
+    model_rules.set.retain_and_compile(|_| true)?;
     let set = model_rules.set;
     let rules: Vec<&crate::rules::Rule> = set.rules.iter().collect();
     let mut landings = explain::explain(&root, &set, &rules, Some(&model));
@@ -149,7 +145,7 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
+pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
     let set = load_rules(&args.rules)?;
     // Examples use the parameters' defaults for what they do not set.
     let defaults = params::example_defaults(&set.manifest);
@@ -177,7 +173,7 @@ pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
         set.rules.len()
     );
     // Each printed line must read back through the rule's print declarations.
-    let prints = crate::log::readback::check(&set).map_err(user_error)?;
+    let prints = crate::log::readback::check(&set).map_err(exit::UserError)?;
     for line in crate::log::readback::report(&prints) {
         println!("{line}");
     }

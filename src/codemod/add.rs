@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::diff::FileChange;
+use super::error::Error;
 use super::expand::{self, FunctionTarget};
 use super::failure::{Failure, FailureKind};
 use super::lock::{self, Mode};
@@ -94,7 +95,7 @@ impl AddReport {
 }
 
 /// Plan `add` and, unless it is a dry run or refused, write it.
-pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
+pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     // Patterns are compiled once the model is known, for its rules only.
     let mut set = rules::load_rule_set_lazy(&opts.rules)?;
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
@@ -163,11 +164,11 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         }
         (TargetKind::Model, None) => {
             if !opts.targets.is_empty() {
-                return Err(format!(
+                return Err(Error::Usage(format!(
                     "rule set {} works on the checkout as a whole (it has no [models]); omit {}",
                     set.manifest.name,
                     opts.targets.join(" ")
-                ));
+                )));
             }
             report.command = format!("instrument add --rules {}", set.manifest.name);
             None
@@ -282,17 +283,13 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
 }
 
 /// The model `targets` names, if this rule set has rules for it.
-fn check_model(
-    set: &RuleSet,
-    root: &std::path::Path,
-    targets: &[String],
-) -> Result<String, String> {
+fn check_model(set: &RuleSet, root: &std::path::Path, targets: &[String]) -> Result<String, Error> {
     if targets.is_empty() {
         let models: Vec<String> = checkout::available_models(root, &set.manifest)
             .iter()
             .map(|m| checkout::display_model(m))
             .collect();
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "name the model: instrument add MODEL (rule set {} works per model; models in this checkout: {})",
             set.manifest.name,
             if models.is_empty() {
@@ -300,15 +297,15 @@ fn check_model(
             } else {
                 models.join(", ")
             }
-        ));
+        )));
     }
     let [typed] = targets else {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "rule set {} takes one model, got {} arguments ({})",
             set.manifest.name,
             targets.len(),
             targets.join(" ")
-        ));
+        )));
     };
     let model = checkout::resolve_model(root, &set.manifest, typed)?;
     // Rules for model files are written for every model (scoping into role classes) or
@@ -331,12 +328,12 @@ fn check_model(
             .iter()
             .map(|m| checkout::display_model(m))
             .collect();
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "rule set {} has no rules for model {} yet (it has rules for: {})",
             set.manifest.name,
             checkout::display_model(&model),
             names.join(", ")
-        ));
+        )));
     }
     Ok(model)
 }
@@ -348,7 +345,7 @@ fn select_targets(
     root: &std::path::Path,
     selectors: &[String],
     report: &mut AddReport,
-) -> Result<Option<Vec<FunctionTarget>>, String> {
+) -> Result<Option<Vec<FunctionTarget>>, Error> {
     let tree = Tree::scan(&[root.join(&set.manifest.source_dir)], None)?;
     let compilers: Vec<String> = set
         .manifest

@@ -9,6 +9,8 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use super::error::Error;
+
 /// A held lock; released when dropped.
 pub struct CheckoutLock {
     _dir: File,
@@ -71,8 +73,8 @@ fn unlocked(root: &Path, mode: Mode, err: &std::io::Error) -> String {
 }
 
 /// Lock the checkout at `root`, waiting while another run holds it.
-pub fn lock(root: &Path, mode: Mode) -> Result<CheckoutLock, String> {
-    let dir = File::open(root).map_err(|e| format!("{}: {e}", root.display()))?;
+pub fn lock(root: &Path, mode: Mode) -> Result<CheckoutLock, Error> {
+    let dir = File::open(root).map_err(|e| Error::io(root.display(), e))?;
     let op = match mode {
         Mode::Shared => libc::LOCK_SH,
         Mode::Exclusive => libc::LOCK_EX,
@@ -103,11 +105,11 @@ pub fn lock(root: &Path, mode: Mode) -> Result<CheckoutLock, String> {
             });
         }
         if started.elapsed() >= timeout() {
-            return Err(format!(
+            return Err(Error::Busy(format!(
                 "{}: another instrument run is working on this checkout (waited {}s); let it finish, then run the command again",
                 root.display(),
                 started.elapsed().as_secs()
-            ));
+            )));
         }
         if !told && started.elapsed() > Duration::from_millis(500) {
             eprintln!(

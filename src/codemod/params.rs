@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::error::Error;
 use crate::python::{literal, style::Style};
 use crate::rules::{Manifest, ParamDefault, ParamKind, ParamSpec};
 
@@ -49,7 +50,12 @@ pub fn shown(name: &str, spec: &ParamSpec) -> String {
 }
 
 /// Check `text` as given for a parameter of `spec`'s kind.
-pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String> {
+pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, Error> {
+    parse_text(spec, flag, text).map_err(Error::Usage)
+}
+
+/// `parse`, the reason as text.
+fn parse_text(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String> {
     let ints = |text: &str| -> Result<Vec<u64>, String> {
         if text.trim().is_empty() {
             return Err(format!(
@@ -159,7 +165,7 @@ pub fn fill(
     style: &Style,
     mut compute: impl FnMut(&str, &str) -> Computed,
     mut check_given: impl FnMut(&str, &str, &Value) -> Result<Option<String>, String>,
-) -> Result<Filled, String> {
+) -> Result<Filled, Error> {
     let set = &manifest.name;
     for flag in given.flags.keys() {
         if !manifest
@@ -167,18 +173,18 @@ pub fn fill(
             .values()
             .any(|p| p.flag.as_deref() == Some(flag.as_str()))
         {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "--{flag}: rule set {set} has no parameter it sets (its parameters: {})",
                 names(manifest)
-            ));
+            )));
         }
     }
     for (name, _) in given.params {
         if !manifest.params.contains_key(name) {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "--param {name}=: rule set {set} has no parameter {name} (its parameters: {})",
                 names(manifest)
-            ));
+            )));
         }
     }
     let mut filled = Filled {
@@ -200,15 +206,16 @@ pub fn fill(
                 let v = parse(spec, &flag, t)?;
                 let checked = default.as_ref().and_then(ParamDefault::computed);
                 if let Some(c) = checked
-                    && let Some(note) = check_given(c, &flag, &v)?
+                    && let Some(note) = check_given(c, &flag, &v).map_err(Error::Usage)?
                 {
                     filled.notes.push(note);
                 }
                 (v, Origin::Flag)
             }
             (None, Some(ParamDefault::Text(t))) => (
-                parse(spec, &flag, t)
-                    .map_err(|e| format!("rule set {set}: the default of {name}: {e}"))?,
+                parse(spec, &flag, t).map_err(|e| {
+                    Error::Usage(format!("rule set {set}: the default of {name}: {e}"))
+                })?,
                 Origin::Default,
             ),
             (None, Some(ParamDefault::Computed { computed })) => match compute(computed, &flag) {
@@ -251,10 +258,10 @@ pub fn fill(
             }
             (None, None) if spec.optional => (Value::None, Origin::Unset),
             (None, None) => {
-                return Err(format!(
+                return Err(Error::Usage(format!(
                     "rule set {set} needs {name} ({}): pass {flag}",
                     spec.help
-                ));
+                )));
             }
         };
         filled.params.push(Param {
@@ -337,7 +344,9 @@ mod tests {
         assert!(parse(&set, "--ranks", "3,,4").is_err());
         assert!(parse(&set, "--ranks", "99999999999999999999999").is_err());
         let path = spec(ParamKind::Path);
-        let e = parse(&path, "--snapshot-dir", "/tmp/x\r").unwrap_err();
+        let e = parse(&path, "--snapshot-dir", "/tmp/x\r")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("control character") && e.contains("CRLF"), "{e}");
         let v = parse(&path, "--snapshot-dir", "/tmp/x\"; STEP=5").unwrap();
         assert_eq!(render(&path, &v, &style), "'/tmp/x\"; STEP=5'");

@@ -40,7 +40,7 @@ pub struct RemoveReport {
     pub warnings: Vec<String>,
 }
 
-pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, String> {
+pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, super::Error> {
     let only = match &opts.rules {
         Some(spec) => Some(crate::rules::load_rule_set_lazy(spec)?),
         None => None,

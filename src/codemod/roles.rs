@@ -335,7 +335,7 @@ pub fn model_rules(
     root: &std::path::Path,
     set: &crate::rules::RuleSet,
     model: &str,
-) -> Result<(crate::rules::models::ModelRules, BTreeMap<usize, Blocked>), String> {
+) -> Result<(crate::rules::models::ModelRules, BTreeMap<usize, Blocked>), crate::rules::Error> {
     let Some(spec) = &set.manifest.models else {
         return crate::rules::models::for_model(set, model, &BTreeMap::new())
             .map(|m| (m, BTreeMap::new()));

@@ -111,7 +111,7 @@ fn run_example(
         }],
     ) {
         Ok(c) => c,
-        Err(e) => return (Some(e), output),
+        Err(e) => return (Some(e.to_string()), output),
     };
     let problem = check_example(
         &concrete,

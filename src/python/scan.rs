@@ -309,13 +309,39 @@ fn imports(src: &Source, root: Node) -> BTreeMap<String, (String, String)> {
     out
 }
 
+/// A file the scan could not read.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {source}")]
+pub struct Error {
+    pub file: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl crate::exit::Classify for Error {
+    fn class(&self) -> crate::exit::Class {
+        // A file that is not UTF-8 text is the user's to fix; a read refused, the system's.
+        if self.source.kind() == std::io::ErrorKind::InvalidData {
+            crate::exit::Class::User
+        } else {
+            crate::exit::Class::Io
+        }
+    }
+}
+
+/// For callers that report errors as text (one line each).
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
+
 /// Scan one file.
-pub fn scan_file(
-    path: &Path,
-    display: &str,
-    package_root: Option<&Path>,
-) -> Result<Module, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{display}: {e}"))?;
+pub fn scan_file(path: &Path, display: &str, package_root: Option<&Path>) -> Result<Module, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error {
+        file: display.to_string(),
+        source,
+    })?;
     let src = Source::parse(text);
     Ok(scan_source(&src, path, display, package_root))
 }
@@ -411,7 +437,7 @@ pub struct Tree {
 
 /// Every class in the tree by name (a name defined twice keeps all definitions).
 impl Tree {
-    pub fn scan(paths: &[PathBuf], package_root: Option<&Path>) -> Result<Tree, String> {
+    pub fn scan(paths: &[PathBuf], package_root: Option<&Path>) -> Result<Tree, Error> {
         let base = std::env::current_dir().unwrap_or_default();
         let mut modules = Vec::new();
         for f in python_files(paths) {

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use include_dir::{Dir, include_dir};
 
+use super::error::Error;
 use super::{Manifest, Position, Rule};
 use crate::python::pattern::Pattern;
 
@@ -49,7 +50,7 @@ pub fn embedded_names() -> Vec<String> {
 
 /// Load `spec`: the name of an embedded rule set, or a folder holding `ruleset.toml`,
 /// with every rule's patterns compiled (and so checked).
-pub fn load_rule_set(spec: &str) -> Result<RuleSet, String> {
+pub fn load_rule_set(spec: &str) -> Result<RuleSet, Error> {
     let mut set = load_rule_set_lazy(spec)?;
     set.retain_and_compile(|_| true)?;
     Ok(set)
@@ -57,7 +58,7 @@ pub fn load_rule_set(spec: &str) -> Result<RuleSet, String> {
 
 /// Load `spec` with its rules checked but no pattern compiled yet: for a caller that
 /// keeps only some rules (`add` for one model) and compiles those.
-pub fn load_rule_set_lazy(spec: &str) -> Result<RuleSet, String> {
+pub fn load_rule_set_lazy(spec: &str) -> Result<RuleSet, Error> {
     let path = Path::new(spec);
     if path.join("ruleset.toml").is_file() {
         return load_from_dir(path);
@@ -72,34 +73,40 @@ pub fn load_rule_set_lazy(spec: &str) -> Result<RuleSet, String> {
                 .to_string_lossy()
                 .to_string();
             if name.ends_with(".toml") {
-                let text = f
-                    .contents_utf8()
-                    .ok_or_else(|| format!("embedded rule file {name} is not UTF-8"))?;
+                let text = f.contents_utf8().ok_or_else(|| {
+                    Error::invalid(format!("embedded rule file {name} is not UTF-8"))
+                })?;
                 files.push((name, text.to_string()));
             }
         }
         return build(format!("embedded:{spec}"), files);
     }
     if path.exists() {
-        return Err(format!(
-            "--rules {spec}: {} has no ruleset.toml; a rule set folder needs one (see README, \"Rule format\")",
-            path.display()
-        ));
+        return Err(Error::NoManifest {
+            spec: spec.to_string(),
+            path: path.display().to_string(),
+        });
     }
-    Err(format!(
-        "--rules {spec}: no such rule set or folder (built in: {})",
-        embedded_names().join(", ")
-    ))
+    Err(Error::NotFound {
+        spec: spec.to_string(),
+        builtin: embedded_names().join(", "),
+    })
 }
 
-fn load_from_dir(dir: &Path) -> Result<RuleSet, String> {
+fn load_from_dir(dir: &Path) -> Result<RuleSet, Error> {
     let mut files = Vec::new();
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let entries = std::fs::read_dir(dir).map_err(|source| Error::Read {
+        path: dir.display().to_string(),
+        source,
+    })?;
     let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
     paths.sort();
     for p in paths {
         if p.extension().is_some_and(|e| e == "toml") {
-            let text = std::fs::read_to_string(&p).map_err(|e| format!("{}: {e}", p.display()))?;
+            let text = std::fs::read_to_string(&p).map_err(|source| Error::Read {
+                path: p.display().to_string(),
+                source,
+            })?;
             files.push((
                 p.file_name()
                     .unwrap_or_default()
@@ -112,34 +119,43 @@ fn load_from_dir(dir: &Path) -> Result<RuleSet, String> {
     build(dir.display().to_string(), files)
 }
 
-fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, String> {
+fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, Error> {
     files.sort_by(|a, b| a.0.cmp(&b.0));
     let manifest_text = files
         .iter()
         .find(|(n, _)| n == "ruleset.toml")
         .map(|(_, t)| t.clone())
-        .ok_or_else(|| format!("{origin}: no ruleset.toml"))?;
+        .ok_or_else(|| Error::invalid(format!("{origin}: no ruleset.toml")))?;
     let manifest = parse_manifest(&origin, &manifest_text)?;
     // Rules are read as tables first: a rule that `extends` another inherits what it does
     // not set, from a rule of any file.
     let mut tables: Vec<(String, toml::Table)> = Vec::new();
     for (name, text) in files.iter().filter(|(n, _)| n != "ruleset.toml") {
-        let mut doc: toml::Table = toml::from_str(text)
-            .map_err(|e| format!("{origin}/{name}: {}", one_line(&e.to_string())))?;
+        let mut doc: toml::Table = toml::from_str(text).map_err(|e| {
+            Error::invalid(format!("{origin}/{name}: {}", one_line(&e.to_string())))
+        })?;
         let rules = match doc.remove("rule") {
             None => Vec::new(),
             Some(toml::Value::Array(items)) => items,
-            Some(_) => return Err(format!("{origin}/{name}: `rule` must be written [[rule]]")),
+            Some(_) => {
+                return Err(Error::invalid(format!(
+                    "{origin}/{name}: `rule` must be written [[rule]]"
+                )));
+            }
         };
         if let Some(key) = doc.keys().next() {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "{origin}/{name}: unknown key `{key}` (a rule file holds [[rule]] tables)"
-            ));
+            )));
         }
         for item in rules {
             match item {
                 toml::Value::Table(t) => tables.push((name.clone(), t)),
-                _ => return Err(format!("{origin}/{name}: `rule` must be written [[rule]]")),
+                _ => {
+                    return Err(Error::invalid(format!(
+                        "{origin}/{name}: `rule` must be written [[rule]]"
+                    )));
+                }
             }
         }
     }
@@ -174,12 +190,13 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
                     })
                     .map(|(_, (_, t))| t);
                 let Some(base_table) = found else {
-                    return Err(format!(
+                    return Err(Error::invalid(format!(
                         "{}: extends rule {base}, which the rule set does not have (or which extends another)",
                         at(&id)
-                    ));
+                    )));
                 };
-                inherit(base_table, table, &manifest).map_err(|e| format!("{}: {e}", at(&id)))?
+                inherit(base_table, table, &manifest)
+                    .map_err(|e| Error::invalid(format!("{}: {e}", at(&id))))?
             }
         };
         let id = merged
@@ -189,7 +206,9 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, St
             .to_string();
         let rule: Rule = toml::Value::Table(merged)
             .try_into()
-            .map_err(|e: toml::de::Error| format!("{}: {}", at(&id), one_line(&e.to_string())))?;
+            .map_err(|e: toml::de::Error| {
+                Error::invalid(format!("{}: {}", at(&id), one_line(&e.to_string())))
+            })?;
         rules.push(rule);
         rule_files.push(name.clone());
     }
@@ -210,9 +229,13 @@ pub const OWN_FLAGS: &[&str] = &[
 ];
 
 /// Read and check `ruleset.toml`.
-fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, String> {
-    let mut manifest: Manifest = toml::from_str(text)
-        .map_err(|e| format!("{origin}/ruleset.toml: {}", one_line(&e.to_string())))?;
+fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, Error> {
+    let mut manifest: Manifest = toml::from_str(text).map_err(|e| {
+        Error::invalid(format!(
+            "{origin}/ruleset.toml: {}",
+            one_line(&e.to_string())
+        ))
+    })?;
     if let Some(legacy) = manifest.detail_layers.take() {
         manifest
             .computed
@@ -229,20 +252,20 @@ fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, String> {
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
                 && !flag.starts_with('-');
             if !ok {
-                return Err(format!(
+                return Err(Error::invalid(format!(
                     "{at}: [params.{name}] flag = {flag:?}: a flag is lowercase letters, digits and dashes (`snapshot-dir`), without the leading --"
-                ));
+                )));
             }
             if OWN_FLAGS.contains(&flag.as_str()) {
-                return Err(format!(
+                return Err(Error::invalid(format!(
                     "{at}: [params.{name}] flag = {flag:?} is one of add's own flags (--{})",
                     OWN_FLAGS.join(", --")
-                ));
+                )));
             }
             if flags.contains(&flag.as_str()) {
-                return Err(format!(
+                return Err(Error::invalid(format!(
                     "{at}: [params.{name}] flag = {flag:?} is given to two parameters"
-                ));
+                )));
             }
             flags.push(flag);
         }
@@ -250,14 +273,14 @@ fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, String> {
             && !manifest.computed.contains_key(c)
         {
             let known: Vec<&str> = manifest.computed.keys().map(String::as_str).collect();
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "{at}: [params.{name}] computes its default with {c:?}, which no [computed.{c}] table declares (declared: {})",
                 if known.is_empty() {
                     "none".to_string()
                 } else {
                     known.join(", ")
                 }
-            ));
+            )));
         }
     }
     Ok(manifest)
@@ -265,17 +288,22 @@ fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, String> {
 
 /// Only the manifest of `spec` (an embedded rule set or a folder): enough to know the
 /// parameters and flags, without reading the rules.
-pub fn load_manifest(spec: &str) -> Result<Manifest, String> {
+pub fn load_manifest(spec: &str) -> Result<Manifest, Error> {
     let path = Path::new(spec);
     if path.join("ruleset.toml").is_file() {
-        let text = std::fs::read_to_string(path.join("ruleset.toml"))
-            .map_err(|e| format!("{}: {e}", path.join("ruleset.toml").display()))?;
+        let file = path.join("ruleset.toml");
+        let text = std::fs::read_to_string(&file).map_err(|source| Error::Read {
+            path: file.display().to_string(),
+            source,
+        })?;
         return parse_manifest(&path.display().to_string(), &text);
     }
     if let Some(file) = EMBEDDED.get_file(format!("{spec}/ruleset.toml")) {
-        let text = file
-            .contents_utf8()
-            .ok_or_else(|| format!("embedded rule set {spec}: ruleset.toml is not UTF-8"))?;
+        let text = file.contents_utf8().ok_or_else(|| {
+            Error::invalid(format!(
+                "embedded rule set {spec}: ruleset.toml is not UTF-8"
+            ))
+        })?;
         return parse_manifest(&format!("embedded:{spec}"), text);
     }
     // The full load says why, as `add` would.
@@ -300,7 +328,7 @@ fn inherit(
     base: &toml::Table,
     over: &toml::Table,
     manifest: &Manifest,
-) -> Result<toml::Table, String> {
+) -> Result<toml::Table, Error> {
     let mut out = base.clone();
     out.remove("examples");
     out.remove("models");
@@ -322,9 +350,9 @@ fn inherit(
             _ => String::new(),
         };
         if tag.is_empty() {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "a rule that extends {base_id} needs an `id` of its own (it is not for exactly one model with an id tag)"
-            ));
+            )));
         }
         out.insert("id".into(), toml::Value::String(tagged_id(base_id, &tag)));
     }
@@ -342,7 +370,7 @@ pub fn tagged_id(id: &str, tag: &str) -> String {
     }
 }
 
-pub fn compile_patterns(rule: &Rule) -> Result<RulePatterns, String> {
+pub fn compile_patterns(rule: &Rule) -> Result<RulePatterns, Error> {
     if rule.per.is_some() {
         return Ok(RulePatterns::default());
     }
@@ -358,7 +386,7 @@ pub fn compile_patterns(rule: &Rule) -> Result<RulePatterns, String> {
         } else {
             p.to_string()
         };
-        Pattern::compile(&text).map_err(|e| format!("rule {}: {e}", rule.id))
+        Pattern::compile(&text).map_err(|e| Error::invalid(format!("rule {}: {e}", rule.id)))
     };
     let one = |p: &String| compile(p);
     Ok(RulePatterns {
@@ -381,7 +409,7 @@ fn one_line(s: &str) -> String {
 
 impl RuleSet {
     /// Keep the rules `keep` picks and compile their patterns.
-    pub fn retain_and_compile(&mut self, keep: impl Fn(&Rule) -> bool) -> Result<(), String> {
+    pub fn retain_and_compile(&mut self, keep: impl Fn(&Rule) -> bool) -> Result<(), Error> {
         let (rules, files): (Vec<Rule>, Vec<String>) = std::mem::take(&mut self.rules)
             .into_iter()
             .zip(std::mem::take(&mut self.rule_files))
@@ -391,7 +419,8 @@ impl RuleSet {
             .iter()
             .zip(&files)
             .map(|(r, file)| {
-                compile_patterns(r).map_err(|e| format!("{}/{file}: {e}", self.origin))
+                compile_patterns(r)
+                    .map_err(|e| Error::invalid(format!("{}/{file}: {e}", self.origin)))
             })
             .collect::<Result<_, _>>()?;
         self.rules = rules;
@@ -400,42 +429,46 @@ impl RuleSet {
     }
 
     /// Static checks on the rules themselves, before any target is read.
-    fn validate(&self) -> Result<(), String> {
+    fn validate(&self) -> Result<(), Error> {
         let mut seen = HashSet::new();
         for (rule, file) in self.rules.iter().zip(&self.rule_files) {
             let at = format!("{}/{file}: rule {}", self.origin, rule.id);
             if rule.id.is_empty() || rule.id.contains(char::is_whitespace) {
-                return Err(format!("{at}: a rule id must be one word"));
+                return Err(Error::invalid(format!("{at}: a rule id must be one word")));
             }
             if !seen.insert(rule.id.clone()) {
-                return Err(format!("{at}: the id is used twice"));
+                return Err(Error::invalid(format!("{at}: the id is used twice")));
             }
             if rule.position.needs_anchor() && rule.anchor.is_none() {
-                return Err(format!(
+                return Err(Error::invalid(format!(
                     "{at}: position {:?} needs an anchor",
                     rule.position
-                ));
+                )));
             }
             if !rule.position.needs_anchor() && rule.anchor.is_some() {
-                return Err(format!(
+                return Err(Error::invalid(format!(
                     "{at}: position {:?} works on the scope itself; drop the anchor or use before/after",
                     rule.position
-                ));
+                )));
             }
             if rule.position == Position::Wrap && !rule.template.contains("{ORIGINAL}") {
-                return Err(format!("{at}: a wrap template must contain {{ORIGINAL}}"));
+                return Err(Error::invalid(format!(
+                    "{at}: a wrap template must contain {{ORIGINAL}}"
+                )));
             }
             if rule.position != Position::Replace
                 && rule.position != Position::Wrap
                 && rule.template.trim().is_empty()
             {
-                return Err(format!("{at}: the template is empty"));
+                return Err(Error::invalid(format!("{at}: the template is empty")));
             }
             if !rule.position.needs_anchor()
                 && rule.scope.is_empty()
                 && rule.position == Position::AddParameter
             {
-                return Err(format!("{at}: add-parameter needs a `def` scope"));
+                return Err(Error::invalid(format!(
+                    "{at}: add-parameter needs a `def` scope"
+                )));
             }
         }
         super::models::validate(self)
@@ -488,6 +521,7 @@ mod tests {
                     "name = \"t\"\ndescription = \"t\"\nsource_dir = \".\"\n[params.A]\nkind = \"int\"\nflag = \"{flag}\"\nhelp = \"a\"\n"
                 ),
             )
+            .map_err(|e| e.to_string())
         };
         assert!(with("snapshot-dir").is_ok());
         assert!(with("--x").unwrap_err().contains("without the leading --"));

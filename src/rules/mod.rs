@@ -9,10 +9,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod error;
 pub mod load;
 pub mod models;
 pub mod prints;
 
+pub use error::Error;
 pub use load::{RuleSet, load_rule_set, load_rule_set_lazy};
 pub use prints::PrintDecl;
 

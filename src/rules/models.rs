@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use super::error::Error;
 use super::load::{RuleSet, tagged_id};
 use super::{Rule, TargetKind};
 
@@ -105,7 +106,7 @@ pub fn for_model(
     set: &RuleSet,
     model: &str,
     classes: &BTreeMap<String, String>,
-) -> Result<ModelRules, String> {
+) -> Result<ModelRules, Error> {
     let tag = set
         .manifest
         .models
@@ -130,10 +131,10 @@ pub fn for_model(
             continue;
         }
         let at = |what: &str, id: &str| {
-            format!(
+            Error::invalid(format!(
                 "{}/{}: rule {} {what} {id}, which model {model} does not have (another rule for it already stands in for it?)",
                 set.origin, set.rule_files[i], rule.id
-            )
+            ))
         };
         if let Some(base) = &rule.extends {
             let p = place(&order, base).ok_or_else(|| at("extends", base))?;
@@ -187,14 +188,14 @@ pub fn for_model(
 }
 
 /// Checks of the model-specific parts of a rule set, at load time.
-pub fn validate(set: &RuleSet) -> Result<(), String> {
+pub fn validate(set: &RuleSet) -> Result<(), Error> {
     let roles = set.manifest.models.as_ref().map(|m| &m.roles);
     for (rule, file) in set.rules.iter().zip(&set.rule_files) {
         let at = format!("{}/{file}: rule {}", set.origin, rule.id);
         if is_placed(rule) && rule.models.is_empty() {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "{at}: `extends`, `replaces` and `after` are for rules of some models; give `models`"
-            ));
+            )));
         }
         let placements = [
             rule.extends.is_some(),
@@ -202,15 +203,15 @@ pub fn validate(set: &RuleSet) -> Result<(), String> {
             rule.after.is_some(),
         ];
         if placements.iter().filter(|p| **p).count() > 1 {
-            return Err(format!(
+            return Err(Error::invalid(format!(
                 "{at}: a rule either extends, replaces or comes after another, not several"
-            ));
+            )));
         }
         for id in rule.replaces.iter().chain(&rule.after) {
             if !set.rules.iter().any(|r| &r.id == id) {
-                return Err(format!(
+                return Err(Error::invalid(format!(
                     "{at}: names rule {id}, which the rule set does not have"
-                ));
+                )));
             }
         }
         if set.manifest.targets != TargetKind::Model {
@@ -221,7 +222,7 @@ pub fn validate(set: &RuleSet) -> Result<(), String> {
             for name in placeholders(field) {
                 if !roles.is_some_and(|roles| roles.contains_key(name)) {
                     let known: Vec<&String> = roles.map(|r| r.keys().collect()).unwrap_or_default();
-                    return Err(format!(
+                    return Err(Error::invalid(format!(
                         "{at}: `{{{name}}}` in `{field}` is not a role of [models.roles] (roles: {})",
                         if known.is_empty() {
                             "none".to_string()
@@ -232,7 +233,7 @@ pub fn validate(set: &RuleSet) -> Result<(), String> {
                                 .collect::<Vec<_>>()
                                 .join(", ")
                         }
-                    ));
+                    )));
                 }
             }
         }
