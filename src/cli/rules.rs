@@ -165,6 +165,14 @@ pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
             r.problem.as_deref().unwrap_or("")
         );
     }
+    // Every group carries examples.
+    let untested = selftest::groups_without_examples(&set);
+    for g in &untested {
+        let n = set.rules.iter().filter(|r| &r.group == g).count();
+        println!(
+            "FAIL group {g}: none of its {n} rule(s) has examples; write [[rule.examples]] for one of them"
+        );
+    }
     let with_examples = set.rules.iter().filter(|r| !r.examples.is_empty()).count();
     println!(
         "rule set {}: {} examples on {with_examples} of {} rules",
@@ -181,8 +189,8 @@ pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
         "prints: {} of {} lines the templates of {} rules print read back through {} declarations",
         prints.read_back, prints.lines, prints.rules, prints.declarations
     );
-    let checked = results.len() + prints.read_back + prints.problems.len();
-    let failures = failed.len() + prints.problems.len();
+    let checked = results.len() + prints.read_back + prints.problems.len() + untested.len();
+    let failures = failed.len() + prints.problems.len() + untested.len();
     println!("{} passed, {} failed", checked - failures, failures);
     Ok(if failures == 0 { exit::OK } else { exit::FOUND })
 }

@@ -97,7 +97,7 @@ impl AddReport {
 /// Plan `add` and, unless it is a dry run or refused, write it.
 pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     // Patterns are compiled once the model is known, for its rules only.
-    let mut set = rules::load_rule_set_lazy(&opts.rules)?;
+    let mut set = rules::load::load_rules_only(&opts.rules)?;
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
     let style = Style::of_checkout(&root);
     let mode = if opts.dry_run {

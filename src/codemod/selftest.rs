@@ -242,6 +242,26 @@ fn check_example(
     }
 }
 
+/// The groups of `set` no rule of which has examples: a rule set carries its tests, so
+/// `test-rules` fails on these.
+pub fn groups_without_examples(set: &RuleSet) -> Vec<String> {
+    let mut groups: Vec<&str> = Vec::new();
+    for r in &set.rules {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| {
+            !set.rules
+                .iter()
+                .any(|r| r.group == *g && !r.examples.is_empty())
+        })
+        .map(str::to_string)
+        .collect()
+}
+
 /// Run every example of every rule in `set`, with `defaults` for the parameters an
 /// example does not set.
 pub fn run_all(set: &RuleSet, defaults: &BTreeMap<String, String>) -> Vec<ExampleResult> {

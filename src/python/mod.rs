@@ -11,6 +11,7 @@ pub mod layout;
 pub mod literal;
 pub mod names;
 pub mod pattern;
+pub mod printed;
 pub mod scan;
 pub mod select;
 pub mod style;

@@ -57,8 +57,18 @@ pub fn load_rule_set(spec: &str) -> Result<RuleSet, Error> {
 }
 
 /// Load `spec` with its rules checked but no pattern compiled yet: for a caller that
-/// keeps only some rules (`add` for one model) and compiles those.
+/// keeps only some rules and compiles those. Every print declaration has its `line`
+/// (derived from the template where the rule set does not write it).
 pub fn load_rule_set_lazy(spec: &str) -> Result<RuleSet, Error> {
+    let mut set = load_rules_only(spec)?;
+    super::prints::derive_lines(&mut set)?;
+    Ok(set)
+}
+
+/// `load_rule_set_lazy` for a caller that never reads the print declarations (`add`,
+/// `remove`): their derived lines are not worked out (the templates are not read as
+/// Python), so a declaration without `line` keeps it empty.
+pub fn load_rules_only(spec: &str) -> Result<RuleSet, Error> {
     let path = Path::new(spec);
     if path.join("ruleset.toml").is_file() {
         return load_from_dir(path);

@@ -58,6 +58,9 @@ pub struct Manifest {
     /// computes it and with what.
     #[serde(default)]
     pub computed: BTreeMap<String, ComputedSpec>,
+    /// How a print's `line` is derived where a declaration does not write it.
+    #[serde(default)]
+    pub prints: prints::Naming,
     /// The `[detail_layers]` table of rule sets written before `[computed]`: read as
     /// `[computed.detail-layers]` with `method = "layer-condition"`.
     #[serde(default)]
