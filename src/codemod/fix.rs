@@ -4,6 +4,7 @@
 //! go there (compiled code, overlaps, syntax, names) is decided by the passes in
 //! `check`.
 
+use crate::python::KindOf;
 use tree_sitter::Node;
 
 use super::anchor::{self, AnchorFailure, Problem};
@@ -38,7 +39,7 @@ pub(super) struct Fix {
 }
 
 fn is_future_import(node: Node) -> bool {
-    node.kind() == "future_import_statement"
+    node.kind_of() == "future_import_statement"
 }
 
 /// The statement's own line must hold nothing before it but indentation, and nothing
@@ -76,7 +77,7 @@ fn first_attached_comment(src: &Source, stmt: Node) -> usize {
             .is_empty();
         // A marker of another region is not a comment about this statement.
         let marker = markers::is_marker_line(src.text_of(prev));
-        if prev.kind() == "comment" && adjacent && own_line && !marker {
+        if prev.kind_of() == "comment" && adjacent && own_line && !marker {
             first = prev;
         } else {
             break;
@@ -91,7 +92,7 @@ fn inside_string(src: &Source, at: usize) -> bool {
         return false;
     };
     loop {
-        if node.kind() == "string" && node.start_byte() < at {
+        if node.kind_of() == "string" && node.start_byte() < at {
             return true;
         }
         match node.parent() {
@@ -158,7 +159,7 @@ pub(super) fn target<'t>(
         })?;
     let node = resolved.anchor.unwrap_or(resolved.scope);
     let mut functions = python::enclosing_functions(node);
-    if node.kind() == "function_definition" && !rule.position.needs_anchor() {
+    if node.kind_of() == "function_definition" && !rule.position.needs_anchor() {
         functions.insert(0, node);
     }
     let functions = functions
@@ -333,7 +334,7 @@ pub(super) fn edits<'t>(
         }
         Position::BodyStart | Position::BodyEnd => {
             let scope = resolved.scope;
-            let block = if scope.kind() == "module" {
+            let block = if scope.kind_of() == "module" {
                 Some(scope)
             } else {
                 scope.child_by_field_name("body")
@@ -353,7 +354,8 @@ pub(super) fn edits<'t>(
                     "the scope's body is empty".into(),
                 ));
             };
-            if scope.kind() != "module" && first.start_position().row == scope.start_position().row
+            if scope.kind_of() != "module"
+                && first.start_position().row == scope.start_position().row
             {
                 return Err(fail(
                     FailureKind::Placement,
@@ -364,7 +366,7 @@ pub(super) fn edits<'t>(
             }
             let indent_of =
                 |n: Node| text[line_start(text, n.start_byte())..n.start_byte()].to_string();
-            let base = if scope.kind() == "module" {
+            let base = if scope.kind_of() == "module" {
                 String::new()
             } else {
                 indent_of(first)
@@ -381,7 +383,7 @@ pub(super) fn edits<'t>(
                 next_line_start(text, last.end_byte())
             } else {
                 let mut after: Option<Node> = python::docstring(block);
-                if scope.kind() == "module" {
+                if scope.kind_of() == "module" {
                     for s in &stmts {
                         if is_future_import(*s) || after.is_some_and(|a| a.id() == s.id()) {
                             after = Some(*s);

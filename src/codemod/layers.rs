@@ -5,6 +5,7 @@
 //! guess: when the decision cannot be found or evaluated, the error says so and asks for
 //! the flag. Work is bounded whatever the config claims (`MAX_LAYERS`).
 
+use crate::python::KindOf;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -159,7 +160,7 @@ fn node_at<'s>(
         .root()
         .descendant_for_byte_range(range.start, range.end)?;
     loop {
-        if n.byte_range() == *range && kind.is_none_or(|k| n.kind() == k) {
+        if n.byte_range() == *range && kind.is_none_or(|k| n.kind_of() == k) {
             return Some(n);
         }
         n = n.parent()?;
@@ -173,7 +174,7 @@ fn unconditional(stmt: Node, func: Node) -> bool {
         if n.id() == func.id() {
             return true;
         }
-        if python::is_compound(n.kind()) || n.kind().ends_with("_statement") {
+        if python::is_compound(n.kind_of()) || n.kind_of().ends_with("_statement") {
             return false;
         }
         cur = n.parent();
@@ -327,7 +328,7 @@ fn start_env(found: &Found, func: Node, config: &Config, i: u64) -> Env {
     if let Some(params) = func.child_by_field_name("parameters") {
         let mut cursor = params.walk();
         for p in params.named_children(&mut cursor) {
-            let (name, annotation, default) = match p.kind() {
+            let (name, annotation, default) = match p.kind_of() {
                 "identifier" => (Some(p), None, None),
                 "typed_parameter" => (p.named_child(0), p.child_by_field_name("type"), None),
                 "default_parameter" | "typed_default_parameter" => (

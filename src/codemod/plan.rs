@@ -4,6 +4,7 @@
 //! apply them as one set of non-overlapping edits. Nothing is written here; the caller
 //! decides once every file is planned.
 
+use crate::python::KindOf;
 use std::ops::Range;
 
 use tree_sitter::Node;
@@ -40,7 +41,7 @@ fn indent_unit(src: &Source) -> String {
     let text = &src.text;
     let mut stack = vec![src.root()];
     while let Some(node) = stack.pop() {
-        if node.kind() == "block"
+        if node.kind_of() == "block"
             && let Some(parent) = node.parent()
             && let Some(first) = python::statements_of(node).first()
             && first.start_position().row > parent.start_position().row

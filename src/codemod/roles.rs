@@ -3,6 +3,7 @@
 //! holds), and each model file is searched for the one class that fits. A role the
 //! structure cannot place is reported with why, and the table line that would place it.
 
+use crate::python::KindOf;
 use std::collections::BTreeMap;
 
 use tree_sitter::Node;
@@ -50,7 +51,7 @@ fn classes<'t>(src: &'t Source) -> Vec<Class<'t>> {
     let mut out = Vec::new();
     for stmt in python::statements_of(src.root()) {
         let def = python::undecorated(stmt);
-        if def.kind() != "class_definition" {
+        if def.kind_of() != "class_definition" {
             continue;
         }
         let Some(name) = python::definition_name(src, def) else {
@@ -60,7 +61,7 @@ fn classes<'t>(src: &'t Source) -> Vec<Class<'t>> {
         if let Some(body) = def.child_by_field_name("body") {
             for s in python::statements_of(body) {
                 let f = python::undecorated(s);
-                if f.kind() == "function_definition"
+                if f.kind_of() == "function_definition"
                     && let Some(n) = python::definition_name(src, f)
                 {
                     methods.push((n.to_string(), f));

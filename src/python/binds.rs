@@ -11,6 +11,7 @@
 //! scopes the inserted code opens itself (its functions, lambdas, comprehensions) are its
 //! own. What a replaced statement bound (`bound_names`) it may bind again.
 
+use super::KindOf;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
@@ -52,7 +53,7 @@ pub fn level_bindings(code: &Source) -> Vec<LevelBinding> {
     });
     for (ident, construct) in found {
         let scope = binding_scope(code, construct, ident, &mut globals);
-        if scope.kind() != "module" {
+        if scope.kind_of() != "module" {
             continue;
         }
         // A `global` in a function of the code's own binds at the host's module level.
@@ -60,7 +61,7 @@ pub fn level_bindings(code: &Source) -> Vec<LevelBinding> {
             .parent()
             .into_iter()
             .flat_map(|p| std::iter::successors(Some(p), |n| n.parent()))
-            .any(|n| n.kind() == "function_definition");
+            .any(|n| n.kind_of() == "function_definition");
         out.push(LevelBinding {
             name: code.text_of(ident).to_string(),
             at: ident.start_byte(),
@@ -77,7 +78,7 @@ pub fn scope_at(src: &Source, at: usize) -> Node<'_> {
     let root = src.root();
     let mut node = root.descendant_for_byte_range(at, at).unwrap_or(root);
     loop {
-        let inside = match node.kind() {
+        let inside = match node.kind_of() {
             "function_definition" | "class_definition" | "lambda" => node
                 .child_by_field_name("body")
                 .is_some_and(|b| b.start_byte() <= at && at < b.end_byte().max(b.start_byte() + 1)),
@@ -93,29 +94,61 @@ pub fn scope_at(src: &Source, at: usize) -> Node<'_> {
     }
 }
 
-/// Whether the host's own code in `scope` (outside `excluded`, nested scopes included)
-/// binds or reads `name`: what an inserted binding there must not touch. A function that
-/// declares the name `global` hands it to the module. Returns the scope that uses it,
-/// described for the message.
+/// Whether the host's own code uses a name in a scope: what an inserted binding there
+/// must not touch. Answers are kept (a function's `global`s are found once, each scope
+/// and name looked up once).
+pub struct HostUses<'a> {
+    src: &'a Source,
+    excluded: Spans,
+    globals: HashMap<usize, HashSet<String>>,
+    answers: HashMap<(usize, String), Option<String>>,
+}
+
+impl<'a> HostUses<'a> {
+    /// The host `src`, whose code in `excluded` is not its own any more (taken out).
+    pub fn new(src: &'a Source, excluded: &[Range<usize>]) -> Self {
+        HostUses {
+            src,
+            excluded: Spans::new(excluded),
+            globals: HashMap::new(),
+            answers: HashMap::new(),
+        }
+    }
+
+    /// Whether the host's own code in `scope` (nested scopes included) binds or reads
+    /// `name`. A function that declares the name `global` hands it to the module.
+    /// Returns the scope that uses it, described for the message.
+    pub fn uses(&mut self, scope: Node<'a>, name: &str) -> Option<String> {
+        let src = self.src;
+        let scope = if scope.kind_of() == "function_definition"
+            && self
+                .globals
+                .entry(scope.id())
+                .or_insert_with(|| declared_global(src, scope))
+                .contains(name)
+        {
+            src.root()
+        } else {
+            scope
+        };
+        let key = (scope.id(), name.to_string());
+        if let Some(a) = self.answers.get(&key) {
+            return a.clone();
+        }
+        let answer = host_uses(src, scope, name, &self.excluded).then(|| describe(src, scope));
+        self.answers.insert(key, answer.clone());
+        answer
+    }
+}
+
+/// `HostUses::uses` once.
 pub fn host_uses_name(
     src: &Source,
     scope: Node,
     name: &str,
     excluded: &[Range<usize>],
 ) -> Option<String> {
-    let mut globals = HashMap::new();
-    let scope = if scope.kind() == "function_definition"
-        && globals
-            .entry(scope.id())
-            .or_insert_with(|| declared_global(src, scope))
-            .contains(name)
-    {
-        src.root()
-    } else {
-        scope
-    };
-    let spans = Spans::new(excluded);
-    host_uses(src, scope, name, &spans).then(|| describe(src, scope))
+    HostUses::new(src, excluded).uses(scope, name)
 }
 
 /// Sorted, non-overlapping byte ranges, with their indices in the caller's list.
@@ -153,7 +186,7 @@ fn describe(src: &Source, scope: Node) -> String {
     let name = scope
         .child_by_field_name("name")
         .map(|n| src.text_of(n).to_string());
-    match (scope.kind(), name) {
+    match (scope.kind_of(), name) {
         ("function_definition", Some(n)) => format!("`{n}`"),
         ("class_definition", Some(n)) => format!("class `{n}`"),
         ("module", _) => "the module".to_string(),
@@ -161,7 +194,7 @@ fn describe(src: &Source, scope: Node) -> String {
     }
 }
 
-fn is_scope(kind: &str) -> bool {
+pub(crate) fn is_scope(kind: &str) -> bool {
     matches!(
         kind,
         "module"
@@ -175,7 +208,7 @@ fn is_scope(kind: &str) -> bool {
     )
 }
 
-fn is_comprehension(kind: &str) -> bool {
+pub(crate) fn is_comprehension(kind: &str) -> bool {
     matches!(
         kind,
         "list_comprehension"
@@ -194,17 +227,17 @@ fn binding_scope<'a>(
     ident: Node<'a>,
     globals: &mut HashMap<usize, HashSet<String>>,
 ) -> Node<'a> {
-    let walrus = construct.kind() == "named_expression";
+    let walrus = construct.kind_of() == "named_expression";
     let mut cur = construct.parent();
     let mut scope = construct;
     while let Some(n) = cur {
-        if is_scope(n.kind()) && !(walrus && is_comprehension(n.kind())) {
+        if is_scope(n.kind_of()) && !(walrus && is_comprehension(n.kind_of())) {
             scope = n;
             break;
         }
         cur = n.parent();
     }
-    if scope.kind() == "function_definition"
+    if scope.kind_of() == "function_definition"
         && globals
             .entry(scope.id())
             .or_insert_with(|| declared_global(src, scope))
@@ -220,24 +253,28 @@ fn binding_scope<'a>(
 }
 
 /// The names a function declares `global` (not in functions nested in it).
-fn declared_global(src: &Source, func: Node) -> HashSet<String> {
+pub(crate) fn declared_global(src: &Source, func: Node) -> HashSet<String> {
     let mut out = HashSet::new();
     let Some(body) = func.child_by_field_name("body") else {
         return out;
     };
+    // Most functions declare nothing global: their text says so.
+    if !src.text_of(body).contains("global") {
+        return out;
+    }
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        if n.kind() == "global_statement" {
+        if n.kind_of() == "global_statement" {
             let mut c = n.walk();
             out.extend(
                 n.named_children(&mut c)
-                    .filter(|id| id.kind() == "identifier")
+                    .filter(|id| id.kind_of() == "identifier")
                     .map(|id| src.text_of(id).to_string()),
             );
             continue;
         }
         if matches!(
-            n.kind(),
+            n.kind_of(),
             "function_definition" | "class_definition" | "lambda"
         ) {
             continue;
@@ -268,7 +305,7 @@ fn host_uses(src: &Source, scope: Node, name: &str, inserted: &Spans) -> bool {
         let Some(node) = src.root().descendant_for_byte_range(at, from) else {
             continue;
         };
-        if node.kind() == "identifier" && node.start_byte() == at && is_name(node) {
+        if node.kind_of() == "identifier" && node.start_byte() == at && is_name(node) {
             return true;
         }
     }
@@ -285,7 +322,7 @@ fn is_name(ident: Node) -> bool {
         node.child_by_field_name(field)
             .is_some_and(|c| c.id() == ident.id())
     };
-    match parent.kind() {
+    match parent.kind_of() {
         "attribute" => !is_field(parent, "attribute"),
         "keyword_argument" => !is_field(parent, "name"),
         "dotted_name" => {
@@ -295,7 +332,7 @@ fn is_name(ident: Node) -> bool {
                 return false;
             };
             let first = parent.named_child(0).is_some_and(|c| c.id() == ident.id());
-            match holder.kind() {
+            match holder.kind_of() {
                 "import_statement" => first,
                 "import_from_statement" => holder
                     .child_by_field_name("module_name")
@@ -326,9 +363,9 @@ fn walk_bindings<'a>(root: Node<'a>, ranges: &Spans, f: &mut impl FnMut(Node<'a>
 }
 
 /// The identifiers `node` binds itself (not those of nested constructs).
-fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
+pub(crate) fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
     let field = |name: &str| node.child_by_field_name(name);
-    match node.kind() {
+    match node.kind_of() {
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
             if let Some(left) = field("left") {
                 targets(left, f);
@@ -352,7 +389,7 @@ fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
                 if Some(item.id()) == module {
                     continue;
                 }
-                match item.kind() {
+                match item.kind_of() {
                     "aliased_import" => {
                         if let Some(alias) = item.child_by_field_name("alias") {
                             f(alias);
@@ -361,7 +398,7 @@ fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
                     "dotted_name" => {
                         let mut c2 = item.walk();
                         let parts: Vec<Node> = item.named_children(&mut c2).collect();
-                        let bound = if node.kind() == "import_statement" {
+                        let bound = if node.kind_of() == "import_statement" {
                             parts.first()
                         } else {
                             parts.last()
@@ -381,7 +418,7 @@ fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
 /// The identifiers an assignment-like target binds: names, through tuples, lists and
 /// starred parts; `a.b` and `a[i]` bind nothing.
 fn targets<'a>(target: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
-    match target.kind() {
+    match target.kind_of() {
         "identifier" => f(target),
         "attribute" | "subscript" => {}
         _ => {
@@ -426,7 +463,7 @@ mod tests {
     fn the_scope_at_a_byte_is_the_body_holding_it() {
         let text = "class A:\n    def m(self):\n        x = 1\n\n\ndef f():\n    pass\n";
         let src = Source::parse(text.into());
-        let at = |s: &str| scope_at(&src, text.find(s).unwrap()).kind();
+        let at = |s: &str| scope_at(&src, text.find(s).unwrap()).kind_of();
         assert_eq!(at("x = 1"), "function_definition");
         // A `def` line is in the scope around the definition, not in its own.
         assert_eq!(at("def m"), "class_definition");

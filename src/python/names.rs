@@ -10,6 +10,7 @@
 //! enclosing functions, the module, and the builtins. Class bodies are skipped by methods,
 //! as in Python.
 
+use super::KindOf;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
@@ -214,7 +215,7 @@ fn visit_reads<'a>(
     if node.end_byte() <= range.start || node.start_byte() >= range.end {
         return;
     }
-    if node.kind() == "identifier" && range.contains(&node.start_byte()) {
+    if node.kind_of() == "identifier" && range.contains(&node.start_byte()) {
         if analysis.is_read(node, path.last().copied()) {
             let name = src.text_of(node);
             match analysis.resolve(node, name, path) {
@@ -294,7 +295,7 @@ pub fn open_reads(code: &Source, ranges: &[Range<usize>]) -> Vec<OpenRead> {
             let in_own_function = analysis
                 .scope_chain(node)
                 .iter()
-                .any(|(_, n)| n.kind() == "function_definition");
+                .any(|(_, n)| n.kind_of() == "function_definition");
             out.push(OpenRead {
                 name: r.name,
                 at: r.at,
@@ -306,43 +307,102 @@ pub fn open_reads(code: &Source, ranges: &[Range<usize>]) -> Vec<OpenRead> {
     out
 }
 
-/// A file as the name checks of inserted code see it: the scopes of the original text
-/// (only the functions inserted code lands in are analysed), the names the inserted code
-/// binds at the level of those scopes, and the statements it replaces (whose bindings are
-/// gone).
+/// A file as the name checks of inserted code see it: the original text's scopes, read
+/// only where inserted code asks (a name is looked up in the scopes around the place
+/// the code goes, by its occurrences in their text), the names the inserted code binds
+/// at the level of those scopes, and the statements it replaces (whose bindings are gone).
 pub struct Host<'a> {
-    analysis: Analysis<'a>,
-    /// Scope key -> name -> the order keys of inserted bindings.
+    src: &'a Source,
+    /// Scope key (the scope node's start byte, or `MODULE_KEY`) -> name -> the order keys
+    /// of inserted bindings.
     inserted: HashMap<usize, HashMap<String, Vec<(usize, usize)>>>,
     replaced: Vec<Range<usize>>,
+    /// Module-level bindings (imports, assignments, definitions at the top level).
+    module: HashMap<String, Vec<usize>>,
+    star_import: bool,
+    /// (scope key, name) -> where the host binds it in that scope, found on first ask.
+    found: std::cell::RefCell<HashMap<(usize, String), Vec<usize>>>,
+    globals: std::cell::RefCell<HashMap<usize, HashSet<String>>>,
 }
 
+/// One scope around a place: its key and its node.
+type ScopeRef<'a> = (usize, Node<'a>);
+
 impl<'a> Host<'a> {
-    /// The host `src`, where inserted code lands at `points` and replaces `replaced`.
-    pub fn new(src: &'a Source, focus: &'a [Range<usize>], replaced: Vec<Range<usize>>) -> Self {
+    /// The host `src`, whose statements in `replaced` inserted code takes out.
+    pub fn new(src: &'a Source, replaced: Vec<Range<usize>>) -> Self {
+        let mut module: HashMap<String, Vec<usize>> = HashMap::new();
+        let mut star_import = false;
+        // The module's own level: its statements and the blocks of its compound
+        // statements, not the bodies of definitions (their names bind here).
+        let mut stack: Vec<Node> = vec![src.root()];
+        while let Some(n) = stack.pop() {
+            super::binds::for_each_bound(n, &mut |ident| {
+                module
+                    .entry(src.text_of(ident).to_string())
+                    .or_default()
+                    .push(ident.start_byte());
+            });
+            match n.kind_of() {
+                "function_definition" | "class_definition" | "lambda" => continue,
+                k if super::binds::is_comprehension(k) => continue,
+                "import_from_statement" => {
+                    let mut c = n.walk();
+                    star_import |= n
+                        .named_children(&mut c)
+                        .any(|x| x.kind_of() == "wildcard_import");
+                    continue;
+                }
+                _ => {}
+            }
+            let mut c = n.walk();
+            stack.extend(n.named_children(&mut c));
+        }
         Host {
-            analysis: Analysis::new(src, focus),
+            src,
             inserted: HashMap::new(),
             replaced,
+            module,
+            star_import,
+            found: Default::default(),
+            globals: Default::default(),
         }
     }
 
-    /// The focus ranges for `points`: what `new` needs to analyse.
-    pub fn focus(points: &[Point]) -> Vec<Range<usize>> {
-        points.iter().map(|p| p.scope_at..p.scope_at + 1).collect()
-    }
-
     fn node_at(&self, at: usize) -> Node<'a> {
-        let root = self.analysis.src.root();
+        let root = self.src.root();
         root.descendant_for_byte_range(at, at).unwrap_or(root)
     }
 
-    /// The innermost scope at `point`, as a key of `scopes`.
-    fn innermost(&self, point: &Point) -> usize {
-        self.analysis
-            .scope_chain(self.node_at(point.scope_at))
-            .first()
-            .map_or(MODULE_KEY, |(k, _)| *k)
+    /// The scopes around byte `at` of the original, innermost first (functions, lambdas
+    /// and comprehensions; a class body only for code directly in it), and the path of
+    /// nodes from the root to it.
+    fn chain(&self, at: usize) -> (Vec<ScopeRef<'a>>, Vec<Node<'a>>) {
+        let node = self.node_at(at);
+        let mut path = ancestors(self.src.root(), node);
+        path.push(node);
+        let mut chain = Vec::new();
+        let mut function_seen = false;
+        for n in path.iter().rev() {
+            let kind = n.kind_of();
+            let in_body = || {
+                n.child_by_field_name("body")
+                    .is_some_and(|b| b.start_byte() <= at && at < b.end_byte())
+            };
+            match kind {
+                "function_definition" if in_body() => {
+                    function_seen = true;
+                    chain.push((n.start_byte(), *n));
+                }
+                "lambda" if in_body() => chain.push((n.start_byte(), *n)),
+                "class_definition" if in_body() && !function_seen => {
+                    chain.push((n.start_byte(), *n))
+                }
+                k if super::binds::is_comprehension(k) => chain.push((n.start_byte(), *n)),
+                _ => {}
+            }
+        }
+        (chain, path)
     }
 
     /// Inserted code at `point` binds `name` at the level of the scope it lands in (or,
@@ -351,7 +411,10 @@ impl<'a> Host<'a> {
         let key = if module {
             MODULE_KEY
         } else {
-            self.innermost(point)
+            self.chain(point.scope_at)
+                .0
+                .first()
+                .map_or(MODULE_KEY, |(k, _)| *k)
         };
         self.inserted
             .entry(key)
@@ -361,18 +424,107 @@ impl<'a> Host<'a> {
             .push(point.order);
     }
 
-    fn host_offsets(&self, key: usize, name: &str) -> Vec<usize> {
-        self.analysis
-            .scopes
-            .get(&key)
-            .and_then(|s| s.get(name))
-            .map(|v| {
-                v.iter()
-                    .copied()
-                    .filter(|o| !self.replaced.iter().any(|r| r.contains(o)))
-                    .collect()
-            })
-            .unwrap_or_default()
+    /// Where the host's own code binds `name` in `scope` itself (not in scopes inside
+    /// it): found by the name's occurrences in the scope's text, each one's construct
+    /// read from its place in the tree.
+    fn binds_in(&self, scope: Node<'a>, name: &str) -> Vec<usize> {
+        let key = (scope.start_byte(), name.to_string());
+        if let Some(v) = self.found.borrow().get(&key) {
+            return v.clone();
+        }
+        let src = self.src;
+        let text = &src.text;
+        let range = scope.byte_range();
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        let mut out = Vec::new();
+        let mut from = range.start;
+        while let Some(i) = text[from..range.end].find(name) {
+            let at = from + i;
+            from = at + name.len();
+            if word(text[..at].chars().next_back()) || word(text[from..].chars().next()) {
+                continue;
+            }
+            let Some(ident) = scope.descendant_for_byte_range(at, from) else {
+                continue;
+            };
+            if ident.kind_of() != "identifier" || ident.start_byte() != at {
+                continue;
+            }
+            // The path from the scope down to the occurrence, the scope first.
+            let mut path = ancestors(scope, ident);
+            if path.first().is_none_or(|n| n.id() != scope.id()) {
+                path.insert(0, scope);
+            }
+            if self.binds_here(scope, &path, ident) {
+                out.push(at);
+            }
+        }
+        self.found.borrow_mut().insert(key, out.clone());
+        out
+    }
+
+    /// Whether the identifier `ident` (below `path`, which starts at `scope`) is a
+    /// binding the host makes in `scope` itself.
+    fn binds_here(&self, scope: Node<'a>, path: &[Node<'a>], ident: Node<'a>) -> bool {
+        // A parameter of the scope's own function or lambda.
+        if matches!(scope.kind_of(), "function_definition" | "lambda")
+            && let Some(params) = scope.child_by_field_name("parameters")
+            && params.byte_range().contains(&ident.start_byte())
+        {
+            let is_name = |p: Node| {
+                p.id() == ident.id()
+                    || p.child_by_field_name("name")
+                        .is_some_and(|n| n.id() == ident.id())
+                    || p.named_child(0).is_some_and(|n| {
+                        n.id() == ident.id()
+                            || n.named_child(0).is_some_and(|m| m.id() == ident.id())
+                    })
+            };
+            let mut c = params.walk();
+            return params.named_children(&mut c).any(is_name);
+        }
+        // The construct that binds it: the innermost node along the path that names it.
+        for (depth, c) in path.iter().enumerate().rev() {
+            let mut names_it = false;
+            super::binds::for_each_bound(*c, &mut |b| names_it |= b.id() == ident.id());
+            if !names_it {
+                continue;
+            }
+            // Where the binding lands: the innermost scope above the construct (a `def`
+            // or `class` name binds outside its definition; a walrus skips
+            // comprehensions), which must be `scope` itself.
+            let walrus = c.kind_of() == "named_expression";
+            let landing = path[..depth].iter().rev().find(|n| {
+                let k = n.kind_of();
+                super::binds::is_scope(k) && !(walrus && super::binds::is_comprehension(k))
+            });
+            return landing.is_some_and(|l| l.id() == scope.id());
+        }
+        false
+    }
+
+    fn declares_global(&self, scope: Node<'a>, name: &str) -> bool {
+        if scope.kind_of() != "function_definition" {
+            return false;
+        }
+        let key = scope.start_byte();
+        if let Some(g) = self.globals.borrow().get(&key) {
+            return g.contains(name);
+        }
+        let g = super::binds::declared_global(self.src, scope);
+        let has = g.contains(name);
+        self.globals.borrow_mut().insert(key, g);
+        has
+    }
+
+    fn host_offsets(&self, scope: Option<Node<'a>>, name: &str) -> Vec<usize> {
+        let all = match scope {
+            Some(s) => self.binds_in(s, name),
+            None => self.module.get(name).cloned().unwrap_or_default(),
+        };
+        all.into_iter()
+            .filter(|o| !self.replaced.iter().any(|r| r.contains(o)))
+            .collect()
     }
 
     fn inserted_orders(&self, key: usize, name: &str) -> &[(usize, usize)] {
@@ -386,25 +538,18 @@ impl<'a> Host<'a> {
     /// code, by inserted code before it, as a builtin. `in_own_function`: the read runs
     /// later, in a function the inserted code defines.
     pub fn resolve(&self, name: &str, point: &Point, in_own_function: bool) -> Resolution {
-        let node = self.node_at(point.scope_at);
-        let ancestors = ancestors(self.analysis.src.root(), node);
-        let chain = self.analysis.scope_chain(node);
+        let (chain, ancestors) = self.chain(point.scope_at);
         for (key, scope_node) in &chain {
-            if self
-                .analysis
-                .globals
-                .get(key)
-                .is_some_and(|g| g.contains(name))
-            {
+            if self.declares_global(*scope_node, name) {
                 break;
             }
-            let host = self.host_offsets(*key, name);
             let inserted = self.inserted_orders(*key, name);
+            let host = self.host_offsets(Some(*scope_node), name);
             if host.is_empty() && inserted.is_empty() {
                 continue;
             }
             if matches!(
-                scope_node.kind(),
+                scope_node.kind_of(),
                 "function_definition" | "class_definition"
             ) {
                 let earlier = host.iter().any(|&o| o < point.order.0)
@@ -417,16 +562,18 @@ impl<'a> Host<'a> {
                 if earlier || in_shared_loop {
                     return Resolution::Bound;
                 }
-                if scope_node.kind() == "class_definition" {
+                if scope_node.kind_of() == "class_definition" {
                     continue;
                 }
                 return Resolution::BoundLater;
             }
             return Resolution::Bound;
         }
-        let in_function =
-            in_own_function || chain.iter().any(|(_, n)| n.kind() == "function_definition");
-        let host = self.host_offsets(MODULE_KEY, name);
+        let in_function = in_own_function
+            || chain
+                .iter()
+                .any(|(_, n)| n.kind_of() == "function_definition");
+        let host = self.host_offsets(None, name);
         let inserted = self.inserted_orders(MODULE_KEY, name);
         if !host.is_empty() || !inserted.is_empty() {
             // Function bodies run after the module is loaded; module-level code runs in order.
@@ -438,7 +585,7 @@ impl<'a> Host<'a> {
                 Resolution::BoundLater
             };
         }
-        if BUILTINS.contains(&name) || self.analysis.star_import {
+        if BUILTINS.contains(&name) || self.star_import {
             return Resolution::Bound;
         }
         Resolution::Unbound
@@ -501,7 +648,7 @@ impl<'a> Analysis<'a> {
 
     /// Mark every identifier bound by an assignment-like target.
     fn bind_target(&mut self, scope: usize, target: Node) {
-        match target.kind() {
+        match target.kind_of() {
             "identifier" => self.bind(scope, target),
             // `a.b = x` and `a[i] = x` read `a`; they bind nothing.
             "attribute" => {
@@ -524,11 +671,13 @@ impl<'a> Analysis<'a> {
         let mut cursor = params.walk();
         let children: Vec<Node> = params.named_children(&mut cursor).collect();
         for p in children {
-            match p.kind() {
+            match p.kind_of() {
                 "identifier" => self.bind(scope, p),
                 "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
                     let mut c2 = p.walk();
-                    let first = p.named_children(&mut c2).find(|c| c.kind() == "identifier");
+                    let first = p
+                        .named_children(&mut c2)
+                        .find(|c| c.kind_of() == "identifier");
                     if let Some(id) = first {
                         self.bind(scope, id);
                     } else {
@@ -536,8 +685,10 @@ impl<'a> Analysis<'a> {
                         let mut c3 = p.walk();
                         let inner: Vec<Node> = p.named_children(&mut c3).collect();
                         for i in inner {
-                            if matches!(i.kind(), "list_splat_pattern" | "dictionary_splat_pattern")
-                            {
+                            if matches!(
+                                i.kind_of(),
+                                "list_splat_pattern" | "dictionary_splat_pattern"
+                            ) {
                                 self.bind_parameters_one(scope, i);
                             }
                         }
@@ -557,7 +708,7 @@ impl<'a> Analysis<'a> {
         let mut cursor = splat.walk();
         let first = splat
             .named_children(&mut cursor)
-            .find(|c| c.kind() == "identifier");
+            .find(|c| c.kind_of() == "identifier");
         if let Some(id) = first {
             self.bind(scope, id);
         }
@@ -574,7 +725,7 @@ impl<'a> Analysis<'a> {
                 node: n,
             })
         };
-        match node.kind() {
+        match node.kind_of() {
             "function_definition" | "class_definition" | "lambda" => {
                 self.spans.extend(body_span(node))
             }
@@ -587,7 +738,7 @@ impl<'a> Analysis<'a> {
             }),
             _ => {}
         }
-        match node.kind() {
+        match node.kind_of() {
             "function_definition" => {
                 if let Some(name) = node.child_by_field_name("name") {
                     self.bind(scope, name);
@@ -646,7 +797,7 @@ impl<'a> Analysis<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in &children {
-                    if c.kind() == "for_in_clause"
+                    if c.kind_of() == "for_in_clause"
                         && let Some(left) = c.child_by_field_name("left")
                     {
                         self.bind_target(inner, left);
@@ -694,11 +845,11 @@ impl<'a> Analysis<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in children {
-                    if Some(c.start_byte()) == module && c.kind() != "aliased_import" {
+                    if Some(c.start_byte()) == module && c.kind_of() != "aliased_import" {
                         self.mark_all_not_reads(c);
                         continue;
                     }
-                    match c.kind() {
+                    match c.kind_of() {
                         "wildcard_import" => self.star_import = true,
                         "dotted_name" | "aliased_import" => self.bind_import_name(scope, c, false),
                         _ => self.mark_all_not_reads(c),
@@ -710,9 +861,9 @@ impl<'a> Analysis<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in children {
-                    if c.kind() == "identifier" {
+                    if c.kind_of() == "identifier" {
                         self.not_reads.insert(c.start_byte());
-                        if node.kind() == "global_statement" {
+                        if node.kind_of() == "global_statement" {
                             let name = self.src.text_of(c).to_string();
                             self.globals.entry(scope).or_default().insert(name);
                         }
@@ -748,7 +899,7 @@ impl<'a> Analysis<'a> {
     }
 
     fn mark_all_not_reads(&mut self, node: Node) {
-        if node.kind() == "identifier" {
+        if node.kind_of() == "identifier" {
             self.not_reads.insert(node.start_byte());
         }
         let mut cursor = node.walk();
@@ -761,7 +912,7 @@ impl<'a> Analysis<'a> {
     /// `import a.b` binds `a`; `import a.b as c` and `from m import b as c` bind `c`;
     /// `from m import b` binds `b`.
     fn bind_import_name(&mut self, scope: usize, node: Node, plain_import: bool) {
-        match node.kind() {
+        match node.kind_of() {
             "aliased_import" => {
                 if let Some(name) = node.child_by_field_name("name") {
                     self.mark_all_not_reads(name);
@@ -793,7 +944,7 @@ impl<'a> Analysis<'a> {
             return false;
         }
         // Identifiers in a format spec (`{x:>{width}}` aside) or a keyword are not names.
-        !matches!(parent.map(|p| p.kind()), Some("format_specifier"))
+        !matches!(parent.map(|p| p.kind_of()), Some("format_specifier"))
     }
 
     /// Scope chain of a node, innermost first: function, lambda and comprehension scopes,
@@ -809,7 +960,7 @@ impl<'a> Analysis<'a> {
         let mut chain = Vec::with_capacity(inside.len());
         let mut function_seen = false;
         for span in inside {
-            match span.node.kind() {
+            match span.node.kind_of() {
                 "function_definition" => {
                     function_seen = true;
                     chain.push((span.node.start_byte(), span.node));
@@ -833,7 +984,7 @@ impl<'a> Analysis<'a> {
                 continue;
             };
             if matches!(
-                scope_node.kind(),
+                scope_node.kind_of(),
                 "function_definition" | "class_definition"
             ) {
                 let earlier = offsets.iter().any(|&o| o < at);
@@ -842,7 +993,7 @@ impl<'a> Analysis<'a> {
                     .any(|&o| shares_loop(ancestors, o, scope_node));
                 return if earlier || in_shared_loop {
                     Resolution::Bound
-                } else if scope_node.kind() == "class_definition" {
+                } else if scope_node.kind_of() == "class_definition" {
                     continue;
                 } else {
                     Resolution::BoundLater
@@ -853,7 +1004,7 @@ impl<'a> Analysis<'a> {
         let in_function = self
             .scope_chain(read)
             .iter()
-            .any(|(_, n)| n.kind() == "function_definition");
+            .any(|(_, n)| n.kind_of() == "function_definition");
         if let Some(offsets) = self.scopes.get(&MODULE_KEY).and_then(|s| s.get(name)) {
             // Function bodies run after the module is loaded; module-level code runs in order.
             if in_function || offsets.iter().any(|&o| o < at) {
@@ -876,7 +1027,7 @@ fn shares_loop(ancestors: &[Node], offset: usize, scope: Node) -> bool {
         if n.id() == scope.id() {
             return false;
         }
-        if matches!(n.kind(), "for_statement" | "while_statement")
+        if matches!(n.kind_of(), "for_statement" | "while_statement")
             && n.byte_range().contains(&offset)
         {
             return true;

@@ -6,6 +6,7 @@
 //! `test-rules` holds these lines against the rule's print declarations, and a
 //! declaration that does not write its line gets it from here (`rules::prints`).
 
+use super::KindOf;
 use std::collections::{BTreeMap, HashMap};
 
 use tree_sitter::Node;
@@ -104,7 +105,7 @@ pub fn printed_lines(templates: &[(usize, &str)], params: &[&str]) -> BTreeMap<u
     let mut own_defs: Vec<(usize, Node)> = Vec::new();
     let mut cursor = root.walk();
     for def in root.named_children(&mut cursor) {
-        if def.kind() != "function_definition" {
+        if def.kind_of() != "function_definition" {
             continue;
         }
         let name = def
@@ -121,8 +122,8 @@ pub fn printed_lines(templates: &[(usize, &str)], params: &[&str]) -> BTreeMap<u
         let mut c = body.walk();
         for stmt in body.named_children(&mut c) {
             let stmt = undecorate(stmt);
-            if matches!(stmt.kind(), "function_definition" | "class_definition") {
-                if stmt.kind() == "function_definition"
+            if matches!(stmt.kind_of(), "function_definition" | "class_definition") {
+                if stmt.kind_of() == "function_definition"
                     && let Some(n) = stmt.child_by_field_name("name")
                 {
                     defs.insert(src.text_of(n).to_string(), stmt);
@@ -169,7 +170,7 @@ pub fn printed_lines(templates: &[(usize, &str)], params: &[&str]) -> BTreeMap<u
 }
 
 fn undecorate(n: Node) -> Node {
-    if n.kind() == "decorated_definition" {
+    if n.kind_of() == "decorated_definition" {
         n.child_by_field_name("definition").unwrap_or(n)
     } else {
         n
@@ -265,7 +266,7 @@ impl<'s> Eval<'s> {
     /// A definition read on its own: a function's lines that do not print one of its
     /// parameters (those belong to its callers), or a class's methods.
     fn definition_alone(&self, def: Node<'s>, out: &mut Vec<Line>) {
-        if def.kind() == "class_definition" {
+        if def.kind_of() == "class_definition" {
             let Some(body) = def.child_by_field_name("body") else {
                 return;
             };
@@ -277,7 +278,7 @@ impl<'s> Eval<'s> {
             let mut env = Env::default();
             let mut ignore = Vec::new();
             for m in &methods {
-                if m.kind() == "function_definition" {
+                if m.kind_of() == "function_definition" {
                     let mut e = Env {
                         lists: env.lists.clone(),
                         ..Env::default()
@@ -287,7 +288,7 @@ impl<'s> Eval<'s> {
                 }
             }
             for m in &methods {
-                if m.kind() == "function_definition" {
+                if m.kind_of() == "function_definition" {
                     let mut e = Env {
                         lists: env.lists.clone(),
                         ..Env::default()
@@ -323,7 +324,7 @@ impl<'s> Eval<'s> {
         let mut out = Vec::new();
         let mut c = ps.walk();
         for p in ps.named_children(&mut c) {
-            let name = match p.kind() {
+            let name = match p.kind_of() {
                 "identifier" => Some(p),
                 "typed_parameter" => p.named_child(0),
                 "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
@@ -348,12 +349,12 @@ impl<'s> Eval<'s> {
     }
 
     fn statement(&self, s: Node<'s>, env: &mut Env, out: &mut Vec<Line>, depth: usize) {
-        match s.kind() {
+        match s.kind_of() {
             "expression_statement" => {
                 let mut c = s.walk();
                 let children: Vec<Node> = s.named_children(&mut c).collect();
                 for e in children {
-                    match e.kind() {
+                    match e.kind_of() {
                         "call" => self.call(e, env, out, depth),
                         "assignment" => self.assignment(e, env, out, depth),
                         "augmented_assignment" => self.augmented(e, env),
@@ -400,7 +401,7 @@ impl<'s> Eval<'s> {
         let mut c = s.walk();
         let children: Vec<Node> = s.named_children(&mut c).collect();
         for ch in children {
-            match ch.kind() {
+            match ch.kind_of() {
                 "block" => self.block(ch, env, out, depth),
                 "elif_clause"
                 | "else_clause"
@@ -419,12 +420,15 @@ impl<'s> Eval<'s> {
         let mut has_else = false;
         let mut c = s.walk();
         for ch in s.named_children(&mut c) {
-            match ch.kind() {
+            match ch.kind_of() {
                 "block" => blocks.push(ch),
                 "elif_clause" | "else_clause" => {
-                    has_else |= ch.kind() == "else_clause";
+                    has_else |= ch.kind_of() == "else_clause";
                     let mut cc = ch.walk();
-                    blocks.extend(ch.named_children(&mut cc).filter(|n| n.kind() == "block"));
+                    blocks.extend(
+                        ch.named_children(&mut cc)
+                            .filter(|n| n.kind_of() == "block"),
+                    );
                 }
                 _ => {}
             }
@@ -468,12 +472,12 @@ impl<'s> Eval<'s> {
     /// The helper a call runs: `name(...)`, or `module.name(...)` through an imported
     /// module (`_mod._layer_mem_choose(...)`), not a method of `self`.
     fn helper(&self, func: Node<'s>) -> Option<Node<'s>> {
-        match func.kind() {
+        match func.kind_of() {
             "identifier" => self.defs.get(self.text(func)).copied(),
             "attribute" => {
                 let obj = func.child_by_field_name("object")?;
                 let attr = func.child_by_field_name("attribute")?;
-                if obj.kind() != "identifier" || self.text(obj) == "self" {
+                if obj.kind_of() != "identifier" || self.text(obj) == "self" {
                     return None;
                 }
                 self.defs.get(self.text(attr)).copied()
@@ -490,7 +494,7 @@ impl<'s> Eval<'s> {
             return;
         };
         // `x = helper(...)`: what the helper prints is printed whatever becomes of `x`.
-        let called = match right.kind() {
+        let called = match right.kind_of() {
             "call" if depth < MAX_DEPTH => right
                 .child_by_field_name("function")
                 .and_then(|f| self.helper(f))
@@ -499,7 +503,7 @@ impl<'s> Eval<'s> {
                 }),
             _ => None,
         };
-        if left.kind() != "identifier" {
+        if left.kind_of() != "identifier" {
             return;
         }
         let name = self.text(left).to_string();
@@ -564,7 +568,7 @@ impl<'s> Eval<'s> {
             }
             return;
         }
-        if func.kind() == "attribute"
+        if func.kind_of() == "attribute"
             && let Some(attr) = func.child_by_field_name("attribute")
             && self.text(attr) == "append"
             && let Some(obj) = func.child_by_field_name("object")
@@ -623,7 +627,7 @@ impl<'s> Eval<'s> {
         let mut keywords = HashMap::new();
         let mut c = args.walk();
         for a in args.named_children(&mut c) {
-            match a.kind() {
+            match a.kind_of() {
                 "keyword_argument" => {
                     if let (Some(n), Some(v)) = (
                         a.child_by_field_name("name"),
@@ -647,7 +651,7 @@ impl<'s> Eval<'s> {
 
     /// The expression as a string, when it is one we can follow.
     fn string(&self, n: Node<'s>, env: &Env, depth: usize) -> Option<Sym> {
-        match n.kind() {
+        match n.kind_of() {
             "string" => Some(self.string_literal(n, env, depth)),
             "concatenated_string" => {
                 let mut c = n.walk();
@@ -707,7 +711,7 @@ impl<'s> Eval<'s> {
         let mut c = n.walk();
         let children: Vec<Node> = n.children(&mut c).collect();
         for ch in children {
-            match ch.kind() {
+            match ch.kind_of() {
                 "string_start" => {
                     let prefix = self.text(ch).to_ascii_lowercase();
                     is_f = prefix.contains('f');
@@ -730,7 +734,7 @@ impl<'s> Eval<'s> {
         let mut spec = String::new();
         let mut c = n.walk();
         for ch in n.named_children(&mut c) {
-            match ch.kind() {
+            match ch.kind_of() {
                 "type_conversion" => conv = self.text(ch).chars().nth(1),
                 "format_specifier" => {
                     spec = self.text(ch).trim_start_matches(':').to_string();

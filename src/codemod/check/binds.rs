@@ -9,7 +9,7 @@ use std::ops::Range;
 
 use super::Placed;
 use crate::python::Source;
-use crate::python::binds::{bound_names, host_uses_name, level_bindings, scope_at};
+use crate::python::binds::{HostUses, bound_names, scope_at};
 
 /// An inserted binding of a name the host uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +42,14 @@ pub(in crate::codemod) fn check(
 ) -> Vec<Clash> {
     let mut seen = HashSet::new();
     let mut out = Vec::new();
+    let mut uses = HostUses::new(original, gone);
     for p in placed.iter().filter(|p| p.has_code()) {
         let Some(block) = &p.block else { continue };
         // Only template code: lines a wrap copies from the original are the host's.
         let template: Vec<Range<usize>> = block.ranges_of(&p.edit.checked);
-        let bindings: Vec<_> = level_bindings(&block.src)
-            .into_iter()
+        let bindings: Vec<_> = block
+            .bindings()
+            .iter()
             .filter(|b| template.iter().any(|r| r.contains(&b.at)))
             .collect();
         if bindings.is_empty() {
@@ -64,14 +66,14 @@ pub(in crate::codemod) fn check(
                 continue;
             }
             let host = if b.module { original.root() } else { scope };
-            if let Some(uses) = host_uses_name(original, host, &b.name, gone)
+            if let Some(by) = uses.uses(host, &b.name)
                 && seen.insert((p.edit.rule_index, b.name.clone()))
             {
                 out.push(Clash {
                     rule: p.edit.rule_index,
                     line: p.first_line + block.line_of(b.at),
-                    name: b.name,
-                    scope: uses,
+                    name: b.name.clone(),
+                    scope: by,
                 });
             }
         }

@@ -28,7 +28,7 @@ impl CompiledHere {
                 inside: Default::default(),
             };
         }
-        let direct = python::compiled::facts(src).compiled(&compilers);
+        let direct = python::compiled::facts_for(src, &compilers).compiled(&compilers);
         let mut inside = python::compiled::run_inside(src, &direct);
         // A function compiled by assignment is compiled with what is inserted into it.
         inside.extend(

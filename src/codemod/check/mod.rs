@@ -14,6 +14,7 @@ pub(super) mod syntax;
 use std::ops::Range;
 
 use super::edit::{Edit, Shape};
+use super::markers;
 use crate::python::Source;
 
 /// The code of one edit as a module of its own: the region's lines without their base
@@ -23,6 +24,9 @@ pub(super) struct Block {
     pub(super) src: Source,
     /// Byte offset in `src` of each line of the region.
     pub(super) line_starts: Vec<usize>,
+    /// What it binds at the level of the scope it lands in (found once, for the name
+    /// and the binding checks).
+    bindings: std::cell::OnceCell<Vec<crate::python::binds::LevelBinding>>,
 }
 
 impl Block {
@@ -43,6 +47,14 @@ impl Block {
         let mut line_starts = Vec::with_capacity(edit.lines.len());
         for (i, line) in edit.lines.iter().enumerate() {
             line_starts.push(text.len());
+            // The region's own comment lines (its markers, the originals it keeps after
+            // `# |`) are comments wherever they stand: left out of the parse.
+            let own_comment = edit.shape != Shape::Signature
+                && (markers::is_marker_line(line) || i > 0 && line.trim_start().starts_with("# |"));
+            if own_comment && !edit.original.contains(&i) {
+                text.push('\n');
+                continue;
+            }
             let rest = match line.strip_prefix(edit.base.as_str()) {
                 Some(rest) => rest,
                 // A blank line, or a line of a string copied from the original: text,
@@ -60,7 +72,14 @@ impl Block {
         Some(Block {
             src: Source::parse(text),
             line_starts,
+            bindings: std::cell::OnceCell::new(),
         })
+    }
+
+    /// What the code binds at the level of the scope it lands in.
+    pub(super) fn bindings(&self) -> &[crate::python::binds::LevelBinding] {
+        self.bindings
+            .get_or_init(|| crate::python::binds::level_bindings(&self.src))
     }
 
     /// The region's line (0-based) holding byte `at` of the block.

@@ -4,13 +4,13 @@
 //! read on its own (`Block`); what it does not bind itself is looked up in the original
 //! file's scopes at the place it goes, together with the names the other regions bind.
 
+use crate::python::KindOf;
 use std::collections::HashSet;
 use std::ops::Range;
 
 use super::Placed;
 use crate::codemod::edit::Shape;
 use crate::python::Source;
-use crate::python::binds::level_bindings;
 use crate::python::names::{Host, Resolution, open_reads};
 
 /// A name inserted code reads that is not there.
@@ -41,8 +41,7 @@ pub(in crate::codemod) fn check(
         return Vec::new();
     }
     let points: Vec<_> = with_code.iter().map(|p| p.point()).collect();
-    let focus = Host::focus(&points);
-    let mut host = Host::new(original, &focus, replaced);
+    let mut host = Host::new(original, replaced);
     // Parameters the edits add to a signature are bound in the function's body.
     for p in placed.iter().filter(|p| p.edit.shape.adds_parameters()) {
         let Some(block) = &p.block else { continue };
@@ -51,7 +50,7 @@ pub(in crate::codemod) fn check(
         let def = root
             .named_children(&mut cursor)
             .map(crate::python::undecorated)
-            .find(|n| n.kind() == "function_definition");
+            .find(|n| n.kind_of() == "function_definition");
         for name in def
             .map(|d| crate::python::parameter_names(&block.src, d))
             .unwrap_or_default()
@@ -67,7 +66,7 @@ pub(in crate::codemod) fn check(
         .filter(|p| matches!(p.edit.shape, Shape::Statements | Shape::Import))
     {
         let Some(block) = &p.block else { continue };
-        for b in level_bindings(&block.src) {
+        for b in block.bindings() {
             host.bind(&p.point(), &b.name, b.module);
         }
     }
