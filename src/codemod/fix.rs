@@ -176,7 +176,7 @@ pub(super) fn target<'t>(
         .collect();
     Ok(Target {
         rule: index,
-        line: src.line_of(node.start_byte()),
+        line: (node.start_position().row + 1),
         functions,
         resolved,
     })
@@ -246,11 +246,11 @@ pub(super) fn edits<'t>(
             check_own_lines(src, stmt).map_err(|m| {
                 fail(
                     FailureKind::Placement,
-                    Some(src.line_of(stmt.start_byte())),
+                    Some(stmt.start_position().row + 1),
                     m,
                 )
             })?;
-            let line = src.line_of(stmt.start_byte());
+            let line = stmt.start_position().row + 1;
             let is_docstring = stmt
                 .parent()
                 .and_then(python::docstring)
@@ -359,7 +359,7 @@ pub(super) fn edits<'t>(
             {
                 return Err(fail(
                     FailureKind::Placement,
-                    Some(src.line_of(scope.start_byte())),
+                    Some(scope.start_position().row + 1),
                     "the body is on the same line as its header; put it on its own lines first"
                         .into(),
                 ));
@@ -376,7 +376,7 @@ pub(super) fn edits<'t>(
                 check_own_lines(src, last).map_err(|m| {
                     fail(
                         FailureKind::Placement,
-                        Some(src.line_of(last.start_byte())),
+                        Some(last.start_position().row + 1),
                         m,
                     )
                 })?;

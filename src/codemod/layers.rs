@@ -238,7 +238,7 @@ fn find_decision(
             let cond_node =
                 find_bound(&src, *stmt, &p).ok_or("a condition pattern must bind $COND")?;
             let cond_text = src.text_of(cond_node).to_string();
-            let mut line = src.line_of(stmt.start_byte());
+            let mut line = stmt.start_position().row + 1;
             let mut shown = cond_text.clone();
             // `has_experts` in `MoE() if has_experts else MLP()`: show its assignment.
             if cond_text
@@ -254,7 +254,7 @@ fn find_decision(
                 {
                     shown = b["VALUE"].split_whitespace().collect::<Vec<_>>().join(" ");
                     shown = shown.replace("( ", "(").replace(" )", ")");
-                    line = src.line_of(s.start_byte());
+                    line = s.start_position().row + 1;
                 }
             }
             decision = Some((
@@ -276,7 +276,7 @@ fn find_decision(
                 .find(|s| p.match_statement(&src, **s).is_some() && unconditional(**s, func))
             {
                 decision = Some((
-                    format!("{rel}:{}", src.line_of(s.start_byte())),
+                    format!("{rel}:{}", (s.start_position().row + 1)),
                     Decision::Always,
                 ));
                 break;
@@ -286,7 +286,7 @@ fn find_decision(
     let Some((at, decision)) = decision else {
         return Err(format!(
             "cannot find the MoE-vs-dense decision in {rel} (looked in the function around line {} for {}); {ask}",
-            src.line_of(func.start_byte()),
+            (func.start_position().row + 1),
             spec.conditions
                 .iter()
                 .chain(&spec.always_moe)

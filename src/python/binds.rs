@@ -43,33 +43,11 @@ pub struct LevelBinding {
 /// The bindings of `code` (inserted code parsed on its own, as a module) that land in the
 /// host's scopes.
 pub fn level_bindings(code: &Source) -> Vec<LevelBinding> {
-    let all = std::slice::from_ref(&(0..code.text.len())).to_vec();
-    let spans = Spans::new(&all);
-    let mut globals: HashMap<usize, HashSet<String>> = HashMap::new();
-    let mut out = Vec::new();
-    let mut found: Vec<(Node, Node)> = Vec::new();
-    walk_bindings(code.root(), &spans, &mut |ident, construct| {
-        found.push((ident, construct))
-    });
-    for (ident, construct) in found {
-        let scope = binding_scope(code, construct, ident, &mut globals);
-        if scope.kind_of() != "module" {
-            continue;
-        }
-        // A `global` in a function of the code's own binds at the host's module level.
-        let module = construct
-            .parent()
-            .into_iter()
-            .flat_map(|p| std::iter::successors(Some(p), |n| n.parent()))
-            .any(|n| n.kind_of() == "function_definition");
-        out.push(LevelBinding {
-            name: code.text_of(ident).to_string(),
-            at: ident.start_byte(),
-            module,
-        });
-    }
-    out.sort_by_key(|b| b.at);
-    out
+    super::names::code_facts(code)
+        .level
+        .into_iter()
+        .map(|(name, at, module)| LevelBinding { name, at, module })
+        .collect()
 }
 
 /// The scope of `src` that code landing at byte `at` is in: the innermost function or
@@ -218,48 +196,22 @@ pub(crate) fn is_comprehension(kind: &str) -> bool {
     )
 }
 
-/// The scope a binding lands in: the innermost scope around its construct (a `def` or
-/// `class` name binds outside the definition; a walrus skips comprehensions), or the
-/// module when that function declares the name `global`.
-fn binding_scope<'a>(
-    src: &Source,
-    construct: Node<'a>,
-    ident: Node<'a>,
-    globals: &mut HashMap<usize, HashSet<String>>,
-) -> Node<'a> {
-    let walrus = construct.kind_of() == "named_expression";
-    let mut cur = construct.parent();
-    let mut scope = construct;
-    while let Some(n) = cur {
-        if is_scope(n.kind_of()) && !(walrus && is_comprehension(n.kind_of())) {
-            scope = n;
-            break;
-        }
-        cur = n.parent();
-    }
-    if scope.kind_of() == "function_definition"
-        && globals
-            .entry(scope.id())
-            .or_insert_with(|| declared_global(src, scope))
-            .contains(src.text_of(ident))
-    {
-        let mut root = scope;
-        while let Some(p) = root.parent() {
-            root = p;
-        }
-        return root;
-    }
-    scope
-}
-
 /// The names a function declares `global` (not in functions nested in it).
 pub(crate) fn declared_global(src: &Source, func: Node) -> HashSet<String> {
     let mut out = HashSet::new();
     let Some(body) = func.child_by_field_name("body") else {
         return out;
     };
-    // Most functions declare nothing global: their text says so.
-    if !src.text_of(body).contains("global") {
+    // Most functions declare nothing global: their text says so (`global_rank` is
+    // not `global x`).
+    let text = src.text_of(body);
+    let declares = text.match_indices("global").any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + 6..].chars().next();
+        before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+            && after.is_some_and(|c| c == ' ' || c == '\t')
+    });
+    if !declares {
         return out;
     }
     let mut stack = vec![body];

@@ -435,7 +435,7 @@ fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
                                 f.decorated.push((
                                     class.clone(),
                                     name.clone(),
-                                    src.line_of(d.start_byte()),
+                                    (d.start_position().row + 1),
                                     src.text_of(d).to_string(),
                                     qualify(&f.aliases, &q),
                                 ));
@@ -542,8 +542,13 @@ fn wrapped_in(
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    f.wrapped
-        .push((q, target_class, function, src.line_of(a.start_byte()), text));
+    f.wrapped.push((
+        q,
+        target_class,
+        function,
+        (a.start_position().row + 1),
+        text,
+    ));
 }
 
 #[cfg(test)]

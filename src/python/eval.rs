@@ -421,7 +421,7 @@ fn run_block(
                 let why = format!(
                     "assigned in a `{}` at line {}, which the evaluator does not run",
                     stmt.kind_of().trim_end_matches("_statement"),
-                    src.line_of(stmt.start_byte())
+                    (stmt.start_position().row + 1)
                 );
                 mark_assigned_unknown(src, stmt, env, &why);
             }
@@ -477,7 +477,7 @@ fn run_if(
             Err(e) => {
                 let why = format!(
                     "assigned under `if` at line {} whose condition cannot be evaluated ({e})",
-                    src.line_of(stmt.start_byte())
+                    (stmt.start_position().row + 1)
                 );
                 mark_assigned_unknown(src, stmt, env, &why);
                 return Ok(());
@@ -521,7 +521,7 @@ fn assign(src: &Source, e: Node, env: &mut Env) {
     } else {
         eval(src, right, env)
     };
-    let line = src.line_of(e.start_byte());
+    let line = e.start_position().row + 1;
     env.names.insert(
         name.clone(),
         match value {

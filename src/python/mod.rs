@@ -216,11 +216,7 @@ fn point_at(text: &str, byte: usize) -> tree_sitter::Point {
 
 /// 1-based line number of a byte offset in `text`.
 pub fn line_of(text: &str, byte: usize) -> usize {
-    text.as_bytes()[..byte.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..byte.min(text.len())]).count() + 1
 }
 
 fn first_error_node(node: Node) -> Option<Node> {

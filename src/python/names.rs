@@ -280,11 +280,50 @@ pub struct OpenRead {
     pub in_own_function: bool,
 }
 
+/// What inserted code (parsed on its own, as a module) reads without binding it first,
+/// and what it binds at its own top level: one analysis for both.
+pub struct CodeFacts {
+    /// Every read the code does not bind before it, in order.
+    pub open: Vec<OpenRead>,
+    /// Its top-level bindings: (name, offset, whether it binds at the module's level
+    /// through a `global` of a function of its own).
+    pub level: Vec<(String, usize, bool)>,
+}
+
+/// The facts of `code`.
+pub fn code_facts(code: &Source) -> CodeFacts {
+    let whole = [0..code.text.len()];
+    let analysis = Analysis::new(code, &whole);
+    let open = reads_of(code, &analysis, &whole);
+    let mut level: Vec<(String, usize, bool)> = Vec::new();
+    if let Some(top) = analysis.scopes.get(&MODULE_KEY) {
+        for (name, offsets) in top {
+            level.extend(offsets.iter().map(|o| (name.clone(), *o, false)));
+        }
+    }
+    for (key, names) in &analysis.globals {
+        if *key == MODULE_KEY {
+            continue;
+        }
+        for name in names {
+            if let Some(offsets) = analysis.scopes.get(key).and_then(|s| s.get(name)) {
+                level.extend(offsets.iter().map(|o| (name.clone(), *o, true)));
+            }
+        }
+    }
+    level.sort_by_key(|(_, at, _)| *at);
+    CodeFacts { open, level }
+}
+
 /// The reads of `code` (inserted code parsed on its own) in `ranges` that the code does
 /// not bind before them: those the host must bind.
 pub fn open_reads(code: &Source, ranges: &[Range<usize>]) -> Vec<OpenRead> {
-    let whole = std::slice::from_ref(&(0..code.text.len())).to_vec();
+    let whole = [0..code.text.len()];
     let analysis = Analysis::new(code, &whole);
+    reads_of(code, &analysis, ranges)
+}
+
+fn reads_of(code: &Source, analysis: &Analysis, ranges: &[Range<usize>]) -> Vec<OpenRead> {
     let mut out = Vec::new();
     for range in ranges {
         for r in reads_in(code, &analysis, range.clone()) {
@@ -323,7 +362,13 @@ pub struct Host<'a> {
     /// (scope key, name) -> where the host binds it in that scope, found on first ask.
     found: std::cell::RefCell<HashMap<(usize, String), Vec<usize>>>,
     globals: std::cell::RefCell<HashMap<usize, HashSet<String>>>,
+    /// Byte -> the scopes around it and its path from the root (every read of one piece
+    /// of inserted code asks for the same place).
+    chains: std::cell::RefCell<HashMap<usize, Chain<'a>>>,
 }
+
+/// The scopes around a place, innermost first, and the path from the root to it.
+type Chain<'a> = (Vec<ScopeRef<'a>>, Vec<Node<'a>>);
 
 /// One scope around a place: its key and its node.
 type ScopeRef<'a> = (usize, Node<'a>);
@@ -366,6 +411,7 @@ impl<'a> Host<'a> {
             star_import,
             found: Default::default(),
             globals: Default::default(),
+            chains: Default::default(),
         }
     }
 
@@ -377,7 +423,16 @@ impl<'a> Host<'a> {
     /// The scopes around byte `at` of the original, innermost first (functions, lambdas
     /// and comprehensions; a class body only for code directly in it), and the path of
     /// nodes from the root to it.
-    fn chain(&self, at: usize) -> (Vec<ScopeRef<'a>>, Vec<Node<'a>>) {
+    fn chain(&self, at: usize) -> Chain<'a> {
+        if let Some(c) = self.chains.borrow().get(&at) {
+            return c.clone();
+        }
+        let c = self.chain_uncached(at);
+        self.chains.borrow_mut().insert(at, c.clone());
+        c
+    }
+
+    fn chain_uncached(&self, at: usize) -> Chain<'a> {
         let node = self.node_at(at);
         let mut path = ancestors(self.src.root(), node);
         path.push(node);
@@ -609,6 +664,8 @@ struct Analysis<'a> {
     /// whole comprehension. Parameter defaults and decorators lie outside, as in Python.
     spans: Vec<ScopeSpan<'a>>,
     focus: &'a [Range<usize>],
+    /// A comprehension's scope key -> the scope around it (where a walrus in it binds).
+    comprehension_outer: HashMap<usize, usize>,
 }
 
 struct ScopeSpan<'a> {
@@ -630,6 +687,7 @@ impl<'a> Analysis<'a> {
             globals: HashMap::new(),
             star_import: false,
             spans: Vec::new(),
+            comprehension_outer: HashMap::new(),
         };
         a.collect(src.root(), MODULE_KEY);
         a
@@ -794,6 +852,7 @@ impl<'a> Analysis<'a> {
             | "dictionary_comprehension"
             | "generator_expression" => {
                 let inner = node.start_byte();
+                self.comprehension_outer.insert(inner, scope);
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in &children {
@@ -820,8 +879,13 @@ impl<'a> Analysis<'a> {
             }
             "as_pattern_target" => self.bind_target(scope, node),
             "named_expression" => {
+                // A walrus in a comprehension binds in the scope around it.
+                let mut target = scope;
+                while let Some(outer) = self.comprehension_outer.get(&target) {
+                    target = *outer;
+                }
                 if let Some(name) = node.child_by_field_name("name") {
-                    self.bind(scope, name);
+                    self.bind(target, name);
                 }
             }
             "except_clause" => {

@@ -121,8 +121,8 @@ pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, S
     Ok(parts.join("."))
 }
 
-fn line(src: &Source, node: Node) -> usize {
-    src.line_of(node.start_byte())
+fn line(_src: &Source, node: Node) -> usize {
+    node.start_position().row + 1
 }
 
 /// `self.ATTR(...)` / `self.ATTR.METHOD(...)` calls, and plain `name(...)` calls, in a body.

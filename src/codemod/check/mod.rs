@@ -24,9 +24,14 @@ pub(super) struct Block {
     pub(super) src: Source,
     /// Byte offset in `src` of each line of the region.
     pub(super) line_starts: Vec<usize>,
-    /// What it binds at the level of the scope it lands in (found once, for the name
-    /// and the binding checks).
-    bindings: std::cell::OnceCell<Vec<crate::python::binds::LevelBinding>>,
+    /// What it reads and binds (found once, for the name and the binding checks).
+    facts: std::cell::OnceCell<Facts>,
+}
+
+/// A block's reads and bindings.
+pub(super) struct Facts {
+    pub(super) open: Vec<crate::python::names::OpenRead>,
+    pub(super) bindings: Vec<crate::python::binds::LevelBinding>,
 }
 
 impl Block {
@@ -72,14 +77,42 @@ impl Block {
         Some(Block {
             src: Source::parse(text),
             line_starts,
-            bindings: std::cell::OnceCell::new(),
+            facts: std::cell::OnceCell::new(),
+        })
+    }
+
+    fn facts(&self) -> &Facts {
+        self.facts.get_or_init(|| {
+            let f = crate::python::names::code_facts(&self.src);
+            Facts {
+                open: f.open,
+                bindings: f
+                    .level
+                    .into_iter()
+                    .map(|(name, at, module)| crate::python::binds::LevelBinding {
+                        name,
+                        at,
+                        module,
+                    })
+                    .collect(),
+            }
         })
     }
 
     /// What the code binds at the level of the scope it lands in.
     pub(super) fn bindings(&self) -> &[crate::python::binds::LevelBinding] {
-        self.bindings
-            .get_or_init(|| crate::python::binds::level_bindings(&self.src))
+        &self.facts().bindings
+    }
+
+    /// The reads in `ranges` the code does not bind before them.
+    pub(super) fn open_reads_in(
+        &self,
+        ranges: &[Range<usize>],
+    ) -> impl Iterator<Item = &crate::python::names::OpenRead> {
+        self.facts()
+            .open
+            .iter()
+            .filter(move |r| ranges.iter().any(|g| g.contains(&r.at)))
     }
 
     /// The region's line (0-based) holding byte `at` of the block.

@@ -11,7 +11,7 @@ use std::ops::Range;
 use super::Placed;
 use crate::codemod::edit::Shape;
 use crate::python::Source;
-use crate::python::names::{Host, Resolution, open_reads};
+use crate::python::names::{Host, Resolution};
 
 /// A name inserted code reads that is not there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,7 +75,7 @@ pub(in crate::codemod) fn check(
     for (p, point) in with_code.iter().zip(&points) {
         let block = p.block.as_ref().expect("filtered");
         let ranges = block.ranges_of(&p.edit.checked);
-        for read in open_reads(&block.src, &ranges) {
+        for read in block.open_reads_in(&ranges) {
             let later = match host.resolve(&read.name, point, read.in_own_function) {
                 Resolution::Bound => continue,
                 Resolution::BoundLater => true,
@@ -86,7 +86,7 @@ pub(in crate::codemod) fn check(
             }
             out.push(Missing {
                 rule: p.edit.rule_index,
-                name: read.name,
+                name: read.name.clone(),
                 line: p.first_line + block.line_of(read.at),
                 later,
             });
