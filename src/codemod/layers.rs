@@ -79,18 +79,17 @@ fn example_configs(root: &Path, spec: &DetailLayersSpec, model_type: Option<&str
         .collect()
 }
 
-/// The `model_type` of `model`'s configs: the model table's, else `[detail_layers]`'s.
-fn model_type<'m>(
-    manifest: &'m Manifest,
-    spec: &'m DetailLayersSpec,
-    model: &str,
-) -> Option<&'m str> {
+/// The `model_type` of `model`'s configs: the model table's, else `[detail_layers]`'s,
+/// else the model's file stem (HuggingFace names most model types as pithtrain names
+/// the files: `olmoe`, `qwen3_moe`).
+fn model_type<'m>(manifest: &'m Manifest, spec: &'m DetailLayersSpec, model: &'m str) -> &'m str {
     manifest
         .models
         .as_ref()
         .and_then(|m| m.known.get(model))
         .and_then(|k| k.model_type.as_deref())
         .or_else(|| spec.model_types.get(model).map(String::as_str))
+        .unwrap_or(model)
 }
 
 fn configs(
@@ -108,7 +107,7 @@ fn configs(
         None => Ok(example_configs(
             root,
             spec,
-            model_type(manifest, spec, model),
+            Some(model_type(manifest, spec, model)),
         )),
     }
 }
