@@ -56,15 +56,18 @@ pub fn list(args: RulesArgs) -> Result<u8, Error> {
             .map(|r| {
                 serde_json::json!({
                     "id": r.id, "group": r.group, "file": r.file, "models": r.models,
+                    "extends": r.extends, "replaces": r.replaces, "after": r.after,
                     "scope": r.scope, "anchor": r.anchor.as_ref().map(|a| a.describe()), "following": r.following,
                     "contains": r.contains, "position": r.position.name(),
                     "summary": r.summary, "note": r.note, "examples": r.examples.len(),
                 })
             })
             .collect();
+        let roles = set.manifest.models.as_ref().map(|m| &m.roles);
         let doc = serde_json::json!({
             "rule_set": set.manifest.name, "origin": set.origin,
-            "description": set.manifest.description, "params": set.manifest.params, "rules": rules,
+            "description": set.manifest.description, "params": set.manifest.params,
+            "roles": roles, "rules": rules,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(exit::OK);
@@ -73,11 +76,31 @@ pub fn list(args: RulesArgs) -> Result<u8, Error> {
         "{} ({}): {}",
         set.manifest.name, set.origin, set.manifest.description
     );
+    // The classes the rules scope into, and how a model file's are found.
+    for (name, role) in set.manifest.models.iter().flat_map(|m| &m.roles) {
+        let mut how = Vec::new();
+        if !role.defines.is_empty() {
+            how.push(format!("defines {}", role.defines.join(", ")));
+        }
+        if let Some(t) = &role.takes {
+            how.push(format!("has {t}"));
+        }
+        if let Some(h) = &role.holds {
+            how.push(format!("holds `{h}`"));
+        }
+        println!("role {{{name}}}: {}: the class that {}", role.about, how.join(" and "));
+    }
     for r in &set.rules {
         let models = if r.models.is_empty() {
             String::new()
         } else {
-            format!(" [{}]", r.models.join(", "))
+            let place = match (&r.extends, r.replaces.as_slice(), &r.after) {
+                (Some(b), _, _) => format!("; stands in for {b}"),
+                (_, [_, ..], _) => format!("; stands in for {}", r.replaces.join(", ")),
+                (_, _, Some(a)) => format!("; after {a}"),
+                _ => String::new(),
+            };
+            format!(" [{}{place}]", r.models.join(", "))
         };
         let mut place: Vec<String> = r.scope.clone();
         if let Some(a) = &r.anchor {
