@@ -212,7 +212,10 @@ def worker(args) -> int:
     cfg.distributed.pipeline_parallel_size = args.pp
     cfg.distributed.expert_parallel_size = 2
     cfg.training.model = checkout / "examples" / "pretrain_lm" / args.example
-    cfg.training.num_chunks = max(4, 2 * args.pp)
+    # max(4, 2 * pp) micro-batches: global_batch_size // (micro_batch_size * dp * ep), as
+    # pithtrain's train_step divides it.
+    dp = WORLD // (args.pp * cfg.distributed.expert_parallel_size)
+    cfg.training.global_batch_size = max(4, 2 * args.pp) * cfg.training.micro_batch_size * dp * 2
     cfg.training.max_steps = 2
     work = Path(args.work)
     cfg.training.memory_profile_output = work

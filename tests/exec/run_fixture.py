@@ -155,7 +155,11 @@ def worker(args) -> int:
     cfg.distributed.expert_parallel_size = args.ep
     model_dir = Path(args.config) if args.config else checkout / "examples/pretrain_lm" / args.model
     cfg.training.model = model_dir.resolve()
-    cfg.training.num_chunks = args.num_chunks or max(4, 2 * args.pp)
+    # As pithtrain does, the step runs global_batch_size // (micro_batch_size * dp * ep)
+    # micro-batches.
+    dp = args.world // (args.pp * args.ep)
+    chunks = args.num_chunks or max(4, 2 * args.pp)
+    cfg.training.global_batch_size = chunks * cfg.training.micro_batch_size * dp * args.ep
     cfg.training.max_steps = args.max_steps
     work = Path(args.work)
     cfg.training.memory_profile_output = work / "pithtrain-profile"
