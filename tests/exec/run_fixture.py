@@ -153,8 +153,12 @@ def worker(args) -> int:
     cfg = PretrainLMCfg()
     cfg.distributed.pipeline_parallel_size = args.pp
     cfg.distributed.expert_parallel_size = args.ep
-    model_dir = Path(args.config) if args.config else checkout / "examples/pretrain_lm" / args.model
-    cfg.training.model = model_dir.resolve()
+    if args.config:
+        cfg.training.model = Path(args.config).resolve()
+    else:
+        # As pithtrain's example scripts run: from the checkout, the model relative to it.
+        os.chdir(checkout)
+        cfg.training.model = Path("examples/pretrain_lm") / args.model
     # As pithtrain does, the step runs global_batch_size // (micro_batch_size * dp * ep)
     # micro-batches.
     dp = args.world // (args.pp * args.ep)
