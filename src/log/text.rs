@@ -59,7 +59,7 @@ pub fn shorten(s: &str, max: usize) -> String {
 
 /// Write `text` as one line, or wrapped at 100 columns at spaces, continuing 4 columns
 /// deeper than it starts.
-fn say(o: &mut String, text: &str) {
+pub fn say(o: &mut String, text: &str) {
     const WIDTH: usize = 100;
     let indent = text.len() - text.trim_start().len();
     let more = " ".repeat(indent + 4);
@@ -87,7 +87,7 @@ fn say(o: &mut String, text: &str) {
 
 /// Lay out rows under a header; columns after the first are right-aligned unless the
 /// header starts with `<`.
-fn table(out: &mut String, indent: &str, header: &[&str], rows: &[Vec<String>]) {
+pub fn table(out: &mut String, indent: &str, header: &[&str], rows: &[Vec<String>]) {
     let n = header.len();
     let mut width: Vec<usize> = header
         .iter()
@@ -222,8 +222,17 @@ pub fn render(r: &Report) -> String {
             say(&mut o, &format!("  rank {}: {} ({})", f.rank, f.text, f.at));
         }
     }
+    if let Some(e) = &r.estimate
+        && let Some(why) = &e.unavailable
+    {
+        say(&mut o, &format!("Estimate: none, {why}"));
+    }
     for rank in &r.ranks {
-        render_rank(&mut o, rank);
+        let estimate = r
+            .estimate
+            .as_ref()
+            .and_then(|e| e.ranks.iter().find(|x| x.rank == rank.rank).map(|x| (e, x)));
+        render_rank(&mut o, rank, estimate);
     }
     if let Some(a) = &r.across {
         render_across(&mut o, a);
@@ -231,9 +240,40 @@ pub fn render(r: &Report) -> String {
     o
 }
 
-fn render_rank(o: &mut String, r: &RankReport) {
-    let pp = r.pp_rank.map(|p| format!(" (pp {p})")).unwrap_or_default();
-    let _ = writeln!(o, "\n== rank {}{pp}: from {}", r.rank, r.run_from);
+/// Where a rank is: `pp 1, ep 6` from its run shape, else its pipeline stage.
+pub fn place(mesh: &Option<crate::mesh::Mesh>, pp_rank: Option<i64>) -> Option<String> {
+    match (mesh, pp_rank) {
+        (Some(m), _) => Some(m.short()),
+        (None, Some(p)) => Some(format!("pp {p}")),
+        (None, None) => None,
+    }
+}
+
+/// `rank 14 (pp 1, ep 6)`.
+pub fn rank_name(rank: i64, mesh: &Option<crate::mesh::Mesh>, pp_rank: Option<i64>) -> String {
+    match place(mesh, pp_rank) {
+        Some(p) => format!("rank {rank} ({p})"),
+        None => format!("rank {rank}"),
+    }
+}
+
+fn render_rank(
+    o: &mut String,
+    r: &RankReport,
+    estimate: Option<(
+        &super::estimate::EstimateReport,
+        &super::estimate::RankEstimate,
+    )>,
+) {
+    let _ = writeln!(
+        o,
+        "\n== {}: from {}",
+        rank_name(r.rank, &r.mesh, r.pp_rank),
+        r.run_from
+    );
+    if let Some(run) = &r.run {
+        say(o, &format!("  run: {} ({})", run.label, run.at));
+    }
     if r.files.len() > 1 {
         let _ = writeln!(o, "  its prints are in {}", r.files.join(", "));
     }
@@ -351,6 +391,9 @@ fn render_rank(o: &mut String, r: &RankReport) {
             }
         }
     }
+    if let Some((e, x)) = estimate {
+        super::estimate::render::text(o, e, x);
+    }
     if let Some(d) = &r.detail_layers {
         say(o, &format!("Detail layers {} ({})", d.label, d.at));
     } else if !r.layers.is_empty() {
@@ -358,7 +401,7 @@ fn render_rank(o: &mut String, r: &RankReport) {
     }
     if !r.layers.is_empty() {
         for l in &r.layers {
-            let rows: Vec<Vec<String>> = l
+            let mut rows: Vec<Vec<String>> = l
                 .stages
                 .iter()
                 .map(|s| {
@@ -368,12 +411,10 @@ fn render_rank(o: &mut String, r: &RankReport) {
                         opt(s.allocated_after_bytes),
                         s.change_bytes.map(signed_gib).unwrap_or_else(|| "-".into()),
                         saved
-                            .and_then(|x| x.activations_bytes.or(Some(x.list_activation_bytes)))
-                            .map(mib)
+                            .map(|x| mib(x.activation_bytes()))
                             .unwrap_or_else(|| "-".into()),
                         saved
-                            .and_then(|x| x.weights_bytes.or(Some(x.list_weight_bytes)))
-                            .map(mib)
+                            .map(|x| mib(x.weight_bytes()))
                             .unwrap_or_else(|| "-".into()),
                         saved
                             .map(|x| x.tensors.unwrap_or(x.list.len() as i64).to_string())
@@ -381,6 +422,16 @@ fn render_rank(o: &mut String, r: &RankReport) {
                     ]
                 })
                 .collect();
+            if let Some(all) = &l.saved_all {
+                rows.push(vec![
+                    format!("all {} stages", all.stages),
+                    String::new(),
+                    String::new(),
+                    mib(all.activations_bytes),
+                    mib(all.weights_bytes),
+                    String::new(),
+                ]);
+            }
             let name = if l.layer < 0 {
                 "layer ?".to_string()
             } else {
@@ -535,20 +586,22 @@ pub const NO_STANDOUT: &str = "no rank stands out: every figure compared is with
 /// The rank that stands out, and the phases where it differs most, as a sentence.
 pub fn standout_text(s: &Standout) -> String {
     let others: Vec<String> = s.compared_with.iter().map(i64::to_string).collect();
+    let name = match &s.mesh {
+        Some(m) => format!("rank {} ({})", s.rank, m.short()),
+        None => format!("rank {}", s.rank),
+    };
     let mut line = match s.pp_rank {
         // Compared with the ranks on its own pipeline stage.
         Some(pp) => format!(
-            "rank {} stands out on pipeline stage {pp}: {} {} against the median of the \
+            "{name} stands out on pipeline stage {pp}: {} {} against the median of the \
              other ranks on that stage ({}) of {}",
-            s.rank,
             s.figure,
             gib(s.bytes),
             super::across::and_list(&others),
             gib(s.median_bytes)
         ),
         None => format!(
-            "rank {} stands out: {} {} against the other ranks' median of {}",
-            s.rank,
+            "{name} stands out: {} {} against the other ranks' median of {}",
             s.figure,
             gib(s.bytes),
             gib(s.median_bytes)
@@ -589,17 +642,45 @@ pub fn peak_text(p: &Peak) -> String {
     s
 }
 
+/// The mesh axes of the rows, in the order the first rank's label gives them.
+pub fn mesh_axes(rows: &[AcrossRow]) -> Vec<String> {
+    let mut axes: Vec<String> = Vec::new();
+    for r in rows {
+        for a in r.mesh.iter().flat_map(|m| &m.axes) {
+            if !axes.contains(&a.name) {
+                axes.push(a.name.clone());
+            }
+        }
+    }
+    axes
+}
+
 fn render_across(o: &mut String, a: &Across) {
     let _ = writeln!(o, "\n== Across ranks");
+    // Keyed by the mesh coordinates when the ranks printed them, else by pipeline stage.
+    let axes = mesh_axes(&a.ranks);
     let rows: Vec<Vec<String>> = a
         .ranks
         .iter()
         .map(|r| {
-            vec![
-                r.rank.to_string(),
-                r.pp_rank
-                    .map(|p| p.to_string())
-                    .unwrap_or_else(|| "-".into()),
+            let mut row = vec![r.rank.to_string()];
+            if axes.is_empty() {
+                row.push(
+                    r.pp_rank
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            for ax in &axes {
+                row.push(
+                    r.mesh
+                        .as_ref()
+                        .and_then(|m| m.get(ax))
+                        .map(|(k, _)| k.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            row.extend([
                 opt(r.peak_bytes),
                 shorten(r.peak_label.as_deref().unwrap_or("-"), 24),
                 opt(r.schedule_end_bytes),
@@ -610,24 +691,24 @@ fn render_across(o: &mut String, a: &Across) {
                     gib(r.setup_total_bytes)
                 },
                 shorten(r.detail_layers.as_deref().unwrap_or("-"), 12),
-            ]
+            ]);
+            row
         })
         .collect();
-    table(
-        o,
-        "  ",
-        &[
-            "rank",
-            "pp",
-            "peak",
-            "<peak at",
-            "end of step",
-            "non-PyTorch",
-            "setup costs",
-            "<detail layers",
-        ],
-        &rows,
-    );
+    let mut header: Vec<&str> = vec!["rank"];
+    if axes.is_empty() {
+        header.push("pp");
+    }
+    header.extend(axes.iter().map(String::as_str));
+    header.extend([
+        "peak",
+        "<peak at",
+        "end of step",
+        "non-PyTorch",
+        "setup costs",
+        "<detail layers",
+    ]);
+    table(o, "  ", &header, &rows);
     let labels: Vec<&String> = {
         let mut v: Vec<&String> = a.ranks.iter().flat_map(|r| r.setup_costs.keys()).collect();
         v.sort();
@@ -659,9 +740,9 @@ fn render_across(o: &mut String, a: &Across) {
         say(
             o,
             &format!(
-                "  highest {}{on}: rank {} ({}; median {})",
+                "  highest {}{on}: {} ({}; median {})",
                 h.figure,
-                h.rank,
+                rank_name(h.rank, &h.mesh, None),
                 gib(h.bytes),
                 gib(h.median_bytes)
             ),

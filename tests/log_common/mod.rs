@@ -218,3 +218,14 @@ pub fn near_mib(got: f64, truth: f64, what: &str) {
         truth / MIB
     );
 }
+
+/// Mesh coordinates as the report says them: the axes wider than one rank, in pithtrain's
+/// order (`pp 0, dp 2, ep 1`), from the coordinates the fake torch's mesh gave.
+pub fn mesh_short(mesh: &serde_json::Value) -> String {
+    ["pp", "dp", "cp", "ep"]
+        .iter()
+        .filter(|a| mesh[**a][1].as_u64().unwrap() > 1)
+        .map(|a| format!("{a} {}", mesh[*a][0]))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
