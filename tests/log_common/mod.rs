@@ -23,6 +23,8 @@ pub const MODELS: [(&str, &str); 4] = [
 
 /// One generated run: its folder (logs and truth.json) and the truth.
 pub struct Scenario {
+    /// The instrumented checkout the run ran from.
+    pub checkout: tempfile::TempDir,
     pub out: tempfile::TempDir,
     pub snaps: tempfile::TempDir,
     pub truth: serde_json::Value,
@@ -181,7 +183,12 @@ pub fn scenario_full(
     let truth =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("truth.json")).unwrap())
             .unwrap();
-    Scenario { out, snaps, truth }
+    Scenario {
+        checkout,
+        out,
+        snaps,
+        truth,
+    }
 }
 
 /// The rank's entry of a report.
