@@ -24,3 +24,21 @@ pub enum LogError {
     #[error("{0}")]
     DifferentShapes(String),
 }
+
+impl LogError {
+    /// The same error, its line led by `side` (`before: `), for a comparison of two runs.
+    pub fn on_side(self, side: &str) -> LogError {
+        if side.is_empty() {
+            return self;
+        }
+        let lead = |m: String| format!("{side}{m}");
+        match self {
+            LogError::Declarations(m) => LogError::Declarations(m),
+            LogError::Input(m) => LogError::Input(lead(m)),
+            LogError::NothingRead(m) => LogError::NothingRead(lead(m)),
+            LogError::RanksPrintedNothing(m) => LogError::RanksPrintedNothing(lead(m)),
+            LogError::DifferentRuns(m) => LogError::DifferentRuns(lead(m)),
+            LogError::DifferentShapes(m) => LogError::DifferentShapes(m),
+        }
+    }
+}

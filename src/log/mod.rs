@@ -61,23 +61,21 @@ pub fn read_side(
     opts: &Options,
     side: &str,
 ) -> Result<Report, LogError> {
-    let report = read_all(set, paths, opts)?;
+    let report = read_all(set, paths, opts).map_err(|e| e.on_side(side))?;
     if report.totals.prints == 0 {
-        return Err(LogError::NothingRead(format!(
-            "{side}{}",
-            nothing_read(&report)
-        )));
+        return Err(LogError::NothingRead(nothing_read(&report)).on_side(side));
     }
     if report.ranks.is_empty() {
         let asked: Vec<String> = opts.ranks.iter().map(i64::to_string).collect();
         return Err(LogError::RanksPrintedNothing(format!(
-            "{side}rank {} printed nothing in {} file(s) ({} prints from other ranks)",
+            "rank {} printed nothing in {} file(s) ({} prints from other ranks)",
             asked.join(", "),
             report.totals.files,
             report.totals.prints
-        )));
+        ))
+        .on_side(side));
     }
-    shape::check_one_run(&report, side).map_err(LogError::DifferentRuns)?;
+    shape::check_one_run(&report).map_err(|e| LogError::DifferentRuns(e).on_side(side))?;
     Ok(report)
 }
 

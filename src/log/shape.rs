@@ -65,14 +65,14 @@ fn listed(d: &[(String, String, String)], a: &str, b: &str) -> String {
 }
 
 /// Every rank's shape must be its own (the label's rank is the rank that printed it) and of
-/// one run (the same run fields on every rank). `side` names the logs in messages.
-pub fn check_one_run(report: &Report, side: &str) -> Result<(), String> {
+/// one run (the same run fields on every rank).
+pub fn check_one_run(report: &Report) -> Result<(), String> {
     let mut first: Option<(&RankReport, Vec<(String, String)>)> = None;
     for r in &report.ranks {
         let Some(run) = &r.run else { continue };
         let Some(label) = Label::parse(&run.label) else {
             return Err(format!(
-                "{side}{}: rank {} printed a run shape that is not `key=value` fields: {:?}",
+                "{}: rank {} printed a run shape that is not `key=value` fields: {:?}",
                 run.at, r.rank, run.label
             ));
         };
@@ -80,7 +80,7 @@ pub fn check_one_run(report: &Report, side: &str) -> Result<(), String> {
             && own != r.rank as u64
         {
             return Err(format!(
-                "{side}{}: rank {} printed the run shape of rank {own}; are two logs mixed up?",
+                "{}: rank {} printed the run shape of rank {own}; are two logs mixed up?",
                 run.at, r.rank
             ));
         }
@@ -94,7 +94,7 @@ pub fn check_one_run(report: &Report, side: &str) -> Result<(), String> {
                 if !d.is_empty() {
                     let fa = f.run.as_ref().map(|x| x.at.as_str()).unwrap_or("?");
                     return Err(format!(
-                        "{side}logs of different runs read as one: rank {} ({fa}) and rank {} ({}) differ in {}; read each run on its own",
+                        "logs of different runs read as one: rank {} ({fa}) and rank {} ({}) differ in {}; read each run on its own",
                         f.rank,
                         r.rank,
                         run.at,

@@ -51,11 +51,11 @@ pub fn render(d: &DiffReport) -> String {
                 let _ = write!(
                     o,
                     "<p>{}: {} grew by {} ({} → {})</p>",
-                    esc(&who(f.rank, &f.mesh)),
+                    esc(&who(f.rank, &f.mesh, f.pp_rank)),
                     esc(&f.figure),
                     esc(&f.change),
-                    amount(&f.kind, f.before_bytes),
-                    amount(&f.kind, f.after_bytes)
+                    amount(f.kind, f.before_bytes),
+                    amount(f.kind, f.after_bytes)
                 );
             }
             o.push_str("</div>");
@@ -74,7 +74,7 @@ pub fn render(d: &DiffReport) -> String {
         "<div class=\"legend\"><span><i style=\"background:{BEFORE}\"></i>before</span><span><i style=\"background:{AFTER}\"></i>after</span></div>"
     );
     for r in &d.ranks {
-        let _ = write!(o, "<h2>{}</h2>", esc(&who(r.rank, &r.mesh)));
+        let _ = write!(o, "<h2>{}</h2>", esc(&who(r.rank, &r.mesh, r.pp_rank)));
         if !r.changed {
             o.push_str("<p>No change (every figure within the prints' rounding).</p>");
         }

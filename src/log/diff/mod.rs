@@ -371,6 +371,7 @@ fn gate_result(g: Gate, ranks: &[RankDiff]) -> GateResult {
                     failed.push(GateFailure {
                         rank: r.rank,
                         mesh: r.mesh.clone(),
+                        pp_rank: r.pp_rank,
                         figure: c.figure.clone(),
                         kind: c.kind,
                         before_bytes: 0,
@@ -389,6 +390,7 @@ fn gate_result(g: Gate, ranks: &[RankDiff]) -> GateResult {
                 failed.push(GateFailure {
                     rank: r.rank,
                     mesh: r.mesh.clone(),
+                    pp_rank: r.pp_rank,
                     figure: c.figure.clone(),
                     kind: c.kind,
                     before_bytes: before,

@@ -124,6 +124,8 @@ pub struct GateFailure {
     pub rank: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mesh: Option<Mesh>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pp_rank: Option<i64>,
     pub figure: String,
     /// `peak` or `saved-activations`.
     pub kind: &'static str,

@@ -29,13 +29,7 @@ fn opt(kind: &str, b: Option<i64>) -> String {
     b.map(|b| amount(kind, b)).unwrap_or_else(|| "-".into())
 }
 
-/// `rank 14 (pp 1, dp 3)`.
-pub fn who(rank: i64, mesh: &Option<crate::mesh::Mesh>) -> String {
-    match mesh {
-        Some(m) => format!("rank {rank} ({})", m.short()),
-        None => format!("rank {rank}"),
-    }
-}
+pub use crate::log::text::rank_name as who;
 
 pub fn parting_text(p: &Parting) -> String {
     let mut s = match (p.before_bytes, p.after_bytes) {
@@ -88,7 +82,7 @@ pub fn render(d: &DiffReport) -> String {
         "Changes are after minus before; a difference within the prints' rounding is no change."
     );
     for r in &d.ranks {
-        let name = who(r.rank, &r.mesh);
+        let name = who(r.rank, &r.mesh, r.pp_rank);
         if !r.changed {
             let _ = writeln!(
                 o,
@@ -157,11 +151,11 @@ pub fn render(d: &DiffReport) -> String {
                     &mut o,
                     &format!(
                         "  {}: {} grew by {} ({} -> {})",
-                        who(f.rank, &f.mesh),
+                        who(f.rank, &f.mesh, f.pp_rank),
                         f.figure,
                         f.change,
-                        amount(&f.kind, f.before_bytes),
-                        amount(&f.kind, f.after_bytes)
+                        amount(f.kind, f.before_bytes),
+                        amount(f.kind, f.after_bytes)
                     ),
                 );
             }
