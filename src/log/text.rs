@@ -424,7 +424,7 @@ fn render_rank(
                 .collect();
             if let Some(all) = &l.saved_all {
                 rows.push(vec![
-                    format!("all {} stages", all.stages),
+                    "all stages".to_string(),
                     String::new(),
                     String::new(),
                     mib(all.activations_bytes),
@@ -642,17 +642,23 @@ pub fn peak_text(p: &Peak) -> String {
     s
 }
 
-/// The mesh axes of the rows, in the order the first rank's label gives them.
+/// The mesh axes of the rows that have more than one rank (every axis when none has), in the
+/// order the labels give them: the columns of a table keyed by coordinates.
 pub fn mesh_axes(rows: &[AcrossRow]) -> Vec<String> {
-    let mut axes: Vec<String> = Vec::new();
+    let mut axes: Vec<(String, bool)> = Vec::new();
     for r in rows {
         for a in r.mesh.iter().flat_map(|m| &m.axes) {
-            if !axes.contains(&a.name) {
-                axes.push(a.name.clone());
+            match axes.iter_mut().find(|(n, _)| *n == a.name) {
+                Some((_, wide)) => *wide |= a.size > 1,
+                None => axes.push((a.name.clone(), a.size > 1)),
             }
         }
     }
-    axes
+    let any_wide = axes.iter().any(|(_, w)| *w);
+    axes.into_iter()
+        .filter(|(_, w)| *w || !any_wide)
+        .map(|(n, _)| n)
+        .collect()
 }
 
 fn render_across(o: &mut String, a: &Across) {
@@ -682,7 +688,7 @@ fn render_across(o: &mut String, a: &Across) {
             }
             row.extend([
                 opt(r.peak_bytes),
-                shorten(r.peak_label.as_deref().unwrap_or("-"), 24),
+                shorten(r.peak_label.as_deref().unwrap_or("-"), 22),
                 opt(r.schedule_end_bytes),
                 opt(r.non_pytorch_max_bytes),
                 if r.setup_costs.is_empty() {
