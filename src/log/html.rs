@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use super::fmt::esc;
 use super::model::*;
 use super::text::{
     NO_STANDOUT, command_line, gib, mesh_axes, mib, peak_text, rank_name, signed_gib, standout_text,
@@ -12,14 +13,6 @@ use super::text::{
 
 const GIB: f64 = 1073741824.0;
 const MIB: f64 = 1048576.0;
-
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
 
 const COLORS: [&str; 10] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",

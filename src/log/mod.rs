@@ -8,7 +8,8 @@
 //! - `inputs`: which files; `scan`: streaming them for prints;
 //! - `analyze`: prints to per-rank reports; `across`: ranks side by side; `findings`:
 //!   what went wrong, every rank's;
-//! - `model`: the report as data (the JSON schema); `text`, `html`: renderers;
+//! - `model`: the report as data (the JSON schema); `text`, `html`: renderers, `fmt` the
+//!   figures and lines they write;
 //! - `shape`: which ranks are of one run, and whether two runs have the same shape;
 //! - `estimate`: the checkout's own memory estimate beside the measured figures;
 //! - `diff`: one run against another (before and after a change);
@@ -26,6 +27,7 @@ pub mod diff;
 pub mod error;
 pub mod estimate;
 pub mod findings;
+pub mod fmt;
 pub mod fstring;
 pub mod html;
 pub mod inputs;

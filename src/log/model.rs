@@ -31,7 +31,7 @@ pub struct Report {
     pub missing_ranks: Vec<i64>,
     /// With `--estimate`: the checkout's own memory estimate beside the measured figures.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub estimate: Option<super::estimate::EstimateReport>,
+    pub estimate: Option<super::estimate::model::EstimateReport>,
 }
 
 #[derive(Debug, Serialize)]

@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use super::model::*;
 use super::text::{amount, parting_text, signed, who};
-use crate::log::html::{STATUS_SCRIPT, STYLE, axis, esc, gridlines};
-use crate::log::text::gib;
+use crate::log::fmt::{esc, gib, shorten};
+use crate::log::html::{STATUS_SCRIPT, STYLE, axis, gridlines};
 
 const GIB: f64 = 1073741824.0;
 const BEFORE: &str = "#9c9c9c";
@@ -205,7 +205,7 @@ fn overlay(o: &mut String, r: &RankDiff, (top, tick): (f64, f64)) {
                 "<text transform=\"translate({:.1},{:.1}) rotate(-50)\" text-anchor=\"end\">{}</text>",
                 x(i) + 3.0,
                 mt + ph + 12.0,
-                esc(&crate::log::text::shorten(l, 28))
+                esc(&shorten(l, 28))
             );
         }
     }

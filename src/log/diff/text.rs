@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::model::*;
-use crate::log::text::{gib, mib, say, table};
+use crate::log::fmt::{gib, mib, say, signed_gib, table};
 
 /// A figure in the unit its print gives it: saved tensors in MiB, the rest in GiB.
 pub fn amount(kind: &str, b: i64) -> String {
@@ -29,7 +29,7 @@ fn opt(kind: &str, b: Option<i64>) -> String {
     b.map(|b| amount(kind, b)).unwrap_or_else(|| "-".into())
 }
 
-pub use crate::log::text::rank_name as who;
+pub use crate::log::fmt::rank_name as who;
 
 pub fn parting_text(p: &Parting) -> String {
     let mut s = match (p.before_bytes, p.after_bytes) {
@@ -38,7 +38,7 @@ pub fn parting_text(p: &Parting) -> String {
             p.point,
             gib(b),
             gib(a),
-            crate::log::text::signed_gib(a - b)
+            signed_gib(a - b)
         ),
         (Some(_), None) => format!(
             "the timelines part at \"{}\", which only the run before printed",

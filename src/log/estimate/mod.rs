@@ -6,7 +6,8 @@
 //! timeline leaves the estimated one.
 //!
 //! - `table`: where the estimator is, what it takes, which event each print reads (data);
-//! - `run`: finding the checkout and Python, running the driver.
+//! - `run`: finding the checkout and Python, running the driver;
+//! - `model`: the estimate as data (in the report's JSON); `render`: as text and HTML.
 //!
 //! An estimate that cannot be made (no run shape printed, no estimator, no Python, a model
 //! config it cannot read) is one line in the report, which is otherwise the same.
@@ -14,16 +15,16 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Serialize;
-
 use super::model::{RankReport, Report};
-use crate::mesh::{Label, Mesh};
+use crate::mesh::Label;
 
+pub mod model;
 pub mod render;
 pub mod run;
 pub mod table;
 
-use run::{FoundBy, Parallel, Simulated};
+pub use model::*;
+use run::Simulated;
 use table::Table;
 
 /// Why there is no estimate; each says it in one line.
@@ -59,89 +60,6 @@ pub enum EstimateError {
     NoPython,
     #[error("the estimator gave no estimate: {0}")]
     Driver(String),
-}
-
-/// What `--estimate` adds to the report.
-#[derive(Debug, Serialize)]
-pub struct EstimateReport {
-    pub estimator: String,
-    /// Why there is no estimate (the rest is then absent).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub unavailable: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub checkout: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub found_by: Option<FoundBy>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub model_config: Option<String>,
-    /// What the estimator was given (its ParallelismConfig, and the fragmentation factor).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub inputs: Option<Inputs>,
-    /// The measured timeline leaves the estimate where the two differ by more than this per
-    /// cent of the estimated peak of model tensors (and by more than the prints' rounding).
-    pub tolerance_percent: f64,
-    pub ranks: Vec<RankEstimate>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Inputs {
-    #[serde(flatten)]
-    pub parallel: Parallel,
-    pub world: u64,
-    pub fragmentation: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct RankEstimate {
-    pub rank: i64,
-    pub pp_rank: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mesh: Option<Mesh>,
-    /// Static memory, peak of model tensors, non-PyTorch memory, device total: measured
-    /// against estimated.
-    pub figures: Vec<Figure>,
-    /// The estimator's peak event, and the first print at or after it.
-    pub estimated_peak_event: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub estimated_peak_point: Option<String>,
-    /// Every schedule print with its estimated state.
-    pub timeline: Vec<TimelinePoint>,
-    /// Prints of the step the estimate has no state for (not in the table, or a loop index
-    /// the simulated schedule does not reach).
-    pub points_without_estimate: usize,
-    /// The first point where measured and estimated differ by more than `tolerance_bytes`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub leaves_at: Option<TimelinePoint>,
-    pub tolerance_bytes: i64,
-    /// The largest difference along the timeline.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub largest_difference: Option<TimelinePoint>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Figure {
-    /// `static`, `peak`, `non_pytorch`, `device_total`.
-    pub figure: &'static str,
-    /// What is compared with what, for people.
-    pub compares: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub measured_bytes: Option<i64>,
-    pub estimated_bytes: i64,
-    /// measured - estimated.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff_bytes: Option<i64>,
-    /// Of the estimate.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff_percent: Option<f64>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct TimelinePoint {
-    pub point: String,
-    pub event: String,
-    pub measured_bytes: i64,
-    pub estimated_bytes: i64,
-    pub diff_bytes: i64,
 }
 
 /// The estimate for `report`'s ranks. `root`: the checkout (`--root`), else found from the

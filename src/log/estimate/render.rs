@@ -5,8 +5,7 @@
 use std::fmt::Write as _;
 
 use super::{EstimateReport, Figure, RankEstimate, TimelinePoint};
-use crate::log::html::esc;
-use crate::log::text::{gib, say, signed_gib, table};
+use crate::log::fmt::{esc, gib, say, signed_gib, table};
 
 /// `pp=2 ep=2 cp=1 dp=4, world 16, mbs 1, gbs 32, seq 4`.
 fn inputs(e: &EstimateReport) -> String {

@@ -9,20 +9,9 @@ use std::process::{Command, Stdio};
 use serde::{Deserialize, Serialize};
 
 use super::EstimateError;
+use super::model::{FoundBy, Parallel};
 
 const DRIVER: &str = include_str!("driver.py");
-
-/// How the checkout was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum FoundBy {
-    /// `--root`.
-    Root,
-    /// A folder above the run's (absolute) model path.
-    ModelPath,
-    /// The current folder or one above it.
-    CurrentFolder,
-}
 
 /// The checkout holding the estimator: `root` when given, else the first folder above the
 /// model path that has it, else the current folder or one above it.
@@ -110,18 +99,6 @@ pub struct Request<'a> {
     pub fragmentation: f64,
     pub parallel: Parallel,
     pub pp_ranks: Vec<i64>,
-}
-
-/// The estimator's ParallelismConfig, field for field.
-#[derive(Debug, Clone, Serialize)]
-pub struct Parallel {
-    pub pp_size: u64,
-    pub ep_size: u64,
-    pub dp_size: u64,
-    pub cp_size: u64,
-    pub micro_batch_size: u64,
-    pub global_batch_size: u64,
-    pub sequence_length: u64,
 }
 
 #[derive(Debug, Deserialize)]
