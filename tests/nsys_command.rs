@@ -123,6 +123,11 @@ const LAUNCH: [&str; 6] = [
     "pkg.profile_run",
 ];
 
+/// The words of a launch line (none of them holds a space).
+fn args(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 fn trace_json(dir: &Path) -> PathBuf {
     let p = dir.join("trace.json");
     std::fs::write(
@@ -558,19 +563,9 @@ fn pithtrain_gets_what_its_own_capture_passes_to_nsys() {
     let fake = current_nsys();
     let o = run(
         &path_with(fake.path()),
-        &[
-            "--",
-            "srun",
-            "--nodes",
-            "2",
-            "torchrun",
-            "--nnodes",
-            "2",
-            "--nproc-per-node",
-            "8",
-            "-m",
-            "pithtrain.tasks.pretrain_lm",
-        ],
+        &args(
+            "-- srun --nodes 2 torchrun --nnodes 2 --nproc-per-node 8 -m pithtrain.tasks.pretrain_lm",
+        ),
     );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
@@ -621,30 +616,15 @@ fn pithtrain_gets_what_its_own_capture_passes_to_nsys() {
 #[test]
 fn pithtrain_extras_only_on_request_each_in_one_line() {
     let fake = current_nsys();
-    let launch = [
-        "--",
-        "torchrun",
-        "--nproc_per_node=8",
-        "-m",
-        "pithtrain.tasks.pretrain_lm",
-    ];
-    let mut args = vec![
-        "--pytorch-nvtx",
-        "--backtraces",
-        "--cuda-memory-usage",
-        "--osrt",
-    ];
-    args.extend(launch);
-    let (out, err) = text(&run(&path_with(fake.path()), &args));
+    let launch = args("-- torchrun --nproc_per_node=8 -m pithtrain.tasks.pretrain_lm");
+    let mut asked = args("--pytorch-nvtx --backtraces --cuda-memory-usage --osrt");
+    asked.extend(launch);
+    let (out, err) = text(&run(&path_with(fake.path()), &asked));
     let words = shell_words(&out);
     let opts = nsys_options(&words);
-    for o in [
-        "--trace=cuda,nvtx,osrt",
-        "--pytorch=autograd-shapes-nvtx",
-        "--cudabacktrace=all",
-        "--python-backtrace=cuda",
-        "--cuda-memory-usage=true",
-    ] {
+    for o in args(
+        "--trace=cuda,nvtx,osrt --pytorch=autograd-shapes-nvtx --cudabacktrace=all --python-backtrace=cuda --cuda-memory-usage=true",
+    ) {
         assert!(opts.contains(&o.to_string()), "{o}: {out}");
     }
     for (flag, said) in [
@@ -735,13 +715,7 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
     // A module launch: the reminder.
     let (out, err) = text(&run(
         &path_with(fake.path()),
-        &[
-            "--",
-            "torchrun",
-            "--nproc_per_node=8",
-            "-m",
-            "pithtrain.tasks.pretrain_lm",
-        ],
+        &args("-- torchrun --nproc_per_node=8 -m pithtrain.tasks.pretrain_lm"),
     ));
     assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
     assert!(err.contains("set both in the config"), "{err}");
@@ -776,14 +750,7 @@ fn the_user_guide_srun_line_gets_nsys_inside_srun_once_per_node() {
     let o = run_in(
         tree.path(),
         &path_with(fake.path()),
-        &[
-            "--",
-            "srun",
-            "-W",
-            "0",
-            "examples/pretrain_lm/launch.sh",
-            "qwen3-30b-a3b",
-        ],
+        &args("-- srun -W 0 examples/pretrain_lm/launch.sh qwen3-30b-a3b"),
     );
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
@@ -827,23 +794,9 @@ fn the_user_guide_srun_line_gets_nsys_inside_srun_once_per_node() {
 fn the_validate_skill_srun_line_skips_srun_options_with_values() {
     let fake = current_nsys();
     let tree = pithtrain_tree();
-    let launch = [
-        "--",
-        "srun",
-        "-N",
-        "2",
-        "-W",
-        "0",
-        "-o",
-        "logging/validate-qwen3-30b-a3b-base.log",
-        ".agents/skills/validate-correctness/scripts/launch_validate.sh",
-        "--model",
-        "qwen3-30b-a3b",
-        "--pipeline-parallel-size",
-        "2",
-        "--expert-parallel-size",
-        "8",
-    ];
+    let launch = args(
+        "-- srun -N 2 -W 0 -o logging/validate-qwen3-30b-a3b-base.log .agents/skills/validate-correctness/scripts/launch_validate.sh --model qwen3-30b-a3b --pipeline-parallel-size 2 --expert-parallel-size 8",
+    );
     let (out, err) = text(&run_in(tree.path(), &path_with(fake.path()), &launch));
     let words = shell_words(&out);
     assert_eq!(&words[..7], &launch[1..8], "{out}");
@@ -972,16 +925,9 @@ fn torchrun_on_several_nodes_by_hand_names_each_export_by_host() {
     let empty = tempfile::tempdir().unwrap();
     let tree = pithtrain_tree();
     // examples/pretrain_lm/launch.sh's torchrun line, as the shell expands it on node 0.
-    let launch = [
-        "--",
-        "torchrun",
-        "--nnodes=2",
-        "--node-rank=0",
-        "--nproc-per-node=gpu",
-        "--rdzv-backend=c10d",
-        "--rdzv-endpoint=10.0.0.1:15213",
-        "examples/pretrain_lm/qwen3-30b-a3b/script.py",
-    ];
+    let launch = args(
+        "-- torchrun --nnodes=2 --node-rank=0 --nproc-per-node=gpu --rdzv-backend=c10d --rdzv-endpoint=10.0.0.1:15213 examples/pretrain_lm/qwen3-30b-a3b/script.py",
+    );
     let (out, err) = text(&run_in(tree.path(), &path_with(empty.path()), &launch));
     let words = shell_words(&out);
     assert_eq!(&words[..2], ["nsys", "profile"]);
@@ -1005,15 +951,7 @@ fn per_task_and_per_rank_launches_name_each_export_by_task() {
     let empty = tempfile::tempdir().unwrap();
     let (out, err) = text(&run(
         &path_with(empty.path()),
-        &[
-            "--",
-            "srun",
-            "-N",
-            "2",
-            "--ntasks-per-node=8",
-            "python",
-            "train.py",
-        ],
+        &args("-- srun -N 2 --ntasks-per-node=8 python train.py"),
     ));
     assert!(
         shell_words(&out).contains(
@@ -1028,16 +966,7 @@ fn per_task_and_per_rank_launches_name_each_export_by_task() {
     );
     let (out, err) = text(&run(
         &path_with(empty.path()),
-        &[
-            "--",
-            "mpirun",
-            "-np",
-            "16",
-            "--map-by",
-            "ppr:8:node",
-            "python",
-            "train.py",
-        ],
+        &args("-- mpirun -np 16 --map-by ppr:8:node python train.py"),
     ));
     let words = shell_words(&out);
     assert_eq!(
@@ -1060,19 +989,10 @@ fn per_task_and_per_rank_launches_name_each_export_by_task() {
 #[test]
 fn out_takes_a_pattern_that_must_tell_the_nodes_apart() {
     let empty = tempfile::tempdir().unwrap();
-    let srun = [
-        "srun",
-        "-N",
-        "2",
-        "torchrun",
-        "--nnodes",
-        "2",
-        "-m",
-        "pkg.train",
-    ];
+    let srun = args("srun -N 2 torchrun --nnodes 2 -m pkg.train");
     let with = |out: &str| {
         let mut a = vec!["--out", out, "--"];
-        a.extend(srun);
+        a.extend(&srun);
         run(&path_with(empty.path()), &a)
     };
     // The same name on every node: refused, with the fix.
@@ -1120,15 +1040,7 @@ fn a_folder_holding_earlier_node_exports_is_warned_about() {
     let (_, err) = text(&run_in(
         d.path(),
         &path_with(empty.path()),
-        &[
-            "--",
-            "srun",
-            "-N",
-            "2",
-            "torchrun",
-            "-m",
-            "pithtrain.tasks.pretrain_lm",
-        ],
+        &args("-- srun -N 2 torchrun -m pithtrain.tasks.pretrain_lm"),
     ));
     assert!(
         err.contains("warning: profiling/results/nsys/ already holds 2 export(s) named pithtrain_node* (pithtrain_node2.sqlite, pithtrain_node3.nsys-rep)"),
