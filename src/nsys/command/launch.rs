@@ -175,7 +175,8 @@ pub fn analyse(launch: &[String], t: &Launchers) -> Result<Layout, CommandError>
 }
 
 /// A launcher further in (`timeout 600 srun ...`, `torchrun ... nsys`): nsys before the first
-/// word would wrap it on this node only.
+/// word would wrap it on this node only. (`ssh` and the like are looked for as the first word
+/// only: as a later word they are as likely an argument's value.)
 fn refuse_hidden_launchers(inner: &[String], t: &Launchers) -> Result<(), CommandError> {
     for (i, w) in inner.iter().enumerate() {
         let b = base(w);
@@ -189,9 +190,8 @@ fn refuse_hidden_launchers(inner: &[String], t: &Launchers) -> Result<(), Comman
                 "give instrument the command without nsys and its options",
             ));
         }
-        let launcher = t.srun.programs.iter().any(|p| p == b)
-            || t.mpirun.programs.iter().any(|p| p == b)
-            || t.refuse.contains_key(b);
+        let launcher =
+            t.srun.programs.iter().any(|p| p == b) || t.mpirun.programs.iter().any(|p| p == b);
         if launcher && i > 0 {
             return Err(CommandError::unplaceable(
                 format!(
@@ -322,6 +322,12 @@ mod tests {
         assert_eq!(l.placement, Placement::MpiPerRank);
         let l = layout("torchrun --nnodes=2 --node-rank=0 train.py").unwrap();
         assert_eq!(l.placement, Placement::EachHost { nnodes: 2 });
+        let l = layout("torchrun --standalone -m pkg --transport ssh").unwrap();
+        assert_eq!(
+            l.placement,
+            Placement::One,
+            "an argument named ssh is not a launcher"
+        );
         let l = layout("A=1 torchrun --standalone --nproc_per_node=4 -m pkg").unwrap();
         assert_eq!(l.placement, Placement::One);
         assert_eq!(l.env, [("A".to_string(), "1".to_string())]);
