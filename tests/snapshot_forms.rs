@@ -173,8 +173,10 @@ fn every_scenario_in_every_form_gives_the_planted_truth() {
         "forms read"
     );
     let per_snapshot = per_form["p4"];
+    // Expandable segments came with torch 2.1: that snapshot has no 1.13 or 2.0 form.
     assert!(
-        per_form.values().all(|&n| n == per_snapshot),
+        per_form.iter().all(|(f, &n)| n == per_snapshot
+            || (matches!(f.as_str(), "v1.13" | "v2.0") && n == per_snapshot - 1)),
         "every snapshot in every form: {per_form:?}"
     );
     assert!(checked >= 16 * 14, "only {checked} files checked");

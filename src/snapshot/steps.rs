@@ -203,7 +203,7 @@ fn from_annotations(anns: &[Annotation], device: i64, ev: &[Event], dropped: u64
             })
             .collect();
         let starts = match edge {
-            Edge::End => after_ends(idx, ev.len(), dropped),
+            Edge::End => after_ends(idx, ev, dropped),
             Edge::Start => {
                 let mut s: Vec<u32> = idx
                     .into_iter()
@@ -287,18 +287,23 @@ fn from_optimizer(snap: &Snapshot, ev: &[Event], dropped: u64) -> Option<Steps> 
         return None;
     }
     Some(Steps {
-        starts: after_ends(ends, ev.len(), dropped),
+        starts: after_ends(ends, ev, dropped),
         optimizer_frame: first_frame,
         ..Steps::new(StepMethod::OptimizerStep)
     })
 }
 
 /// Step starts from the ends of steps: the first step starts with the window (unless
-/// older entries were dropped: it began before), each next one after an end; an end
-/// at the window's end starts nothing.
-fn after_ends(ends: Vec<u32>, n: usize, dropped: u64) -> Vec<u32> {
+/// older entries were dropped: it began before), each next one after an end that an
+/// allocation follows (after the last end, frees only are that step's tail:
+/// `zero_grad`, the batch going out of scope).
+fn after_ends(ends: Vec<u32>, ev: &[Event], dropped: u64) -> Vec<u32> {
+    let last_alloc = ev.iter().rposition(|e| e.action == Action::Alloc);
     let mut starts: Vec<u32> = (dropped == 0).then_some(0).into_iter().collect();
-    starts.extend(ends.into_iter().filter(|&e| (e as usize) < n));
+    starts.extend(
+        ends.into_iter()
+            .filter(|&e| last_alloc.is_some_and(|l| e as usize <= l)),
+    );
     starts.sort_unstable();
     starts.dedup();
     starts

@@ -45,6 +45,8 @@ EXTRA = {
     # torch 2.1-2.4's schema (no time_us) recorded with stacks="all": what the real
     # notebook snapshots we examined are
     "v2.1-all": dict(version="2.1", stacks="all", enc="pickle", protocol=4),
+    # torch 2.9 with no annotation recorded (no record_function range ran)
+    "p4-noann": dict(version="2.9", stacks="all", enc="pickle", protocol=4, annotations=False),
 }
 
 
@@ -56,7 +58,7 @@ def encode(devices, form):
     f = form_of(form) if isinstance(form, str) else form
     holders = {} if f["enc"] == "jit" else None
     g = graph.build(devices, f["version"], f["stacks"], f.get("pending_name", "active_pending_free"),
-                    holders=holders)
+                    holders=holders, annotations=f.get("annotations", True))
     if f["enc"] == "pickle":
         data = pickle.dumps(g, protocol=f["protocol"])
         return relabel(data, f["relabel"]) if "relabel" in f else data

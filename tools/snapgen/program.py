@@ -167,15 +167,27 @@ def attribution(frames):
     """(site, library) as a memory engineer names an allocation: the first frame in
     the user's own files, and the innermost library frame below it (the library code
     that allocated for it); without a user frame, that library frame for both."""
-    lib = None
+    return attribution_with(frames)
+
+
+def attribution_with(frames, torch_prefix=TORCH + "/", library_dir="/site-packages/", stdlib=None):
+    """`attribution` for another layout (Windows: backslashes). Standard-library
+    frames (`stdlib` prefix, else any `lib` folder with no site-packages) are never
+    the user's; without a user or library frame the site is the first torch frame."""
+    lib = torch = None
     for f in frames:
-        if f.filename.startswith(TORCH + "/"):
+        if f.filename.startswith(torch_prefix):
+            torch = torch or f
             continue
-        if is_library(f):
+        if library_dir in f.filename:
             lib = lib or f
             continue
+        if "\\lib\\" in f.filename.lower() or "/lib/python3" in f.filename:
+            continue
         return site(f), site(lib)
-    return site(lib), site(lib)
+    if lib is not None:
+        return site(lib), site(lib)
+    return site(torch), None
 
 
 def lib_site(frames, cpp, category, **kw):

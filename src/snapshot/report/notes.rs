@@ -68,6 +68,8 @@ pub struct AnnotationRef {
 #[derive(Clone, Debug, Serialize)]
 pub struct Steps {
     pub count: u32,
+    /// The trace entry each step starts at (indices into the kept entries).
+    pub starts: Vec<u32>,
     /// "annotation" (the run's `external_annotations`), "optimizer_step" (the
     /// optimizer's steps in the trace's stacks), "marker" (a once-per-step allocation),
     /// "sawtooth" (live-memory cycles) or "none".
@@ -120,6 +122,7 @@ pub fn steps_out(snap: &Snapshot, t: &TraceAnalysis) -> Steps {
     };
     Steps {
         count: t.step_count(),
+        starts: t.step_starts.clone(),
         method: s.method.name().into(),
         from_run: s.method.from_run(),
         guess: matches!(s.method, StepMethod::Marker | StepMethod::Sawtooth),
