@@ -250,3 +250,26 @@ fn expandable_segments_are_mapped_pages_not_fragmentation() {
         "{text}"
     );
 }
+
+#[test]
+fn the_page_says_it_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let page = |rel: &str| {
+        let out = dir.path().join(rel.replace('/', "_") + ".html");
+        let r = run(&[
+            fixture(rel).to_str().unwrap(),
+            "--html",
+            out.to_str().unwrap(),
+        ]);
+        assert!(r.status.success(), "{}", String::from_utf8_lossy(&r.stderr));
+        std::fs::read_to_string(out).unwrap()
+    };
+    let late = page("late_history/snapshot_p4.pickle");
+    assert!(late.contains("No stack:") && late.contains("_record_memory_history"));
+    let win = page("windows/snapshot.pickle");
+    assert!(win.contains("transformers modeling_utils.py:4343 in to, called from"));
+    assert!(win.contains("marked by the run"));
+    let exp = page("expandable/snapshot.pickle");
+    assert!(exp.contains("mapped pages, free (not fragmentation)"));
+    assert!(exp.contains("torch.cuda.empty_cache() would return"));
+}

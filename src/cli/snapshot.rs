@@ -101,3 +101,28 @@ fn exit_for(e: SnapshotError) -> anyhow::Error {
         | SnapshotError::NoRanks { .. } => user_error(e.to_string()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_errors_map_to_exit_codes_here() {
+        let user = exit_for(SnapshotError::Pickle {
+            path: "x.pickle: ".into(),
+            offset: 64,
+            msg: "refused opcode STACK_GLOBAL (imports a name)".into(),
+        });
+        assert!(user.downcast_ref::<crate::exit::UserError>().is_some());
+        assert_eq!(
+            user.to_string(),
+            "x.pickle: byte 64: refused opcode STACK_GLOBAL (imports a name)"
+        );
+        let io = exit_for(SnapshotError::Io {
+            path: "x.pickle".into(),
+            source: std::io::Error::other("disk gone"),
+        });
+        assert!(io.downcast_ref::<crate::exit::UserError>().is_none());
+        assert_eq!(format!("{io:#}"), "cannot read x.pickle: disk gone");
+    }
+}

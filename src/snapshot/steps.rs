@@ -258,16 +258,18 @@ fn in_benchmark(snap: &Snapshot, stack: StackId) -> bool {
 /// Only an optimizer that allocates in every step marks steps: with one run (the
 /// state a fused optimizer makes in its first step) the steps are left to the guess.
 fn from_optimizer(snap: &Snapshot, ev: &[Event], dropped: u64) -> Option<Steps> {
-    let mut is_opt: FxMap<StackId, Option<FrameId>> = FxMap::default();
+    // Per interned stack: not yet looked at, or its optimizer frame (if any).
+    let mut is_opt: Vec<Option<Option<FrameId>>> = vec![None; snap.stacks.len()];
     let mut ends = Vec::new();
     let (mut last_opt, mut first_frame) = (None::<usize>, None);
     for (i, e) in ev.iter().enumerate() {
         if e.action != Action::Alloc || e.stack == 0 {
             continue;
         }
-        let f = *is_opt
-            .entry(e.stack)
-            .or_insert_with(|| optimizer_frame(snap, e.stack));
+        let Some(slot) = is_opt.get_mut(e.stack as usize) else {
+            continue;
+        };
+        let f = *slot.get_or_insert_with(|| optimizer_frame(snap, e.stack));
         match (f, last_opt) {
             (Some(f), _) => {
                 first_frame.get_or_insert(f);
@@ -476,4 +478,80 @@ fn comes_back(o: &[u32], live: &[u64], baseline: u64) -> bool {
         })
         .count();
     ok * 4 >= (o.len() - 1) * 3
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(action: Action, t: i64) -> Event {
+        Event {
+            action,
+            addr: 0,
+            size: 0,
+            stream: 0,
+            time_us: t,
+            stack: 0,
+        }
+    }
+
+    fn ann(name: &str, stage: &str, device: Option<i64>, t: i64) -> Annotation {
+        Annotation {
+            name: name.into(),
+            stage: stage.into(),
+            device,
+            time_us: Some(t),
+        }
+    }
+
+    #[test]
+    fn optimizer_step_ends_mark_steps_and_outside_the_window_nothing() {
+        // allocs at t = 10, 20, ..., 100
+        let events: Vec<Event> = (1..=10).map(|i| ev(Action::Alloc, i * 10)).collect();
+        let anns = vec![
+            ann("Optimizer.step#AdamW.step", "END", Some(0), 5), // before the window
+            ann("Optimizer.step#AdamW.step", "END", Some(0), 35),
+            ann("Optimizer.step#AdamW.step", "END", Some(0), 70), // at an entry: after it
+            ann("Optimizer.step#AdamW.step", "END", Some(0), 100), // nothing allocates after
+            ann("enumerate(DataLoader)#_Iter.__next__", "START", Some(0), 15),
+        ];
+        let s = from_annotations(&anns, 0, &events, 0).unwrap();
+        assert_eq!(s.method, StepMethod::Annotation);
+        assert_eq!(s.starts, vec![0, 3, 7]);
+        assert_eq!(s.annotation.unwrap().1, Edge::End);
+        // older entries dropped: the first step began before the window
+        assert_eq!(
+            from_annotations(&anns, 0, &events, 5).unwrap().starts,
+            vec![3, 7]
+        );
+        // another device's annotations count only when this one has none
+        let other = vec![ann("ProfilerStep#1", "START", Some(1), 42)];
+        assert_eq!(
+            from_annotations(&other, 0, &events, 0).unwrap().starts,
+            vec![4]
+        );
+        let mixed = vec![
+            other[0].clone(),
+            ann("ProfilerStep#1", "START", Some(0), 61),
+        ];
+        assert_eq!(
+            from_annotations(&mixed, 0, &events, 0).unwrap().starts,
+            vec![6]
+        );
+        assert!(from_annotations(&[], 0, &events, 0).is_none());
+    }
+
+    #[test]
+    fn the_most_telling_family_wins() {
+        let events: Vec<Event> = (1..=10).map(|i| ev(Action::Alloc, i * 10)).collect();
+        let anns = vec![
+            ann("enumerate(DataLoader)#_Iter.__next__", "START", None, 15),
+            ann("enumerate(DataLoader)#_Iter.__next__", "START", None, 45),
+            ann("train_step", "START", None, 31),
+            ann("train_step", "START", None, 71),
+        ];
+        let s = from_annotations(&anns, 0, &events, 0).unwrap();
+        assert_eq!(s.annotation.unwrap().0, "train_step");
+        assert_eq!(s.starts, vec![3, 7]);
+    }
 }

@@ -151,6 +151,8 @@ pub fn analyse(
     let mut first_time = None;
     let mut last_time = None;
 
+    // Reserved bytes over the window, relative to its start (anchored on the end below).
+    let (mut reserved, mut reserved_top) = (0i128, 0i128);
     for (i, e) in ev.iter().enumerate() {
         let i = i as u32;
         counts[e.action.index()] += 1;
@@ -196,6 +198,11 @@ pub fn analyse(
             Action::FreeCompleted => {
                 pending.remove(&e.addr);
             }
+            Action::SegmentAlloc | Action::SegmentMap => {
+                reserved += e.size as i128;
+                reserved_top = reserved_top.max(reserved);
+            }
+            Action::SegmentFree | Action::SegmentUnmap => reserved -= e.size as i128,
             _ => {}
         }
     }
@@ -309,7 +316,7 @@ pub fn analyse(
     let mut steps_found = steps::detect(snap, device, t, &live, baseline, attr);
     let step_starts = std::mem::take(&mut steps_found.starts);
 
-    let (reserved_start, reserved_peak) = reserved_over_window(snap, device, ev);
+    let (reserved_start, reserved_peak) = anchor_reserved(snap, device, reserved, reserved_top);
     let mut ta = TraceAnalysis {
         kept: n as u64,
         dropped: t.dropped,
@@ -338,24 +345,17 @@ pub fn analyse(
     ta
 }
 
-/// Reserved bytes at the start of the window and their peak in it.
-fn reserved_over_window(snap: &Snapshot, device: i64, ev: &[super::model::Event]) -> (u64, u64) {
+/// Reserved bytes at the start of the window and their peak in it, from the change
+/// over the window (`net`) and its highest point (`top`), anchored on the segments at
+/// the end.
+fn anchor_reserved(snap: &Snapshot, device: i64, net: i128, top: i128) -> (u64, u64) {
     let end = snap
         .segments
         .iter()
         .filter(|s| s.device == device)
-        .fold(0u64, |a, s| a.saturating_add(s.total_size));
-    let (mut cur, mut top) = (0i128, 0i128);
-    for e in ev {
-        match e.action {
-            Action::SegmentAlloc | Action::SegmentMap => cur += e.size as i128,
-            Action::SegmentFree | Action::SegmentUnmap => cur -= e.size as i128,
-            _ => continue,
-        }
-        top = top.max(cur);
-    }
-    let start = (end as i128 - cur).max(0);
-    (start as u64, (start + top).max(end as i128) as u64)
+        .fold(0u64, |a, s| a.saturating_add(s.total_size)) as i128;
+    let start = (end - net).max(0);
+    (start as u64, (start + top).max(end) as u64)
 }
 
 fn step_stats(snap: &Snapshot, ta: &TraceAnalysis, attr: &mut Attributor) -> Vec<StepStat> {
