@@ -143,7 +143,8 @@ pub fn detect(
     attr: &mut Attributor,
 ) -> Steps {
     let ev = &t.events[..];
-    let timed = !ev.is_empty() && ev.iter().all(|e| e.time_us != NO_TIME);
+    // A file's entries all have `time_us` (torch >= 2.5) or none do.
+    let timed = matches!((ev.first(), ev.last()), (Some(a), Some(b)) if a.time_us != NO_TIME && b.time_us != NO_TIME);
     if timed && let Some(s) = from_annotations(&snap.annotations, device, ev, t.dropped) {
         return s;
     }
