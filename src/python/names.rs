@@ -292,7 +292,7 @@ pub struct CodeFacts {
 
 /// The facts of `code`.
 pub fn code_facts(code: &Source) -> CodeFacts {
-    let whole = [0..code.text.len()];
+    let whole = std::slice::from_ref(&(0..code.text.len())).to_vec();
     let analysis = Analysis::new(code, &whole);
     let open = reads_of(code, &analysis, &whole);
     let mut level: Vec<(String, usize, bool)> = Vec::new();
@@ -318,7 +318,7 @@ pub fn code_facts(code: &Source) -> CodeFacts {
 /// The reads of `code` (inserted code parsed on its own) in `ranges` that the code does
 /// not bind before them: those the host must bind.
 pub fn open_reads(code: &Source, ranges: &[Range<usize>]) -> Vec<OpenRead> {
-    let whole = [0..code.text.len()];
+    let whole = std::slice::from_ref(&(0..code.text.len())).to_vec();
     let analysis = Analysis::new(code, &whole);
     reads_of(code, &analysis, ranges)
 }
@@ -326,7 +326,7 @@ pub fn open_reads(code: &Source, ranges: &[Range<usize>]) -> Vec<OpenRead> {
 fn reads_of(code: &Source, analysis: &Analysis, ranges: &[Range<usize>]) -> Vec<OpenRead> {
     let mut out = Vec::new();
     for range in ranges {
-        for r in reads_in(code, &analysis, range.clone()) {
+        for r in reads_in(code, analysis, range.clone()) {
             let node = code
                 .root()
                 .descendant_for_byte_range(r.at, r.at)
