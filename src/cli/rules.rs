@@ -88,7 +88,11 @@ pub fn list(args: RulesArgs) -> Result<u8, Error> {
         if let Some(h) = &role.holds {
             how.push(format!("holds `{h}`"));
         }
-        println!("role {{{name}}}: {}: the class that {}", role.about, how.join(" and "));
+        println!(
+            "role {{{name}}}: {}: the class that {}",
+            role.about,
+            how.join(" and ")
+        );
     }
     for r in &set.rules {
         let models = if r.models.is_empty() {

@@ -2,11 +2,12 @@
 //!
 //! Inserted code must bind only names of its own. Binding a name that the host function
 //! (or module) binds or reads changes the host: a later read sees the inserted value, an
-//! earlier read of a global becomes an unbound local, a loop variable is overwritten. This
-//! module finds, in inserted code parsed on its own, every binding it makes at the level
-//! of the scope it lands in (`level_bindings`: assignment and loop targets, `with`/`except`
-//! aliases, imports, `def`/`class` names, walrus targets, `global`s of its own functions),
-//! and whether the host's own code uses a name anywhere in that scope (`host_uses_name`,
+//! earlier read of a global becomes an unbound local, a loop variable is overwritten. A
+//! binding inserted code (parsed on its own) makes at the level of the scope it lands in is
+//! a `LevelBinding` (found by `names::code_facts`: assignment and loop targets,
+//! `with`/`except` aliases, imports, `def`/`class` names, walrus targets, `global`s of its
+//! own functions); this module says whether the host's own code uses a name anywhere in
+//! that scope (`HostUses`,
 //! nested functions and comprehensions included, so closures count). Names bound inside
 //! scopes the inserted code opens itself (its functions, lambdas, comprehensions) are its
 //! own. What a replaced statement bound (`bound_names`) it may bind again.
@@ -38,16 +39,6 @@ pub struct LevelBinding {
     /// Byte offset in the inserted code's own text.
     pub at: usize,
     pub module: bool,
-}
-
-/// The bindings of `code` (inserted code parsed on its own, as a module) that land in the
-/// host's scopes.
-pub fn level_bindings(code: &Source) -> Vec<LevelBinding> {
-    super::names::code_facts(code)
-        .level
-        .into_iter()
-        .map(|(name, at, module)| LevelBinding { name, at, module })
-        .collect()
 }
 
 /// The scope of `src` that code landing at byte `at` is in: the innermost function or
@@ -392,9 +383,10 @@ mod tests {
         let code = Source::parse(
             "def _h(t):\n    y = t\n    global G\n    G = y\n_s = [u for u in range(3)]\nimport os.path\nfrom m import a as _a\n".into(),
         );
-        let got: Vec<(String, bool)> = level_bindings(&code)
+        let got: Vec<(String, bool)> = super::super::names::code_facts(&code)
+            .level
             .into_iter()
-            .map(|b| (b.name, b.module))
+            .map(|(name, _, module)| (name, module))
             .collect();
         let want = [
             ("_h", false),

@@ -7,6 +7,7 @@ use tree_sitter::{Node, Parser, Tree};
 pub mod binds;
 pub mod compiled;
 pub mod eval;
+pub mod host;
 pub mod layout;
 pub mod literal;
 pub mod names;

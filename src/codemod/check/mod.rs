@@ -153,8 +153,8 @@ pub(super) struct Placed<'a> {
 
 impl Placed<'_> {
     /// Where the code goes, for the name checks.
-    pub(super) fn point(&self) -> crate::python::names::Point {
-        crate::python::names::Point {
+    pub(super) fn point(&self) -> crate::python::host::Point {
+        crate::python::host::Point {
             scope_at: self.scope_at,
             order: (self.edit.start, self.seq),
         }

@@ -11,7 +11,8 @@ use std::ops::Range;
 use super::Placed;
 use crate::codemod::edit::Shape;
 use crate::python::Source;
-use crate::python::names::{Host, Resolution};
+use crate::python::host::Host;
+use crate::python::names::Resolution;
 
 /// A name inserted code reads that is not there.
 #[derive(Debug, Clone, PartialEq, Eq)]
