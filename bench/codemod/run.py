@@ -15,7 +15,10 @@ all of them alike; the figures are medians. With --callgrind, the instructions o
 and of the floor (valgrind --tool=callgrind), the steadiest figure on a loaded machine.
 The load average is printed with the results.
 
-    bench/codemod/run.py [--runs N] [--pithtrain DIR] [--callgrind]
+    bench/codemod/run.py [--runs N] [--pithtrain DIR] [--callgrind] [--before BIN]
+
+(--before: another build of instrument, e.g. the one before a change, timed in the same
+rounds.)
 """
 
 import argparse
@@ -88,7 +91,7 @@ def instructions(cmd, cwd):
     return int(m.group(1)) if m else None
 
 
-def codemod(checkout, runs, label, callgrind):
+def codemod(checkout, runs, label, callgrind, before=None):
     work = Path(tempfile.mkdtemp(prefix="bench-codemod-"))
     tree = work / "tree"
     shutil.copytree(checkout, tree)
@@ -100,17 +103,23 @@ def codemod(checkout, runs, label, callgrind):
                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     print(f"{label} ({checkout}); load average before: {os.getloadavg()[0]:.2f}")
-    r = rounds({
+    commands = {
         "floor": ([str(FLOOR), ".", *TARGETS], (0,), None),
         "floor, threads": ([str(FLOOR), "--threads", ".", *TARGETS], (0,), None),
         "ruff": ([ruff, "check", "--no-cache", "--quiet", *TARGETS], (0, 1), None),
         "add": (add, (0,), None),
-    }, tree, runs)
+    }
+    if before:
+        commands["before"] = ([str(before), *add[1:]], (0,), None)
+    r = rounds(commands, tree, runs)
     row("floor: read + tree-sitter parse (6 files)", r["floor"])
     row("floor, one thread per file", r["floor, threads"])
     row("ruff check --no-cache (6 target files)", r["ruff"])
     row("instrument add qwen3-moe --dry-run  (vs floor)", r["add"], r["floor"])
     row("  the same, vs ruff check", r["add"], r["ruff"])
+    if before:
+        row(f"add with {before.name} (vs floor)", r["before"], r["floor"])
+        row("instrument add vs that build", r["add"], r["before"])
     rm = rounds({
         "floor": ([str(FLOOR), ".", *TARGETS], (0,), None),
         "remove": ([str(BIN), "remove"], (0,), instrumented),
@@ -121,6 +130,10 @@ def codemod(checkout, runs, label, callgrind):
         f = instructions([str(FLOOR), ".", *TARGETS], tree)
         if a and f:
             print(f"  instructions (callgrind): add {a / 1e6:.0f} M, floor {f / 1e6:.0f} M, {a / f:.2f}x")
+        if before and f:
+            b = instructions([str(before), *add[1:]], tree)
+            if b:
+                print(f"  instructions (callgrind): {before.name} {b / 1e6:.0f} M, {b / f:.2f}x the floor")
     print(f"  load average after: {os.getloadavg()[0]:.2f}")
     shutil.rmtree(work)
     return r["add"][1] / r["floor"][1], r["add"][0] / r["floor"][0]
@@ -154,12 +167,13 @@ def main():
     ap.add_argument("--pithtrain", type=Path)
     ap.add_argument("--callgrind", action="store_true")
     ap.add_argument("--skip-check", action="store_true", help="leave out the 10,000-file check")
+    ap.add_argument("--before", type=Path, help="another instrument binary, timed in the same rounds")
     args = ap.parse_args()
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=ROOT, check=True)
     subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "codemod_floor"], cwd=ROOT, check=True)
-    cpu, wall = codemod(ROOT / "fixtures" / "pithtrain", args.runs, "codemod on the fixture", args.callgrind)
+    cpu, wall = codemod(ROOT / "fixtures" / "pithtrain", args.runs, "codemod on the fixture", args.callgrind, args.before)
     if args.pithtrain:
-        cpu, wall = codemod(args.pithtrain, args.runs, "codemod on a real pithtrain checkout", args.callgrind)
+        cpu, wall = codemod(args.pithtrain, args.runs, "codemod on a real pithtrain checkout", args.callgrind, args.before)
     print(f"aim: add --dry-run <= 1.5x the floor: {cpu:.2f}x CPU, {wall:.2f}x wall")
     if not args.skip_check:
         check_ratio = check_tree(max(5, args.runs // 2))
