@@ -10,6 +10,7 @@
 //! - `log`      — reading what the prints printed (`instrument log`);
 //! - `mesh`     — a run's shape as a trainer labels it (`rank=3; pp=0/2 ...`), for every reader;
 //! - `gate`     — `--gate PCT` of the before/after comparisons;
+//! - `par`      — independent work spread over the machine's cores;
 //! - `cli`      — the command line, thin glue over the above.
 
 pub mod cli;
@@ -19,6 +20,7 @@ pub mod gate;
 pub mod log;
 pub mod mesh;
 pub mod nsys;
+pub mod par;
 pub mod python;
 pub mod rules;
 pub mod snapshot;

@@ -224,7 +224,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         style,
         blocked,
     };
-    let outcome = session::plan_add(&req);
+    let outcome = crate::exit::Kept::new(session::plan_add(&req));
     // A parameter that could not be worked out matters only to the groups that apply:
     // under --partial, one only skipped groups use is no reason to refuse.
     for (name, problem) in problems {
@@ -255,12 +255,17 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         report.advice = Some(advice(&report));
         return Ok(report);
     }
-    report.changes = outcome
+    // Each file's diff on its own core.
+    let changed: Vec<_> = outcome
         .plans
         .iter()
         .filter(|p| p.before != p.after)
-        .map(|p| FileChange::new(p.file.clone(), p.before.clone(), p.after.clone()))
         .collect();
+    report.changes = crate::par::map(
+        &changed,
+        |p| p.after.len(),
+        |p| FileChange::new(p.file.clone(), p.before.clone(), p.after.clone()),
+    );
     if report.changes.is_empty() {
         report.verdict = Verdict::UpToDate;
         return Ok(report);

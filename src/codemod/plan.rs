@@ -18,6 +18,7 @@ pub(crate) use super::fix::describe_anchor_failure;
 use super::fix::{self, Fix};
 use super::imports;
 use super::markers;
+use crate::exit::Kept;
 use crate::python::{self, Source};
 use crate::rules::Rule;
 
@@ -133,7 +134,9 @@ pub fn plan_file(
     }
 
     // 2. Parse; refuse a file the grammar does not accept.
-    let src = Source::parse_reusing(stripped.clone());
+    // The tree and the blocks are many small allocations: left to the system when the
+    // process ends next (see `exit::Kept`).
+    let src = Kept::new(Source::parse_reusing(stripped.clone()));
     if let Some(err) = src.first_error() {
         plan.failures.push(fail(
             FailureKind::Syntax,
@@ -288,24 +291,26 @@ pub fn plan_file(
     // 5. Apply, noting where each region starts in the planned text.
     let (out, spans, first_lines) = apply(&stripped, &edits, eol);
     let mut seq = 0;
-    let placed: Vec<Placed> = edits
-        .iter()
-        .enumerate()
-        .map(|(i, e)| {
-            seq = if i > 0 && edits[i - 1].start == e.start {
-                seq + 1
-            } else {
-                1
-            };
-            Placed {
-                edit: e,
-                scope_at: scopes[i],
-                seq,
-                first_line: first_lines[i],
-                block: Block::of(e),
-            }
-        })
-        .collect();
+    let placed: Kept<Vec<Placed>> = Kept::new(
+        edits
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                seq = if i > 0 && edits[i - 1].start == e.start {
+                    seq + 1
+                } else {
+                    1
+                };
+                Placed {
+                    edit: e,
+                    scope_at: scopes[i],
+                    seq,
+                    first_line: first_lines[i],
+                    block: Block::of(e),
+                }
+            })
+            .collect(),
+    );
 
     // 6. The planned text parses: each region on its own, the whole file only where a
     // region's own parse cannot decide.

@@ -63,6 +63,7 @@ impl AddOutcome {
 }
 
 /// Why a target could not be read as text.
+#[derive(Clone)]
 enum ReadError {
     Io(String),
     /// 1-based line and column of the first byte that is not UTF-8, and the byte.
@@ -143,23 +144,24 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
         };
         let mut plans = Vec::new();
         let mut failures: Vec<Failure> = Vec::new();
-        // Files are independent: plan them on all cores (tree-sitter parsers are per thread).
-        let read_and_plan = |file: &String, rules: &Vec<(usize, &Rule)>| match read(req.root, file)
-        {
-            Ok(text) => Ok(plan::plan_file(file, &text, rules, &ctx)),
-            Err(e) => Err(e),
-        };
-        let outcomes: Vec<(&String, &FileRules, Result<FilePlan, ReadError>)> =
-            std::thread::scope(|s| {
-                let handles: Vec<_> = by_file
-                    .iter()
-                    .map(|(file, rules)| (file, rules, s.spawn(move || read_and_plan(file, rules))))
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|(f, r, h)| (f, r, h.join().expect("planning a file does not panic")))
-                    .collect()
-            });
+        // Files are independent: plan them on all cores (tree-sitter parsers are per
+        // thread), the largest first.
+        let files: Vec<(&String, &FileRules, Result<String, ReadError>)> = by_file
+            .iter()
+            .map(|(file, rules)| (file, rules, read(req.root, file)))
+            .collect();
+        let planned = crate::par::map(
+            &files,
+            |(_, _, text)| text.as_ref().map_or(0, String::len),
+            |(file, rules, text)| match text {
+                Ok(text) => Ok(plan::plan_file(file, text, rules, &ctx)),
+                Err(e) => Err(e.clone()),
+            },
+        );
+        let outcomes = files
+            .iter()
+            .zip(planned)
+            .map(|((file, rules, _), outcome)| (*file, *rules, outcome));
         for (file, rules, outcome) in outcomes {
             match outcome {
                 Ok(mut p) => {
