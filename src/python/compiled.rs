@@ -451,7 +451,10 @@ fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
                 "expression_statement" => {
                     wrapped_in(src, n, class.as_deref(), &mut f, &mut classes);
                 }
-                _ => stack.push((n, class.clone())),
+                // Definitions and assignments are statements: only what holds statements
+                // is walked further, never an expression.
+                k if holds_statements(k) => stack.push((n, class.clone())),
+                _ => {}
             }
         }
     }
@@ -468,6 +471,12 @@ fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
         }
     }
     f
+}
+
+/// Whether a node of this kind can hold statements: a block, a compound statement or
+/// one of its clauses (an error node too: it may hold anything).
+fn holds_statements(kind: &str) -> bool {
+    matches!(kind, "block" | "module" | "ERROR") || super::is_compound(kind)
 }
 
 fn wrapped_in(
