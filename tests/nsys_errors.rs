@@ -144,7 +144,8 @@ fn kernels_only_export_reports_with_notes() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = &doc["exports"][0];
     let proc0 = &v["processes"][0];
     assert_eq!(proc0["pid"], 77);
     assert_eq!(proc0["overlap"]["hidden_ns"], 100);

@@ -19,6 +19,9 @@
 pub mod analyze;
 pub mod classify;
 pub mod command;
+pub mod conventions;
+pub mod error;
+pub mod exports;
 pub mod hash;
 pub mod ids;
 pub mod meta;
@@ -27,6 +30,7 @@ pub mod notes;
 pub mod nvtx;
 pub mod ops;
 pub mod overlap;
+pub mod ranks;
 pub mod report;
 pub mod sqlite;
 pub mod stats;

@@ -25,10 +25,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use anyhow::Result;
 use rusqlite::types::ValueRef;
 
 use crate::nsys::classify::{Classifier, CommOp};
+use crate::nsys::error::Result;
 use crate::nsys::hash::IntMap;
 use crate::nsys::ids;
 use crate::nsys::names::{self, Name, Names};
@@ -300,7 +300,7 @@ pub fn project(
         Err(OutOfOrder) => {
             for o in ops.ops.iter_mut() {
                 o.innermost = NONE;
-                o.coll = 0;
+                o.set_coll(0);
             }
             match pass(db, ops, proc_index, classifier, opts, true)? {
                 Ok(mut p) => {
@@ -537,7 +537,7 @@ fn project_range(
         }
         op.innermost = a;
         if let Some(c) = collective {
-            op.coll = c.index() as u8 + 1;
+            op.set_coll(c.index() as u8 + 1);
         }
     }
     if end > cover {

@@ -5,7 +5,10 @@
 
 use std::fmt::Write;
 
-use crate::nsys::report::{Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line};
+use crate::nsys::ranks::diff::Diff;
+use crate::nsys::report::{
+    Document, Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line,
+};
 
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -192,7 +195,19 @@ fn nvtx_rows(out: &mut String, pt: &ProcessTimeline, y0: f64, x: &impl Fn(i64) -
     out.push_str("</g>\n");
 }
 
-pub fn render(report: &Report) -> String {
+pub fn render(doc: &Document) -> String {
+    let mut o = String::new();
+    for r in &doc.exports {
+        o.push_str(&export(r));
+    }
+    o
+}
+
+pub fn render_diff(_d: &Diff) -> String {
+    String::new()
+}
+
+fn export(report: &Report) -> String {
     let mut o = String::new();
     o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
     let _ = writeln!(o, "<title>nsys report: {}</title>", esc(&report.file));

@@ -1,0 +1,380 @@
+//! Per rank, what a trainer's conventions (`conventions`) let the report say about each process:
+//! its rank and mesh coordinates (the setup range), its steady-state window (the median window
+//! range, or the whole capture, or a window asked for), its streams with their purposes, and per
+//! pipeline stage the communication time, the part of it exposed and the hidden share, in the
+//! window and over the whole capture.
+//!
+//! - `scan`    — one pass over the NVTX events: setup ranges, window ranges, innermost ranges;
+//! - `figures` — the streams and stages of one process in one window;
+//! - `across`  — the ranks side by side: the most exposed rank per stage, pipeline balance;
+//! - `diff`    — two runs, rank by rank and stage by stage, and the `--gate`.
+
+pub mod across;
+pub mod diff;
+pub mod figures;
+pub mod scan;
+
+use serde::Serialize;
+use serde::ser::SerializeMap;
+
+use crate::mesh::{Label, Mesh};
+use crate::nsys::conventions::Conventions;
+use crate::nsys::error::Result;
+use crate::nsys::ops::Ops;
+use crate::nsys::sqlite::Db;
+use crate::nsys::stats;
+
+use figures::{Figures, Kernel};
+use scan::Tag;
+
+/// Which window the figures are for (`--window`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WindowPick {
+    /// The median window range of each process (index count / 2 in start order), as pithtrain's
+    /// find_window.py picks it; the whole capture where a process has none.
+    Median,
+    /// The whole capture.
+    All,
+    /// These bounds, for every process.
+    Range(i64, i64),
+}
+
+impl std::str::FromStr for WindowPick {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<WindowPick, String> {
+        match s {
+            "median" => return Ok(WindowPick::Median),
+            "all" => return Ok(WindowPick::All),
+            _ => {}
+        }
+        let bad = || {
+            format!(
+                "--window takes median, all or START_NS:END_NS (integer nanoseconds of the capture, START_NS <= END_NS), not {s:?}"
+            )
+        };
+        let (a, b) = s.split_once(':').ok_or_else(bad)?;
+        let (a, b): (i64, i64) = (
+            a.trim().parse().map_err(|_| bad())?,
+            b.trim().parse().map_err(|_| bad())?,
+        );
+        if a > b {
+            return Err(bad());
+        }
+        Ok(WindowPick::Range(a, b))
+    }
+}
+
+/// The window the figures of a process are for.
+#[derive(Debug, Clone, Serialize)]
+pub struct Window {
+    /// `median`, `all` or `range` (`--window`); `all` also where `median` found no window range.
+    pub pick: &'static str,
+    /// The window range's name (the median chunk), `whole capture`, or `START:END`.
+    pub name: String,
+    #[serde(flatten)]
+    pub figures: Figures,
+    /// Why the window is not what was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// The window ranges of a process (DualPipeV's overlapped chunks).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Chunks {
+    pub count: u64,
+    /// Median length of the ranges that ended: the process's chunk time.
+    pub median_ns: f64,
+    pub min_ns: i64,
+    pub max_ns: i64,
+}
+
+/// The setup fields the conventions name, as JSON keys of the process (`"mbs": 1`).
+#[derive(Debug, Clone, Default)]
+pub struct SetupFields(pub Vec<(String, Option<u64>)>);
+
+impl Serialize for SetupFields {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// What the conventions say about one process.
+#[derive(Debug, Clone)]
+pub struct ProcRank {
+    pub rank: Option<u64>,
+    pub mesh: Option<Mesh>,
+    pub fields: SetupFields,
+    /// The setup range's name.
+    pub setup: Option<String>,
+    /// Why the mesh is unknown.
+    pub mesh_unknown: Option<String>,
+    /// A setup range found, but not as the process's first event.
+    pub setup_note: Option<String>,
+    pub window: Window,
+    pub chunks: Chunks,
+    pub whole_capture: Figures,
+}
+
+impl ProcRank {
+    /// A placeholder left behind when a process's figures are moved into the report.
+    pub fn empty() -> ProcRank {
+        ProcRank {
+            rank: None,
+            mesh: None,
+            fields: SetupFields::default(),
+            setup: None,
+            mesh_unknown: None,
+            setup_note: None,
+            window: Window {
+                pick: "all",
+                name: String::new(),
+                figures: Figures::default(),
+                note: None,
+            },
+            chunks: Chunks::default(),
+            whole_capture: Figures::default(),
+        }
+    }
+}
+
+/// The per-rank figures of every process of one export (`Ops::procs` order).
+pub struct Ranks {
+    pub procs: Vec<ProcRank>,
+    /// The NVTX table had to be read again sorted.
+    pub reordered: bool,
+}
+
+/// Read the conventions' view of every process of an export. `ops` may be in any order.
+pub fn analyze(db: &Db, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Result<Ranks> {
+    // What the figures read of each kernel name: the short name, like pithtrain's scripts.
+    let names: Vec<Option<(bool, bool)>> = ops
+        .kernel_names
+        .iter()
+        .map(|k| {
+            k.short.as_deref().map(|s| {
+                (
+                    conv.communication.matches(s),
+                    s.starts_with(conv.not_compute_prefix.as_str()),
+                )
+            })
+        })
+        .collect();
+    let flags = |i: usize| -> Option<(bool, bool)> {
+        let op = &ops.ops[i];
+        if !ops.classes.is_kernel(op.class) {
+            return None;
+        }
+        names.get(op.name as usize).copied().flatten()
+    };
+    // The launch time of every communication-like kernel: the innermost range is looked up there
+    // (the kernel's start when the runtime call is missing, or at 0, as the skill does).
+    let mut queries: Vec<(i64, i64, u32)> = (0..ops.ops.len())
+        .filter(|&i| flags(i).is_some_and(|f| f.0))
+        .map(|i| {
+            let op = &ops.ops[i];
+            let t = if op.launch_start == i64::MIN || op.launch_start == 0 {
+                op.start
+            } else {
+                op.launch_start
+            };
+            (ops.procs[op.proc as usize], t, i as u32)
+        })
+        .collect();
+    queries.sort_unstable();
+    let times: Vec<(i64, i64)> = queries.iter().map(|q| (q.0, q.1)).collect();
+    let scanned = scan::scan(db, conv, &times)?;
+    drop(times);
+    let mut tags = vec![Tag::default(); ops.ops.len()];
+    for (q, tag) in queries.iter().zip(&scanned.tags) {
+        tags[q.2 as usize] = *tag;
+    }
+    drop(queries);
+
+    let mut procs = Vec::with_capacity(ops.procs.len());
+    for (p, &gpid) in ops.procs.iter().enumerate() {
+        let kernels: Vec<Kernel> = ops
+            .ops
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.proc as usize == p)
+            .filter_map(|(i, o)| {
+                let (comm_like, not_compute) = flags(i)?;
+                Some(Kernel {
+                    start: o.start,
+                    end: o.end,
+                    stream: o.stream,
+                    comm_like,
+                    not_compute,
+                    tag: tags[i],
+                })
+            })
+            .collect();
+        let nvtx = scanned.procs.get(&gpid);
+        procs.push(proc_rank(
+            &kernels,
+            nvtx,
+            &ops.streams,
+            &scanned.stages,
+            conv,
+            pick,
+        ));
+    }
+    Ok(Ranks {
+        procs,
+        reordered: scanned.reordered,
+    })
+}
+
+fn proc_rank(
+    kernels: &[Kernel],
+    nvtx: Option<&scan::ProcNvtx>,
+    streams: &[i64],
+    stages: &[String],
+    conv: &Conventions,
+    pick: WindowPick,
+) -> ProcRank {
+    // The whole capture: the kernels that ran after it started.
+    let captured = kernels.iter().filter(|k| k.start >= 0);
+    let whole = (
+        captured.clone().map(|k| k.start).min().unwrap_or(0),
+        captured.map(|k| k.end).max().unwrap_or(0),
+    );
+    let fig = |(s, e): (i64, i64)| figures::figures(kernels, s, e, streams, stages, conv);
+    let chunks: &[scan::Chunk] = nvtx.map_or(&[], |n| &n.chunks);
+    let mut lengths: Vec<i64> = chunks
+        .iter()
+        .filter_map(|c| c.end.map(|e| e - c.start))
+        .collect();
+    let summary = stats::summarize(&mut lengths);
+    let chunk_stats = Chunks {
+        count: chunks.len() as u64,
+        median_ns: summary.med_ns,
+        min_ns: summary.min_ns,
+        max_ns: summary.max_ns,
+    };
+    let window = match pick {
+        WindowPick::Median if !chunks.is_empty() => {
+            let c = &chunks[chunks.len() / 2];
+            match c.end {
+                Some(end) => Window {
+                    pick: "median",
+                    name: c.name.clone(),
+                    figures: fig((c.start, end)),
+                    note: None,
+                },
+                // The skill's window would end at NULL and hold no kernel.
+                None => Window {
+                    pick: "median",
+                    name: c.name.clone(),
+                    figures: {
+                        let mut f = fig((c.start, c.start - 1));
+                        f.totals.end_ns = c.start;
+                        f
+                    },
+                    note: Some("the median window range never ended: the window holds nothing".into()),
+                },
+            }
+        }
+        WindowPick::Median => Window {
+            pick: "all",
+            name: "whole capture".into(),
+            figures: fig(whole),
+            note: Some(format!(
+                "no {:?} ranges: the window is the whole capture",
+                conv.window.pattern
+            )),
+        },
+        WindowPick::All => Window {
+            pick: "all",
+            name: "whole capture".into(),
+            figures: fig(whole),
+            note: None,
+        },
+        WindowPick::Range(s, e) => Window {
+            pick: "range",
+            name: format!("{s}:{e}"),
+            figures: fig((s, e)),
+            note: None,
+        },
+    };
+    let (label, mesh_unknown, setup_note) = setup_label(nvtx, conv);
+    let parsed = label.as_deref().and_then(Label::parse);
+    let (rank, mesh, mesh_unknown) = match (&label, &parsed) {
+        (Some(_), Some(l)) => match l.int(&conv.rank_field) {
+            Some(r) => (Some(r), Some(l.mesh()), None),
+            None => (
+                None,
+                None,
+                Some(format!(
+                    "the setup range has no integer field {:?}",
+                    conv.rank_field
+                )),
+            ),
+        },
+        (Some(t), None) => (
+            None,
+            None,
+            Some(format!("the setup range {t:?} does not read as key=value fields")),
+        ),
+        (None, _) => (None, None, mesh_unknown),
+    };
+    let fields = SetupFields(
+        conv.fields
+            .iter()
+            .map(|f| (f.clone(), parsed.as_ref().and_then(|l| l.int(f))))
+            .collect(),
+    );
+    ProcRank {
+        rank,
+        mesh,
+        fields,
+        setup: label,
+        mesh_unknown,
+        setup_note,
+        window,
+        chunks: chunk_stats,
+        whole_capture: fig(whole),
+    }
+}
+
+/// The setup range of a process: its first event when that is one (as the skill reads it), else
+/// the earliest setup range with a note; `None` with the reason when there is none.
+fn setup_label(
+    nvtx: Option<&scan::ProcNvtx>,
+    conv: &Conventions,
+) -> (Option<String>, Option<String>, Option<String>) {
+    let Some(n) = nvtx else {
+        return (None, Some("the process has no NVTX events in the capture".into()), None);
+    };
+    if let Some(name) = n.first_names.iter().flatten().find(|s| conv.is_setup(s)) {
+        return (Some(name.clone()), None, None);
+    }
+    let first = n
+        .first_names
+        .iter()
+        .flatten()
+        .next()
+        .map_or("an event without a name".to_string(), |s| format!("{s:?}"));
+    match &n.setup {
+        Some((at, label)) => (
+            Some(label.clone()),
+            None,
+            Some(format!(
+                "the setup range is not the first NVTX event of the capture (that is {first}; the setup range starts at {at} ns)"
+            )),
+        ),
+        None => (
+            None,
+            Some(format!(
+                "no NVTX range matches the setup pattern {} (the first event is {first}): captured without the trainer's setup range, or another program",
+                conv.setup_text
+            )),
+            None,
+        ),
+    }
+}

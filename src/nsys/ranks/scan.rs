@@ -1,0 +1,316 @@
+//! One streaming pass over `NVTX_EVENTS` for what the per-rank figures need, read the way
+//! pithtrain's skill reads it (scripts/common.py, show_setup.py, find_window.py): every event of
+//! the capture (`start >= 0`, any event type), its name `text` or else its registered string,
+//! attributed to the process of its `globalTid`.
+//!
+//! Per process: its first event (the setup range), the earliest event that is a setup range, the
+//! window ranges; and for the timestamps asked about (a communication kernel's launch time) the
+//! innermost enclosing range: of the ranges that can enclose (`Conventions::can_enclose`) and
+//! started at or before the time, the `scan` latest, the shortest that still contains it
+//! (`end >= t`; an event without an end spans nothing). The skill bisects a list of every range
+//! of the process; here rows arrive in start order, so each process keeps only its `scan`
+//! latest ranges and answers a timestamp when the first range starting after it arrives. What is
+//! held per process is bounded by `scan` and the number of window ranges. An export whose rows
+//! are not in start order within a process is read again sorted.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use rusqlite::types::ValueRef;
+
+use crate::nsys::conventions::Conventions;
+use crate::nsys::error::Result;
+use crate::nsys::hash::IntMap;
+use crate::nsys::ids;
+use crate::nsys::sqlite::{Db, NVTX_EVENTS, col_or_null, int};
+
+/// What a kernel's innermost range says: its stage (index + 1 into `Scan::stages`, 0 for none)
+/// and purpose (index + 1 into `Conventions::purposes`, 0 for unknown).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tag {
+    pub stage: u16,
+    pub purpose: u8,
+}
+
+/// A window range (DualPipeV's overlapped chunk): `end` is `None` when it never ended.
+#[derive(Debug, Clone)]
+pub struct Chunk {
+    pub start: i64,
+    pub end: Option<i64>,
+    pub name: String,
+}
+
+#[derive(Debug, Default)]
+pub struct ProcNvtx {
+    /// The first timestamp of the process's events, and the names of the events there.
+    pub first_start: Option<i64>,
+    pub first_names: Vec<Option<String>>,
+    /// The earliest event that is a setup range.
+    pub setup: Option<(i64, String)>,
+    /// Window ranges in start order.
+    pub chunks: Vec<Chunk>,
+    last_start: i64,
+}
+
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// By globalPid.
+    pub procs: HashMap<i64, ProcNvtx>,
+    /// Stage names, by `Tag::stage - 1`.
+    pub stages: Vec<String>,
+    /// Per query, in the order given.
+    pub tags: Vec<Tag>,
+    /// Rows were not in start order within a process: read again sorted.
+    pub reordered: bool,
+}
+
+/// A range held for the innermost search; `name` is reused from row to row.
+struct Held {
+    start: i64,
+    end: i64,
+    name: String,
+    tag: Option<Tag>,
+}
+
+/// The `scan` latest ranges that can enclose, oldest first (a ring).
+struct Ring {
+    items: Vec<Held>,
+    head: usize,
+    cap: usize,
+}
+
+impl Ring {
+    fn push(&mut self, start: i64, end: i64, name: &str) {
+        if self.items.len() < self.cap {
+            self.items.push(Held {
+                start,
+                end,
+                name: name.to_string(),
+                tag: None,
+            });
+            return;
+        }
+        let h = &mut self.items[self.head];
+        h.start = start;
+        h.end = end;
+        h.name.clear();
+        h.name.push_str(name);
+        h.tag = None;
+        self.head = (self.head + 1) % self.cap;
+    }
+
+    /// The innermost held range containing `t`: the shortest, the latest started among equals.
+    fn innermost(&self, t: i64) -> Option<usize> {
+        let n = self.items.len();
+        let mut best: Option<(i64, usize)> = None;
+        for k in 0..n {
+            // Newest first: the item before `head` is the latest pushed.
+            let i = (self.head + n - 1 - k) % n;
+            let h = &self.items[i];
+            if h.end >= t {
+                let span = h.end - h.start;
+                if best.is_none_or(|(b, _)| span < b) {
+                    best = Some((span, i));
+                }
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+}
+
+struct State {
+    ring: Ring,
+    /// This process's queries: `queries[lo..hi]`, answered up to `next`.
+    next: usize,
+    hi: usize,
+}
+
+struct Pass<'a> {
+    conv: &'a Conventions,
+    queries: &'a [(i64, i64)],
+    out: Scan,
+    stage_index: HashMap<String, u16>,
+}
+
+impl Pass<'_> {
+    fn tag(&mut self, name: &str) -> Tag {
+        let stage = match self.conv.stage_of(name) {
+            Some(s) => match self.stage_index.get(&s) {
+                Some(&i) => i,
+                None => {
+                    self.out.stages.push(s.clone());
+                    let i = self.out.stages.len().min(u16::MAX as usize) as u16;
+                    self.stage_index.insert(s, i);
+                    i
+                }
+            },
+            None => 0,
+        };
+        Tag {
+            stage,
+            purpose: self
+                .conv
+                .purpose_of(name)
+                .map_or(0, |i| (i + 1).min(255) as u8),
+        }
+    }
+
+    /// Answer the process's queries with a time before `until` (all of them for `None`).
+    fn answer(&mut self, st: &mut State, until: Option<i64>) {
+        while st.next < st.hi {
+            let t = self.queries[st.next].1;
+            if until.is_some_and(|u| t >= u) {
+                break;
+            }
+            let tag = match st.ring.innermost(t) {
+                Some(i) => match st.ring.items[i].tag {
+                    Some(tag) => tag,
+                    None => {
+                        let tag = self.tag(&st.ring.items[i].name);
+                        st.ring.items[i].tag = Some(tag);
+                        tag
+                    }
+                },
+                None => Tag::default(),
+            };
+            self.out.tags[st.next] = tag;
+            st.next += 1;
+        }
+    }
+}
+
+struct OutOfOrder;
+
+/// Read the NVTX events; `queries` are (globalPid, time) sorted by both, answered in
+/// `Scan::tags` in the same order.
+pub fn scan(db: &Db, conv: &Conventions, queries: &[(i64, i64)]) -> Result<Scan> {
+    match pass(db, conv, queries, false)? {
+        Ok(s) => Ok(s),
+        Err(OutOfOrder) => match pass(db, conv, queries, true)? {
+            Ok(mut s) => {
+                s.reordered = true;
+                Ok(s)
+            }
+            Err(OutOfOrder) => unreachable!("rows are read in start order"),
+        },
+    }
+}
+
+fn pass(
+    db: &Db,
+    conv: &Conventions,
+    queries: &[(i64, i64)],
+    ordered: bool,
+) -> Result<std::result::Result<Scan, OutOfOrder>> {
+    let mut p = Pass {
+        conv,
+        queries,
+        out: Scan {
+            tags: vec![Tag::default(); queries.len()],
+            ..Default::default()
+        },
+        stage_index: HashMap::new(),
+    };
+    let mut states: IntMap<i64, State> = IntMap::default();
+    let new_state = |next: usize, hi: usize| State {
+        ring: Ring {
+            items: Vec::new(),
+            head: 0,
+            cap: conv.scan,
+        },
+        next,
+        hi,
+    };
+    let mut i = 0;
+    while i < queries.len() {
+        let g = queries[i].0;
+        let mut j = i;
+        while j < queries.len() && queries[j].0 == g {
+            j += 1;
+        }
+        states.insert(g, new_state(i, j));
+        i = j;
+    }
+    let cols = match db.columns(NVTX_EVENTS)? {
+        Some(c) if c.iter().any(|x| x == "globalTid") && c.iter().any(|x| x == "start") => c,
+        _ => return Ok(Ok(p.out)),
+    };
+    let sql = format!(
+        "SELECT start, {}, globalTid, {}, {} FROM {NVTX_EVENTS} WHERE start >= 0{}",
+        col_or_null(&cols, "end"),
+        col_or_null(&cols, "textId"),
+        col_or_null(&cols, "text"),
+        if ordered { " ORDER BY start, rowid" } else { "" }
+    );
+    let mut strings: IntMap<i64, Option<String>> = IntMap::default();
+    let mut stmt = db.conn.prepare(&sql)?;
+    let mut rows = stmt.raw_query();
+    let (mut last_gtid, mut last_gpid) = (i64::MIN, i64::MIN);
+    while let Some(row) = rows.next()? {
+        let Some(start) = int(row.get_ref(0)?) else {
+            continue;
+        };
+        let end = int(row.get_ref(1)?);
+        let gtid = int(row.get_ref(2)?).unwrap_or(0);
+        if gtid != last_gtid {
+            last_gtid = gtid;
+            last_gpid = ids::global_pid(gtid);
+        }
+        // COALESCE(text, StringIds.value), as the skill reads a name.
+        let name: Option<Cow<'_, str>> = match row.get_ref(4)? {
+            ValueRef::Text(b) => Some(String::from_utf8_lossy(b)),
+            _ => match int(row.get_ref(3)?) {
+                Some(id) => {
+                    if !strings.contains_key(&id) {
+                        strings.insert(id, db.string(id)?);
+                    }
+                    strings[&id].as_deref().map(Cow::Borrowed)
+                }
+                None => None,
+            },
+        };
+        let proc = p.out.procs.entry(last_gpid).or_insert_with(|| ProcNvtx {
+            last_start: i64::MIN,
+            ..Default::default()
+        });
+        if start < proc.last_start {
+            return Ok(Err(OutOfOrder));
+        }
+        proc.last_start = start;
+        match proc.first_start {
+            None => {
+                proc.first_start = Some(start);
+                proc.first_names.push(name.as_deref().map(str::to_string));
+            }
+            Some(f) if f == start && proc.first_names.len() < 16 => {
+                proc.first_names.push(name.as_deref().map(str::to_string));
+            }
+            _ => {}
+        }
+        let Some(name) = name else { continue };
+        if conv.window.matches(&name) {
+            proc.chunks.push(Chunk {
+                start,
+                end,
+                name: name.to_string(),
+            });
+        }
+        if conv.is_setup(&name) {
+            proc.setup.get_or_insert_with(|| (start, name.to_string()));
+            continue;
+        }
+        if !conv.can_enclose(&name) {
+            continue;
+        }
+        let st = states
+            .entry(last_gpid)
+            .or_insert_with(|| new_state(queries.len(), queries.len()));
+        p.answer(st, Some(start));
+        st.ring.push(start, end.unwrap_or(start), &name);
+    }
+    drop(rows);
+    for st in states.values_mut() {
+        p.answer(st, None);
+    }
+    Ok(Ok(p.out))
+}
