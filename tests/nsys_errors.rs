@@ -38,7 +38,8 @@ fn db(path: &Path, sql: &str) {
 fn missing_file_and_directory() {
     let d = tempfile::tempdir().unwrap();
     assert_user_error(&d.path().join("nope.sqlite"), "no such file");
-    assert_user_error(d.path(), "is a directory");
+    // A folder is read as every .sqlite in it; an empty one says so.
+    assert_user_error(d.path(), "no .sqlite export in this folder");
 }
 
 #[test]
