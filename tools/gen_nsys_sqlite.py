@@ -301,10 +301,11 @@ class Export:
         self.nvtx_row(th, th["t"], MARK, text, "text", 0, count_negative=False, done=True)
 
     # ---- launches
-    def launch(self, th, items, api="cudaLaunchKernel_v7000", runtime_row=True):
+    def launch(self, th, items, api="cudaLaunchKernel_v7000", runtime_row=True, gpu_start=None):
         """items: (kind, key, stream, duration[, truth comm op]); kind is kernel, memcpy, memset,
         graph (a CUDA graph traced whole) or node (a kernel of a graph traced node by node).
-        One runtime call, one correlation id."""
+        One runtime call, one correlation id. `gpu_start` places an item without a runtime call
+        anywhere (nothing then ties it to the CPU clock)."""
         proc = th["proc"]
         proc["corr"] += 1
         corr = proc["corr"]
@@ -325,6 +326,8 @@ class Export:
         for item in items:
             kind, key, stream, dur = item[:4]
             start = max(proc["streams"].get(stream, -10**18), r0 + self.rng.randint(1000, 4000))
+            if gpu_start is not None and not runtime_row:
+                start = gpu_start
             end = start + dur
             proc["streams"][stream] = end + self.rng.randint(200, 1500)
             common = {"start": start, "end": end, "deviceId": proc["ordinal"], "contextId": 1,

@@ -135,7 +135,7 @@ class Rank:
     def at(self, th, key, stream, gpu_start, dur, runtime_row=True, api="cudaLaunchKernel_v7000"):
         assert th["t"] + 4000 <= gpu_start or not runtime_row, (th["t"], gpu_start)
         th["proc"]["streams"][stream] = gpu_start
-        self.ex.launch(th, [("kernel", key, stream, dur)], api=api, runtime_row=runtime_row)
+        self.ex.launch(th, [("kernel", key, stream, dur)], api=api, runtime_row=runtime_row, gpu_start=gpu_start)
         return gpu_start + dur
 
     def cpu_to(self, t):
@@ -317,6 +317,14 @@ class Rank:
             assert th["t"] + RANGE_CPU < cut_at[1]
         ex.pop(th)
         self.chunks.append((name, start, th["t"], kind))
+        if quirks.get((index, "bounds")):
+            # Two all-to-all kernels without a runtime call, one starting exactly at the chunk's
+            # start, one ending exactly at its end: a window holds the kernels entirely inside it,
+            # bounds included. Without a launch time their innermost range is found at their
+            # start, where only the chunk range is open: no stage, no purpose.
+            for gs, d in ((start, 3_000), (th["t"] - 800, 800)):
+                self.at(th, "sendrecv", EP_COMM, gs, d, runtime_row=False)
+                self.plant(chunk=index, stage=None, stream=EP_COMM, dur=d, hidden=0, purpose=None)
 
     def weight_collective(self, chunk, layer):
         """Rank 6: a collective launched from the weight-gradient stage onto the all-to-all
@@ -362,6 +370,8 @@ def build(ex, rng, kernels_target, ranks, params):
             q[(fb[0], 0, "stage4_b")] = "scan"
         if r.rank == 3:
             q[(fb[1], 1)] = "no_runtime"
+        if r.rank == 7:
+            q[(fb[len(fb) // 2], "bounds")] = True
         quirks.append(q)
     step, steps = 0, p["steps"]
     while True:
@@ -393,16 +403,19 @@ def truth(state):
         for k in r.planted:
             if k["chunk"] != idx:
                 continue
+            purposes.setdefault(k["stream"], set()).add(k["purpose"] or "unknown")
+            if k["stage"] is None:
+                continue
             s = stages.setdefault(k["stage"], {"comm_ns": 0, "exposed_ns": 0, "per_kernel": []})
             s["comm_ns"] += k["dur"]
             s["exposed_ns"] += k["dur"] - k["hidden"]
             s["per_kernel"].append(k["hidden"] / k["dur"])
-            purposes.setdefault(k["stream"], set()).add(k["purpose"] or "unknown")
         out[str(r.rank)] = {
             "pid": r.proc["pid"],
             "mesh": {a: [c, n] for a, c, n in zip(("pp", "dp", "cp", "ep"), (r.pp, r.dp, r.cp, r.ep), r.sizes)},
             "window": {"name": median[0], "start_ns": median[1], "end_ns": median[2]},
             "chunks": len(fbs),
+            "chunk_lengths": [c[2] - c[1] for c in fbs],
             "stages": stages,
             "streams": {str(s): v.pop() if len(v) == 1 else "mixed" for s, v in purposes.items()},
         }
