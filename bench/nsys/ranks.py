@@ -19,7 +19,9 @@ exports in at most 1 GiB. Not part of `cargo test`.
 
 Usage: bench/nsys/ranks.py [--kernels N] [--nodes M] [--ranks R] [--runs R] [--dir DIR]
                            [--pithtrain DIR] [--no-scripts]
-   --kernels 2000000   ~300 MB per node (the default); --kernels 13000000  ~2 GB per node
+   --kernels 2000000   ~320 MB per node (the default)
+   --repeat 7          each export's work 7 times over (7 training steps of 300 MB: 2.2 GB per
+                       node), copied by SQLite: generating 2 GB row by row takes hours
    --no-scripts        time only instrument (the scripts take minutes per GB)
 Exports live in DIR (default: $TMPDIR/instrument-nsys-bench), generated once and reused.
 """
@@ -58,10 +60,55 @@ def run(cmd, out_path=None):
     return wall, usage.ru_maxrss * 1024
 
 
-def generate(d, nodes, ranks, kernels):
+def repeat(src, dst, times):
+    """`src` with its captured work repeated `times` times, one repetition after the other (as
+    further training steps): kernels, runtime calls and NVTX events shifted by the capture's span
+    (correlation ids by their largest), the setup ranges stretched over all of it. SQLite does the
+    copying, so a 2 GB export takes minutes, not the generator's hours."""
+    import shutil
+    import sqlite3
+    part = dst.with_suffix(".part")
+    shutil.copyfile(src, part)
+    c = sqlite3.connect(part)
+    c.execute("PRAGMA journal_mode=OFF")
+    c.execute("PRAGMA synchronous=OFF")
+    k, r, n = "CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME", "NVTX_EVENTS"
+    last = max(c.execute(f"SELECT max(end) FROM {t}").fetchone()[0] or 0 for t in (k, r, n))
+    span = last + 1_000_000
+    corr = max(c.execute(f"SELECT max(correlationId) FROM {t}").fetchone()[0] or 0 for t in (k, r)) + 1
+    setup = "text LIKE 'rank=%'"
+    for t, where in ((k, ""), (r, ""), (n, f" WHERE start >= 0 AND NOT ({setup})")):
+        cols = [row[1] for row in c.execute(f"PRAGMA table_info({t})")]
+        top = c.execute(f"SELECT max(rowid) FROM {t}").fetchone()[0] or 0
+        for i in range(1, times):
+            expr = []
+            for col in cols:
+                if col in ("start", "end"):
+                    expr.append(f'"{col}" + {i * span}')
+                elif col == "correlationId":
+                    expr.append(f'"{col}" + {i * corr}')
+                else:
+                    expr.append(f'"{col}"')
+            sel = ", ".join(expr)
+            names = ", ".join(f'"{col}"' for col in cols)
+            cond = f"{where} {'AND' if where else 'WHERE'} rowid <= {top}"
+            c.execute(f"INSERT INTO {t} ({names}) SELECT {sel} FROM {t}{cond} ORDER BY rowid")
+    c.execute(f"UPDATE {n} SET end = end + {(times - 1) * span} WHERE {setup}")
+    c.commit()
+    c.close()
+    part.rename(dst)
+
+
+def generate(d, nodes, ranks, kernels, times):
     for n in range(nodes):
         db = d / f"pithtrain_node{n}.sqlite"
         if db.exists():
+            continue
+        if times > 1:
+            base = d.parent / f"dualpipe-{nodes}x{ranks}-{kernels}" / db.name
+            generate(base.parent, nodes, ranks, kernels, 1)
+            print(f"making {db}: {base} repeated {times} times ...", flush=True)
+            repeat(base, db, times)
             continue
         print(f"generating {db} (once; reused by later runs) ...", flush=True)
         part = db.with_suffix(".part")
@@ -124,14 +171,16 @@ def main():
     ap.add_argument("--dir", default=os.path.join(tempfile.gettempdir(), "instrument-nsys-bench"))
     ap.add_argument("--pithtrain", default=os.environ.get("PITHTRAIN", "/work/ref/pith-train-889a408"))
     ap.add_argument("--no-scripts", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="repeat each generated export's work this many times (2 GB without hours of generating)")
     a = ap.parse_args()
     skill = Path(a.pithtrain) / ".agents/skills/analyze-nsys-profile/scripts"
     if not a.no_scripts and not (skill / "compute_overlap.py").exists():
         sys.exit(f"{skill}: pithtrain's analyze-nsys-profile scripts are not there (--pithtrain DIR, or --no-scripts)")
     subprocess.run(["cargo", "build", "--release", "-q"], cwd=ROOT, check=True)
-    d = Path(a.dir) / f"dualpipe-{a.nodes}x{a.ranks}-{a.kernels}"
+    d = Path(a.dir) / f"dualpipe-{a.nodes}x{a.ranks}-{a.kernels}{f'x{a.repeat}' if a.repeat > 1 else ''}"
     d.mkdir(parents=True, exist_ok=True)
-    generate(d, a.nodes, a.ranks, a.kernels)
+    generate(d, a.nodes, a.ranks, a.kernels, a.repeat)
     files = sorted(d.glob("pithtrain_node*.sqlite"))
     import sqlite3
     sizes = []

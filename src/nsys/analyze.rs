@@ -21,6 +21,7 @@ use crate::nsys::nvtx::{self, Projection};
 use crate::nsys::ops::{self, Classes, NONE, Ops};
 use crate::nsys::overlap;
 use crate::nsys::ranks::{self, Ranks, WindowPick};
+
 use crate::nsys::report::{
     CaptureInfo, CategoryTime, CommRow, Communication, ExportInfo, Gpu, GroupingInfo, Overlap,
     Process, ProcessTimeline, Report, Timeline, TimelineRange, Totals, WindowInfo,
@@ -163,6 +164,10 @@ fn analyze_export(path: &Path, opts: &Options) -> Result<Report> {
         .map(|(i, &g)| (g, i as u16))
         .collect();
 
+    // The per-rank figures first: they need only the launch times, and what they hold is freed
+    // before the projection's own.
+    let ranks = ranks::analyze(&db, &ops, &opts.conventions, opts.window)?;
+
     // NVTX projection (ops by launching thread and launch time).
     ops.ops
         .sort_unstable_by_key(|o| (o.thread, o.launch_start, o.corr));
@@ -176,7 +181,6 @@ fn analyze_export(path: &Path, opts: &Options) -> Result<Report> {
             timeline: opts.timeline_buckets.is_some(),
         },
     )?;
-    let ranks = ranks::analyze(&db, &ops, &opts.conventions, opts.window)?;
     build(&db, &meta, ops, &mut proj, ranks, opts)
 }
 
@@ -303,7 +307,7 @@ fn build(
     meta: &Meta,
     mut ops: Ops,
     proj: &mut Projection,
-    ranks: Ranks,
+    mut ranks: Ranks,
     opts: &Options,
 ) -> Result<Report> {
     let classifier = &opts.classifier;
@@ -343,10 +347,15 @@ fn build(
     let mut cat_names: Vec<String> = classifier.categories.clone();
     cat_names.push("cuda_graph".into());
     // Processes by rank where the setup range says it, then by pid.
+    let mut per_proc: Vec<ranks::ProcRank> = ops
+        .procs
+        .iter()
+        .map(|&g| ranks.take(g, conv, opts.window))
+        .collect();
     let mut order: Vec<usize> = (0..nprocs).collect();
     order.sort_by_key(|&p| {
         (
-            ranks.procs[p].rank.unwrap_or(u64::MAX),
+            per_proc[p].rank.unwrap_or(u64::MAX),
             ids::pid(ops.procs[p]),
             ops.procs[p],
         )
@@ -358,9 +367,10 @@ fn build(
         unmatched,
         negative: negative_ops + proj.negative_timestamps,
         graph_rows,
-        ranks: &ranks,
+        ranks: &per_proc,
+        ranks_reordered: ranks.reordered,
     });
-    let mut ranks = ranks.procs;
+    let ranks = &mut per_proc;
     let mut processes = Vec::with_capacity(nprocs);
     let mut totals = Totals::default();
     let mut tot_ns = vec![0i64; n_cat + 1];

@@ -4,9 +4,11 @@
 //! ranks are put side by side.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex};
 
 use crate::nsys::analyze::{self, Options};
+use crate::nsys::ops;
+use crate::nsys::sqlite;
 use crate::nsys::error::{Error, Result};
 use crate::nsys::ranks::across;
 use crate::nsys::report::{Document, Process, Report, SCHEMA};
@@ -53,19 +55,74 @@ pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(out)
 }
 
-/// How many exports are read at once: one per core, the memory map shared between them.
-pub fn concurrency(files: usize) -> usize {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    files.clamp(1, cores.max(1))
+/// What reading one export holds at its peak, per GPU operation: the ops array (56 bytes) and
+/// what the analyses add (the per-rank figures, the NVTX projection's per-instance spans).
+pub const BYTES_PER_GPU_OP: u64 = 80;
+/// The memory the exports read at once may hold together, with SQLite's memory maps: exports
+/// run in parallel (one per core) while their estimates fit, one by one when they do not.
+pub const MEMORY_BUDGET: u64 = 1 << 30;
+
+/// The estimated peak of reading an export (0 when it cannot be opened: reading it will say why).
+fn estimate(path: &Path) -> u64 {
+    match sqlite::open_export(path, 0) {
+        Ok(db) => ops::rows(&db).saturating_mul(BYTES_PER_GPU_OP),
+        Err(_) => 0,
+    }
 }
 
-/// Read every export, in parallel, into its report (in the order given). The first export (in
-/// that order) that fails decides the error; nothing is reported then.
+/// Admits exports while their estimates fit in the budget (always one at least).
+struct Admission {
+    held: Mutex<(u64, usize)>,
+    freed: Condvar,
+}
+
+impl Admission {
+    /// Wait until `need` fits, then hold it; returns the SQLite memory map the export may use:
+    /// `sqlite::MMAP_BYTES` shared by the exports in flight, and no more than the budget has left
+    /// (mapped pages count in the resident memory).
+    fn enter(&self, need: u64) -> i64 {
+        let mut held = self.held.lock().expect("no worker panics holding it");
+        while held.1 > 0 && held.0 + need > MEMORY_BUDGET {
+            held = self.freed.wait(held).expect("no worker panics holding it");
+        }
+        held.0 += need;
+        held.1 += 1;
+        let n = held.1 as u64;
+        let left = MEMORY_BUDGET.saturating_sub(held.0) / n;
+        left.min(sqlite::MMAP_BYTES as u64 / n) as i64
+    }
+
+    fn leave(&self, need: u64) {
+        let mut held = self.held.lock().expect("no worker panics holding it");
+        held.0 -= need;
+        held.1 -= 1;
+        self.freed.notify_all();
+    }
+}
+
+/// Read every export, in parallel within the memory budget, into its report (in the order
+/// given). The first export (in that order) that fails decides the error; nothing is reported
+/// then.
 pub fn analyze_all(files: &[PathBuf], opts: &Options) -> Result<Vec<Report>> {
-    let workers = concurrency(files.len());
-    let opts = Options {
-        mmap_bytes: opts.mmap_bytes / workers as i64,
-        ..opts.clone()
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let estimates: Vec<u64> = files.iter().map(|f| estimate(f)).collect();
+    // As many workers as the largest exports fit in the budget together: exports read one after
+    // the other then share one thread, whose freed memory the next one reuses.
+    let mut largest = estimates.clone();
+    largest.sort_unstable_by(|a, b| b.cmp(a));
+    let mut fit = 0;
+    let mut sum = 0u64;
+    for e in &largest {
+        sum = sum.saturating_add(*e);
+        if fit > 0 && sum > MEMORY_BUDGET {
+            break;
+        }
+        fit += 1;
+    }
+    let workers = fit.clamp(1, cores.max(1));
+    let admission = Admission {
+        held: Mutex::new((0, 0)),
+        freed: Condvar::new(),
     };
     let next = Mutex::new(0usize);
     let results: Mutex<Vec<Option<Result<Report>>>> =
@@ -83,7 +140,14 @@ pub fn analyze_all(files: &[PathBuf], opts: &Options) -> Result<Vec<Report>> {
                     if i >= files.len() {
                         break;
                     }
-                    let r = analyze::analyze(&files[i], &opts);
+                    let mmap_bytes = admission.enter(estimates[i]).min(opts.mmap_bytes);
+                    let mine = Options {
+                        mmap_bytes,
+                        ..opts.clone()
+                    };
+                    let r = analyze::analyze(&files[i], &mine);
+                    release_freed_memory();
+                    admission.leave(estimates[i]);
                     results.lock().expect("no worker panics holding it")[i] = Some(r);
                 }
             });
@@ -95,6 +159,16 @@ pub fn analyze_all(files: &[PathBuf], opts: &Options) -> Result<Vec<Report>> {
         .into_iter()
         .map(|r| r.expect("every export was read"))
         .collect()
+}
+
+/// Give the memory an export freed back to the system (glibc keeps freed heap memory for
+/// reuse; the next export may run on another thread and allocate from another arena).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 fn describe(p: &Process) -> String {

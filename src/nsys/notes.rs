@@ -2,7 +2,7 @@
 //! closed by rule, names grouped, ...) and what the CUDA graph trace mode means for the figures.
 
 use crate::nsys::nvtx::Projection;
-use crate::nsys::ranks::Ranks;
+use crate::nsys::ranks::ProcRank;
 use crate::nsys::report::Note;
 
 /// What the CUDA graph trace mode means for the figures.
@@ -29,7 +29,9 @@ pub struct NoteInputs<'a> {
     pub unmatched: u64,
     pub negative: u64,
     pub graph_rows: u64,
-    pub ranks: &'a Ranks,
+    /// Every process's per-rank figures, and whether NVTX was read sorted for them.
+    pub ranks: &'a [ProcRank],
+    pub ranks_reordered: bool,
 }
 
 pub fn notes(n: NoteInputs) -> Vec<Note> {
@@ -121,7 +123,7 @@ pub fn notes(n: NoteInputs) -> Vec<Note> {
             ),
         });
     }
-    rank_notes(n.ranks, &mut notes);
+    rank_notes(n.ranks, n.ranks_reordered, &mut notes);
     if proj.reordered {
         notes.push(Note {
             kind: "nvtx_reordered",
@@ -133,8 +135,8 @@ pub fn notes(n: NoteInputs) -> Vec<Note> {
 }
 
 /// What the conventions could not find: one note per kind, naming the first process's reason.
-fn rank_notes(ranks: &Ranks, notes: &mut Vec<Note>) {
-    let total = ranks.procs.len();
+fn rank_notes(ranks: &[ProcRank], reordered: bool, notes: &mut Vec<Note>) {
+    let total = ranks.len();
     let mut note = |kind: &'static str, reasons: Vec<&str>, tail: &str| {
         if let Some(first) = reasons.first() {
             notes.push(Note {
@@ -152,20 +154,20 @@ fn rank_notes(ranks: &Ranks, notes: &mut Vec<Note>) {
     };
     note(
         "mesh_unknown",
-        ranks.procs.iter().filter_map(|p| p.mesh_unknown.as_deref()).collect(),
+        ranks.iter().filter_map(|p| p.mesh_unknown.as_deref()).collect(),
         "; processes are listed by pid",
     );
     note(
         "setup_not_first",
-        ranks.procs.iter().filter_map(|p| p.setup_note.as_deref()).collect(),
+        ranks.iter().filter_map(|p| p.setup_note.as_deref()).collect(),
         "",
     );
     note(
         "window",
-        ranks.procs.iter().filter_map(|p| p.window.note.as_deref()).collect(),
+        ranks.iter().filter_map(|p| p.window.note.as_deref()).collect(),
         "",
     );
-    if ranks.reordered {
+    if reordered {
         notes.push(Note {
             kind: "nvtx_read_sorted",
             count: 0,

@@ -430,6 +430,24 @@ fn join_runtime(db: &Db, out: &mut Ops, proc_index: &IntMap<i64, u16>) -> Result
     Ok(true)
 }
 
+/// How many GPU operations an export holds, at most: max(rowid) is the row count of a table nsys
+/// wrote, and costs one b-tree descent. A row takes more than 32 bytes on disk, so never more
+/// than the file can hold.
+pub fn rows(db: &Db) -> u64 {
+    let mut rows: i64 = 0;
+    for t in [KERNEL, MEMCPY, MEMSET, GRAPH_TRACE] {
+        if db.has(t) {
+            let n: Option<i64> = db
+                .conn
+                .query_row(&format!("SELECT max(rowid) FROM {t}"), [], |r| r.get(0))
+                .unwrap_or(None);
+            rows = rows.saturating_add(n.unwrap_or(0).max(0));
+        }
+    }
+    let file_len = std::fs::metadata(&db.path).map(|m| m.len()).unwrap_or(0);
+    (rows.max(0) as u64).min(file_len / 32)
+}
+
 /// Read the GPU work of an export and join it to the runtime calls.
 pub fn read(db: &Db, meta: &Meta, classifier: &Classifier) -> Result<Ops> {
     let classes = Classes {
@@ -459,23 +477,9 @@ pub fn read(db: &Db, meta: &Meta, classifier: &Classifier) -> Result<Ops> {
         stream_index: IntMap::default(),
         name_index: IntMap::default(),
     };
-    // One allocation of the right size (max(rowid) is the row count of a table nsys wrote, and
-    // costs one b-tree descent): growing by doubling would hold the old and new arrays at once.
-    let mut rows: i64 = 0;
-    for t in [KERNEL, MEMCPY, MEMSET, GRAPH_TRACE] {
-        if db.has(t) {
-            let n: Option<i64> = db
-                .conn
-                .query_row(&format!("SELECT max(rowid) FROM {t}"), [], |r| r.get(0))
-                .unwrap_or(None);
-            rows += n.unwrap_or(0).max(0);
-        }
-    }
-    // A row takes more than 32 bytes on disk: never reserve past what the file can hold.
-    let file_len = std::fs::metadata(&db.path).map(|m| m.len()).unwrap_or(0);
-    r.out
-        .ops
-        .reserve((rows.max(0) as u64).min(file_len / 32) as usize);
+    // One allocation of the right size: growing by doubling would hold the old and new arrays
+    // at once.
+    r.out.ops.reserve(rows(db) as usize);
     r.out.has_kernel_table = r.table(KERNEL, None)?;
     r.table(MEMCPY, Some(classes.memcpy()))?;
     r.table(MEMSET, Some(classes.memset()))?;

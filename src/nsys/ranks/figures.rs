@@ -109,22 +109,40 @@ struct StageAcc {
     max: Option<f64>,
 }
 
-/// The figures of `kernels` (one process's) in `[start, end]`; `streams` maps stream indexes to
-/// ids, `stages` stage indexes to names.
+/// Where the kernels of the figures come from: kernel `i` of a process (read on demand, so no
+/// copy of a process's kernels is held).
+pub trait Kernels {
+    fn kernel(&self, i: u32) -> Kernel;
+}
+
+impl Kernels for [Kernel] {
+    fn kernel(&self, i: u32) -> Kernel {
+        self[i as usize]
+    }
+}
+
+/// The figures of the kernels `which` (one process's, by their index in `source`) in
+/// `[start, end]`; `streams` maps stream indexes to ids, `stages` stage indexes to names.
 pub fn figures(
-    kernels: &[Kernel],
+    source: &(impl Kernels + ?Sized),
+    which: &[u32],
     start: i64,
     end: i64,
     streams: &[i64],
     stages: &[String],
     conv: &Conventions,
 ) -> Figures {
-    let inside: Vec<&Kernel> = kernels
+    let inside: Vec<u32> = which
         .iter()
-        .filter(|k| k.start >= start && k.end <= end)
+        .copied()
+        .filter(|&i| {
+            let k = source.kernel(i);
+            k.start >= start && k.end <= end
+        })
         .collect();
+    let kernels = || inside.iter().map(|&i| source.kernel(i));
     let mut acc: BTreeMap<i64, StreamAcc> = BTreeMap::new();
-    for k in &inside {
+    for k in kernels() {
         let a = acc.entry(stream_id(streams, k.stream)).or_default();
         if k.comm_like {
             a.n_comm += 1;
@@ -134,8 +152,7 @@ pub fn figures(
             a.comp_ns += k.end - k.start;
         }
     }
-    let compute: Vec<(i64, i64)> = inside
-        .iter()
+    let compute: Vec<(i64, i64)> = kernels()
         .filter(|k| acc[&stream_id(streams, k.stream)].n_comp > 0 && !k.not_compute)
         .map(|k| (k.start, k.end))
         .collect();
@@ -150,7 +167,7 @@ pub fn figures(
     };
     let t = &mut fig.totals;
     let mut by_stage: BTreeMap<&str, StageAcc> = BTreeMap::new();
-    for k in &inside {
+    for k in kernels() {
         let a = acc.get_mut(&stream_id(streams, k.stream)).expect("counted");
         if a.n_comp > 0 {
             continue;
@@ -266,7 +283,8 @@ mod tests {
             k(150, 170, 1, true, 1, 1),
             k(190, 230, 1, true, 1, 1),
         ];
-        let f = figures(&ks, 0, 200, &streams, &stages, &conv);
+        let all: Vec<u32> = (0..ks.len() as u32).collect();
+        let f = figures(&ks[..], &all, 0, 200, &streams, &stages, &conv);
         let t = &f.totals;
         assert_eq!((t.compute_ns, t.barrier_ns, t.comm_ns), (100, 4, 60));
         assert_eq!(f.streams[0].purpose, "compute");
@@ -278,7 +296,7 @@ mod tests {
         // One kernel without a purpose makes the stream mixed.
         let mut ks2 = ks.to_vec();
         ks2[3].tag.purpose = 0;
-        let f = figures(&ks2, 0, 200, &streams, &stages, &conv);
+        let f = figures(&ks2[..], &all, 0, 200, &streams, &stages, &conv);
         assert_eq!(f.streams[1].purpose, "mixed");
     }
 

@@ -17,6 +17,8 @@ pub mod scan;
 use serde::Serialize;
 use serde::ser::SerializeMap;
 
+use std::collections::HashMap;
+
 use crate::mesh::{Label, Mesh};
 use crate::nsys::conventions::Conventions;
 use crate::nsys::error::Result;
@@ -24,8 +26,9 @@ use crate::nsys::ops::Ops;
 use crate::nsys::sqlite::Db;
 use crate::nsys::stats;
 
-use figures::{Figures, Kernel};
-use scan::Tag;
+use crate::nsys::ops::Op;
+use figures::{Figures, Kernel, Kernels};
+use scan::{Query, Tag};
 
 /// Which window the figures are for (`--window`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -142,14 +145,30 @@ impl ProcRank {
     }
 }
 
-/// The per-rank figures of every process of one export (`Ops::procs` order).
+/// The per-rank figures of the processes of one export, by globalPid.
 pub struct Ranks {
-    pub procs: Vec<ProcRank>,
+    pub by_gpid: HashMap<i64, ProcRank>,
     /// The NVTX table had to be read again sorted.
     pub reordered: bool,
 }
 
-/// Read the conventions' view of every process of an export. `ops` may be in any order.
+impl Ranks {
+    /// The figures of a process (taken out), or those of a process without kernels or NVTX
+    /// events in the capture.
+    pub fn take(&mut self, gpid: i64, conv: &Conventions, pick: WindowPick) -> ProcRank {
+        self.by_gpid
+            .remove(&gpid)
+            .unwrap_or_else(|| {
+                let none: &[Kernel] = &[];
+                proc_rank(none, &[], None, &[], &[], conv, pick)
+            })
+    }
+}
+
+/// Read the conventions' view of every process of an export. `ops` may be in any order; only
+/// launch times are needed (run it before the NVTX projection, so the two never hold their
+/// memory at once). Per communication kernel 24 bytes are held, per kernel of the process being
+/// summed another 24.
 pub fn analyze(db: &Db, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Result<Ranks> {
     // What the figures read of each kernel name: the short name, like pithtrain's scripts.
     let names: Vec<Option<(bool, bool)>> = ops
@@ -164,8 +183,7 @@ pub fn analyze(db: &Db, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Resu
             })
         })
         .collect();
-    let flags = |i: usize| -> Option<(bool, bool)> {
-        let op = &ops.ops[i];
+    let flags = |op: &crate::nsys::ops::Op| -> Option<(bool, bool)> {
         if !ops.classes.is_kernel(op.class) {
             return None;
         }
@@ -173,65 +191,92 @@ pub fn analyze(db: &Db, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Resu
     };
     // The launch time of every communication-like kernel: the innermost range is looked up there
     // (the kernel's start when the runtime call is missing, or at 0, as the skill does).
-    let mut queries: Vec<(i64, i64, u32)> = (0..ops.ops.len())
-        .filter(|&i| flags(i).is_some_and(|f| f.0))
-        .map(|i| {
-            let op = &ops.ops[i];
-            let t = if op.launch_start == i64::MIN || op.launch_start == 0 {
+    let mut queries: Vec<Query> = ops
+        .ops
+        .iter()
+        .enumerate()
+        .filter(|(_, op)| flags(op).is_some_and(|f| f.0))
+        .map(|(i, op)| Query {
+            t: if op.launch_start == i64::MIN || op.launch_start == 0 {
                 op.start
             } else {
                 op.launch_start
-            };
-            (ops.procs[op.proc as usize], t, i as u32)
+            },
+            op: i as u32,
+            tag: Tag::default(),
         })
         .collect();
-    queries.sort_unstable();
-    let times: Vec<(i64, i64)> = queries.iter().map(|q| (q.0, q.1)).collect();
-    let scanned = scan::scan(db, conv, &times)?;
-    drop(times);
-    let mut tags = vec![Tag::default(); ops.ops.len()];
-    for (q, tag) in queries.iter().zip(&scanned.tags) {
-        tags[q.2 as usize] = *tag;
-    }
-    drop(queries);
+    let proc_of = |q: &Query| ops.procs[ops.ops[q.op as usize].proc as usize];
+    queries.sort_unstable_by_key(|q| (proc_of(q), q.t, q.op));
+    let scanned = scan::scan(db, conv, &proc_of, &mut queries)?;
+    queries.sort_unstable_by_key(|q| q.op);
+    let source = OpsKernels {
+        ops: &ops.ops,
+        flags: &flags,
+        queries: &queries,
+    };
 
-    let mut procs = Vec::with_capacity(ops.procs.len());
+    let mut by_gpid = HashMap::new();
     for (p, &gpid) in ops.procs.iter().enumerate() {
-        let kernels: Vec<Kernel> = ops
+        let which: Vec<u32> = ops
             .ops
             .iter()
             .enumerate()
-            .filter(|(_, o)| o.proc as usize == p)
-            .filter_map(|(i, o)| {
-                let (comm_like, not_compute) = flags(i)?;
-                Some(Kernel {
-                    start: o.start,
-                    end: o.end,
-                    stream: o.stream,
-                    comm_like,
-                    not_compute,
-                    tag: tags[i],
-                })
-            })
+            .filter(|(_, o)| o.proc as usize == p && flags(o).is_some())
+            .map(|(i, _)| i as u32)
             .collect();
         let nvtx = scanned.procs.get(&gpid);
-        procs.push(proc_rank(
-            &kernels,
-            nvtx,
-            &ops.streams,
-            &scanned.stages,
-            conv,
-            pick,
-        ));
+        by_gpid.insert(
+            gpid,
+            proc_rank(&source, &which, nvtx, &ops.streams, &scanned.stages, conv, pick),
+        );
+    }
+    // Processes with NVTX events and no GPU work.
+    for (gpid, nvtx) in &scanned.procs {
+        by_gpid.entry(*gpid).or_insert_with(|| {
+            proc_rank(&source, &[], Some(nvtx), &ops.streams, &scanned.stages, conv, pick)
+        });
     }
     Ok(Ranks {
-        procs,
+        by_gpid,
         reordered: scanned.reordered,
     })
 }
 
+/// The kernels of the ops array as the figures read them, with their innermost ranges' tags.
+struct OpsKernels<'a, F: Fn(&Op) -> Option<(bool, bool)>> {
+    ops: &'a [Op],
+    flags: &'a F,
+    /// Sorted by op index.
+    queries: &'a [Query],
+}
+
+impl<F: Fn(&Op) -> Option<(bool, bool)>> Kernels for OpsKernels<'_, F> {
+    fn kernel(&self, i: u32) -> Kernel {
+        let o = &self.ops[i as usize];
+        let (comm_like, not_compute) = (self.flags)(o).unwrap_or((false, false));
+        let tag = if comm_like {
+            match self.queries.binary_search_by_key(&i, |q| q.op) {
+                Ok(k) => self.queries[k].tag,
+                Err(_) => Tag::default(),
+            }
+        } else {
+            Tag::default()
+        };
+        Kernel {
+            start: o.start,
+            end: o.end,
+            stream: o.stream,
+            comm_like,
+            not_compute,
+            tag,
+        }
+    }
+}
+
 fn proc_rank(
-    kernels: &[Kernel],
+    source: &(impl Kernels + ?Sized),
+    which: &[u32],
     nvtx: Option<&scan::ProcNvtx>,
     streams: &[i64],
     stages: &[String],
@@ -239,12 +284,16 @@ fn proc_rank(
     pick: WindowPick,
 ) -> ProcRank {
     // The whole capture: the kernels that ran after it started.
-    let captured = kernels.iter().filter(|k| k.start >= 0);
-    let whole = (
-        captured.clone().map(|k| k.start).min().unwrap_or(0),
-        captured.map(|k| k.end).max().unwrap_or(0),
-    );
-    let fig = |(s, e): (i64, i64)| figures::figures(kernels, s, e, streams, stages, conv);
+    let (mut first, mut last) = (i64::MAX, i64::MIN);
+    for &i in which {
+        let k = source.kernel(i);
+        if k.start >= 0 {
+            first = first.min(k.start);
+            last = last.max(k.end);
+        }
+    }
+    let whole = if first <= last { (first, last) } else { (0, 0) };
+    let fig = |(s, e): (i64, i64)| figures::figures(source, which, s, e, streams, stages, conv);
     let chunks: &[scan::Chunk] = nvtx.map_or(&[], |n| &n.chunks);
     let mut lengths: Vec<i64> = chunks
         .iter()

@@ -58,10 +58,17 @@ pub struct Scan {
     pub procs: HashMap<i64, ProcNvtx>,
     /// Stage names, by `Tag::stage - 1`.
     pub stages: Vec<String>,
-    /// Per query, in the order given.
-    pub tags: Vec<Tag>,
     /// Rows were not in start order within a process: read again sorted.
     pub reordered: bool,
+}
+
+/// A timestamp to find the innermost range of, for the GPU operation `op`; `tag` is the answer.
+/// (16 bytes: one per communication kernel is held.)
+#[derive(Debug, Clone, Copy)]
+pub struct Query {
+    pub t: i64,
+    pub op: u32,
+    pub tag: Tag,
 }
 
 /// A range held for the innermost search; `name` is reused from row to row.
@@ -120,14 +127,14 @@ impl Ring {
 
 struct State {
     ring: Ring,
-    /// This process's queries: `queries[lo..hi]`, answered up to `next`.
+    /// This process's queries: `queries[..hi]`, answered up to `next`.
     next: usize,
     hi: usize,
 }
 
 struct Pass<'a> {
     conv: &'a Conventions,
-    queries: &'a [(i64, i64)],
+    queries: &'a mut [Query],
     out: Scan,
     stage_index: HashMap<String, u16>,
 }
@@ -158,7 +165,7 @@ impl Pass<'_> {
     /// Answer the process's queries with a time before `until` (all of them for `None`).
     fn answer(&mut self, st: &mut State, until: Option<i64>) {
         while st.next < st.hi {
-            let t = self.queries[st.next].1;
+            let t = self.queries[st.next].t;
             if until.is_some_and(|u| t >= u) {
                 break;
             }
@@ -173,7 +180,7 @@ impl Pass<'_> {
                 },
                 None => Tag::default(),
             };
-            self.out.tags[st.next] = tag;
+            self.queries[st.next].tag = tag;
             st.next += 1;
         }
     }
@@ -181,12 +188,17 @@ impl Pass<'_> {
 
 struct OutOfOrder;
 
-/// Read the NVTX events; `queries` are (globalPid, time) sorted by both, answered in
-/// `Scan::tags` in the same order.
-pub fn scan(db: &Db, conv: &Conventions, queries: &[(i64, i64)]) -> Result<Scan> {
-    match pass(db, conv, queries, false)? {
+/// Read the NVTX events and answer `queries` (sorted by process and time) in place; `proc_of`
+/// gives a query's globalPid.
+pub fn scan(
+    db: &Db,
+    conv: &Conventions,
+    proc_of: &dyn Fn(&Query) -> i64,
+    queries: &mut [Query],
+) -> Result<Scan> {
+    match pass(db, conv, proc_of, queries, false)? {
         Ok(s) => Ok(s),
-        Err(OutOfOrder) => match pass(db, conv, queries, true)? {
+        Err(OutOfOrder) => match pass(db, conv, proc_of, queries, true)? {
             Ok(mut s) => {
                 s.reordered = true;
                 Ok(s)
@@ -199,18 +211,14 @@ pub fn scan(db: &Db, conv: &Conventions, queries: &[(i64, i64)]) -> Result<Scan>
 fn pass(
     db: &Db,
     conv: &Conventions,
-    queries: &[(i64, i64)],
+    proc_of: &dyn Fn(&Query) -> i64,
+    queries: &mut [Query],
     ordered: bool,
 ) -> Result<std::result::Result<Scan, OutOfOrder>> {
-    let mut p = Pass {
-        conv,
-        queries,
-        out: Scan {
-            tags: vec![Tag::default(); queries.len()],
-            ..Default::default()
-        },
-        stage_index: HashMap::new(),
-    };
+    for q in queries.iter_mut() {
+        q.tag = Tag::default();
+    }
+    let n_queries = queries.len();
     let mut states: IntMap<i64, State> = IntMap::default();
     let new_state = |next: usize, hi: usize| State {
         ring: Ring {
@@ -223,14 +231,20 @@ fn pass(
     };
     let mut i = 0;
     while i < queries.len() {
-        let g = queries[i].0;
+        let g = proc_of(&queries[i]);
         let mut j = i;
-        while j < queries.len() && queries[j].0 == g {
+        while j < queries.len() && proc_of(&queries[j]) == g {
             j += 1;
         }
         states.insert(g, new_state(i, j));
         i = j;
     }
+    let mut p = Pass {
+        conv,
+        queries,
+        out: Scan::default(),
+        stage_index: HashMap::new(),
+    };
     let cols = match db.columns(NVTX_EVENTS)? {
         Some(c) if c.iter().any(|x| x == "globalTid") && c.iter().any(|x| x == "start") => c,
         _ => return Ok(Ok(p.out)),
@@ -304,7 +318,7 @@ fn pass(
         }
         let st = states
             .entry(last_gpid)
-            .or_insert_with(|| new_state(queries.len(), queries.len()));
+            .or_insert_with(|| new_state(n_queries, n_queries));
         p.answer(st, Some(start));
         st.ring.push(start, end.unwrap_or(start), &name);
     }
