@@ -328,3 +328,43 @@ fn pass(
     }
     Ok(Ok(p.out))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The innermost range at `t` as the pass finds it: the ring holds the ranges started at or
+    /// before `t`, in start order.
+    fn at(cap: usize, items: &[(i64, i64, &'static str)], t: i64) -> Option<String> {
+        let mut r = Ring {
+            items: Vec::new(),
+            head: 0,
+            cap,
+        };
+        for (s, e, n) in items.iter().filter(|i| i.0 <= t) {
+            r.push(*s, *e, n);
+        }
+        r.innermost(t).map(|i| r.items[i].name.clone())
+    }
+
+    /// The skill's search: the shortest containing range among the `scan` latest started at or
+    /// before the time; an end equal to the time contains it; among equals the later started.
+    #[test]
+    fn innermost_is_the_shortest_of_the_latest() {
+        let items = [(0, 100, "chunk"), (10, 50, "stage2_f"), (20, 30, "inner"), (40, 40, "mark")];
+        let at8 = |t| at(8, &items, t);
+        assert_eq!(at8(25).as_deref(), Some("inner"));
+        assert_eq!(at8(30).as_deref(), Some("inner"), "end is inclusive");
+        assert_eq!(at8(35).as_deref(), Some("stage2_f"));
+        assert_eq!(at8(40).as_deref(), Some("mark"), "an event without an end spans nothing");
+        assert_eq!(at8(41).as_deref(), Some("stage2_f"));
+        assert_eq!(at8(99).as_deref(), Some("chunk"));
+        assert_eq!(at8(101), None);
+        assert_eq!(at(8, &[(0, 10, "first"), (0, 10, "second")], 5).as_deref(), Some("second"));
+        // Only the `cap` latest are looked at: here the enclosing range is further back.
+        let mut items = vec![(0, 1000, "stage4_b")];
+        items.extend((1..=3).map(|k| (k * 10, k * 10 + 1, "small")));
+        assert_eq!(at(4, &items, 500).as_deref(), Some("stage4_b"));
+        assert_eq!(at(3, &items, 500), None);
+    }
+}
