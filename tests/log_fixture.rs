@@ -194,6 +194,49 @@ fn check_rank(report: &Value, r: i64, t: &Value, cut: Option<usize>, what: &str)
         );
     }
 
+    // Each detail layer over its stages: the tensors the fake torch's hooks were handed in
+    // all of the layer's stages (each stage printed to 0.1 MiB).
+    for l in layers {
+        let groups: Vec<&Value> = saved_truth
+            .iter()
+            .filter(|g| g["layer"] == l["layer"])
+            .collect();
+        let all = &l["saved_all"];
+        let at = format!("{what}: layer {} over its stages", l["layer"]);
+        assert_eq!(all["stages"], groups.len(), "{at}: stages");
+        let sum = |k: &str| groups.iter().map(|g| b(&g[k])).sum::<f64>();
+        let slack = 0.05 * MIB * groups.len() as f64 + 1.0;
+        assert!(
+            (b(&all["activations_bytes"]) - sum("activation_bytes")).abs() <= slack,
+            "{at}: activations {} vs {}",
+            all["activations_bytes"],
+            sum("activation_bytes")
+        );
+        assert!(
+            (b(&all["weights_bytes"]) - sum("weight_bytes")).abs() <= slack,
+            "{at}: weights {} vs {}",
+            all["weights_bytes"],
+            sum("weight_bytes")
+        );
+    }
+
+    // The run's shape: the coordinates the fake torch's device mesh gave the rank, and what
+    // the run was configured with.
+    let mesh_truth = t["mesh"].as_object().unwrap();
+    let mesh = tr["mesh"]
+        .as_object()
+        .unwrap_or_else(|| panic!("{what}: no mesh"));
+    assert_eq!(mesh.len(), mesh_truth.len(), "{what}: mesh axes");
+    for (axis, coord) in mesh_truth {
+        assert_eq!(&mesh[axis], coord, "{what}: mesh {axis}");
+    }
+    let fields = &tr["run"]["fields"];
+    for key in ["mbs", "seq", "gbs", "world"] {
+        assert_eq!(fields[key], t["run"][key].to_string(), "{what}: {key}");
+    }
+    assert_eq!(fields["model"], t["run"]["model"], "{what}: model");
+    assert_eq!(fields["rank"], r.to_string(), "{what}: rank");
+
     // The detail layers the rank chose at run time: those whose stages the fake torch's
     // saved-tensor hooks saw, and the layers the report details.
     let mut hooked: Vec<i64> = saved_truth
@@ -583,10 +626,13 @@ fn ranks_stand_out_only_against_ranks_on_their_own_pipeline_stage() {
     let text = instrument(&["log", &s.path("srun.log")]);
     let text = String::from_utf8_lossy(&text.stdout);
     let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    assert!(
-        flat.contains("rank 5 stands out on pipeline stage 0: peak allocated"),
-        "{text}"
+    // The rank that stands out is named by its coordinates on the mesh.
+    let standout_at = format!(
+        "rank 5 ({}) stands out on pipeline stage 0: peak allocated",
+        mesh_short(&t["5"]["mesh"])
     );
+    assert!(flat.contains(&standout_at), "{standout_at}: {text}");
+    assert_eq!(standout["mesh"], t["5"]["mesh"]);
 }
 
 #[test]

@@ -120,7 +120,8 @@ fn the_page_holds_the_plots_and_renders_in_chromium() {
             / GIB
     };
     let said = format!(
-        "rank 14 stands out: NCCL world {:.2} GiB against the other ranks&#39; median of {:.2} GiB",
+        "rank 14 ({}) stands out: NCCL world {:.2} GiB against the other ranks&#39; median of {:.2} GiB",
+        mesh_short(&s.truth["ranks"]["14"]["mesh"]),
         nccl("14"),
         nccl("3")
     );
@@ -190,4 +191,85 @@ fn the_page_holds_the_plots_and_renders_in_chromium() {
         "{console:?}"
     );
     assert!(status(&dom).unwrap().starts_with("render-error"));
+}
+
+/// Render `page` in headless Chromium: no console output, the sentinel says it rendered
+/// `svgs` charts or more. Skipped (with a notice) without Chromium, outside CI.
+fn renders(page: &Path, svgs: usize) {
+    if !Path::new(CHROMIUM).exists() {
+        if std::env::var("INSTRUMENT_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
+            panic!("{CHROMIUM} is missing and INSTRUMENT_REQUIRE_CHROMIUM=1");
+        }
+        eprintln!(
+            "NOTICE: skipping the headless-Chromium check of {}",
+            page.display()
+        );
+        return;
+    }
+    let (dom, console) = chromium(&["--dump-dom".into(), format!("file://{}", page.display())]);
+    assert!(console.is_empty(), "console output {console:?}");
+    let st = status(&dom).expect("the page finished rendering");
+    let n: usize = st
+        .strip_prefix("render-ok svg=")
+        .expect(&st)
+        .parse()
+        .unwrap();
+    assert!(n >= svgs, "{st}");
+}
+
+#[test]
+fn the_diff_and_estimate_pages_render_in_chromium() {
+    let Some(py) = python() else { return };
+    let before = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]);
+    let after = scenario(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        2,
+        &["--extra-saved", "3:256"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    // The two runs overlaid per rank, where they part marked, the changes listed.
+    let diff = dir.path().join("diff.html");
+    let out = instrument(&[
+        "log",
+        &before.path("srun.log"),
+        "--diff",
+        &after.path("srun.log"),
+        "--html",
+        diff.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let html = std::fs::read_to_string(&diff).unwrap();
+    assert!(html.starts_with("<!DOCTYPE html>") && html.trim_end().ends_with("</html>"));
+    assert!(!html.contains("http://") && !html.contains("https://"));
+    assert!(html.contains("layer 3 stage1 saved activations"));
+    assert!(html.contains("No change (every figure within the prints' rounding)."));
+    renders(&diff, 2);
+    // The estimate beside each rank's figures on the report's page.
+    let page = dir.path().join("estimate.html");
+    let root = repo_root().join("fixtures/pithtrain");
+    let out = instrument(&[
+        "log",
+        &after.path("srun.log"),
+        "--estimate",
+        "--root",
+        root.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches("<table class=\"estimate\">").count(), 2);
+    assert!(html.contains("The measured timeline leaves the estimate at"));
+    // Each rank's coordinates on the mesh name its sections and key the across table.
+    let short = mesh_short(&after.truth["ranks"]["14"]["mesh"]);
+    assert!(
+        html.contains(&format!("<h2>Rank 14 ({short})</h2>")),
+        "{short}"
+    );
+    assert!(
+        html.contains("<table class=\"across\"><tr><th>rank</th><th>pp</th><th>dp</th><th>ep</th>")
+    );
+    renders(&page, 7);
 }

@@ -244,3 +244,40 @@ fields = { step = "int" }
     assert_eq!(r7["step"]["peak"]["allocated_bytes"], 1024 * 1048576);
     assert_eq!(r7["step"]["peak"]["label"], "step 2");
 }
+
+#[test]
+fn comparison_and_estimate_arguments_are_checked_before_anything_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("a.log");
+    std::fs::write(&log, format!("{SETUP}{STEP}")).unwrap();
+    let log = log.to_str().unwrap();
+    for (args, want) in [
+        (
+            vec![log, "--diff", log, "--gate", "five"],
+            "--gate takes a per cent",
+        ),
+        (
+            vec![log, "--diff", log, "--estimate"],
+            "cannot be used with",
+        ),
+        (vec![log, "--gate", "5"], "--diff"),
+        (vec![log, "--root", "/tmp"], "--estimate"),
+        (
+            vec![log, "--estimate", "--estimate-tolerance=-1"],
+            "--estimate-tolerance",
+        ),
+        (vec![log, "--diff", "/no/such/after.log"], "after: "),
+        (vec!["/no/such/before.log", "--diff", log], "before: "),
+    ] {
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 2, "{args:?}: {out}{err}");
+        assert!(out.is_empty(), "{args:?}: {out}");
+        assert!(err.contains(want), "{args:?}: {want:?} in {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // A run compared with itself: a report, no change.
+    let (code, out, err) = run(&[log, "--diff", log, "--gate", "0"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("rank 3 (pp 0): no change"), "{out}");
+    assert!(out.contains("gate 0%: passed"), "{out}");
+}

@@ -1,5 +1,11 @@
-//! `instrument nsys command`: the recommended command, and its checks against a fake `nsys`
+//! `instrument nsys command`: the command for a launch, and its checks against a fake `nsys`
 //! on PATH that answers like a given release (fixtures/nsys/fake/).
+//!
+//! The pithtrain launch lines below are pithtrain's own (github mlc-ai/pith-train at 889a408,
+//! Apache-2.0), quoted as test data: the capture skill's `launch_capture.sh`, the pretrain
+//! launcher `examples/pretrain_lm/launch.sh`, the validate skill's launcher and the benchmark
+//! launchers, with the launch lines their SKILL.md and docs give. Where pithtrain itself passes
+//! options to nsys (launch_capture.sh), its lines are the oracle for the options we emit.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -29,19 +35,44 @@ fn fake_nsys(help: &str, status: &str, version: &str) -> tempfile::TempDir {
     dir
 }
 
+fn current_nsys() -> tempfile::TempDir {
+    fake_nsys(
+        "help-current.txt",
+        "status-ok.txt",
+        "2025.1.1.131-251135540420v0",
+    )
+}
+
+/// A fake `srun` in `dir` that writes the words it was given, one per line, to `ran-srun.txt`.
+fn fake_srun(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let srun = dir.join("srun");
+    std::fs::write(
+        &srun,
+        "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"$(dirname \"$0\")/ran-srun.txt\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&srun, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
 /// PATH with `first` in front of the system directories (for /bin/sh) but no real nsys.
 fn path_with(first: &Path) -> String {
     format!("{}:/usr/bin:/bin", first.display())
 }
 
-fn run(path: &str, args: &[&str]) -> Output {
+fn run_in(dir: &Path, path: &str, args: &[&str]) -> Output {
     Command::new(bin())
         .args(["nsys", "command"])
         .args(args)
         .env("PATH", path)
         .env_remove("FAKE_NSYS_EXIT")
+        .current_dir(dir)
         .output()
         .unwrap()
+}
+
+fn run(path: &str, args: &[&str]) -> Output {
+    run_in(Path::new(env!("CARGO_MANIFEST_DIR")), path, args)
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -49,6 +80,38 @@ fn text(o: &Output) -> (String, String) {
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
+}
+
+/// The printed command as one line of words (line continuations and indentation removed).
+fn flat(out: &str) -> String {
+    out.replace(" \\\n", " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The words the printed command hands on, as a POSIX shell splits and unquotes them.
+fn shell_words(out: &str) -> Vec<String> {
+    let o = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(format!("set -- {out}\nprintf '%s\\n' \"$@\""))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// The nsys options in the printed command (the words from `profile` to the program).
+fn nsys_options(words: &[String]) -> Vec<String> {
+    let start = words.iter().position(|w| w == "profile").unwrap() + 1;
+    words[start..]
+        .iter()
+        .take_while(|w| w.starts_with("--"))
+        .cloned()
+        .collect()
 }
 
 const LAUNCH: [&str; 6] = [
@@ -60,6 +123,11 @@ const LAUNCH: [&str; 6] = [
     "pkg.profile_run",
 ];
 
+/// The words of a launch line (none of them holds a space).
+fn args(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 fn trace_json(dir: &Path) -> PathBuf {
     let p = dir.join("trace.json");
     std::fs::write(
@@ -70,6 +138,161 @@ fn trace_json(dir: &Path) -> PathBuf {
     p
 }
 
+// ---- pithtrain's own launch lines (889a408), as test data -------------------------------
+
+/// .agents/skills/capture-nsys-profile/scripts/launch_capture.sh (whole, as pithtrain has it).
+const LAUNCH_CAPTURE_SH: &str = r#"#!/bin/bash
+# Capture an nsys profile of a short PithTrain run.
+
+set -euo pipefail
+export OMP_NUM_THREADS=8
+export PYTHONUNBUFFERED=1
+
+OUTDIR=workspace/capture-nsys-profile; mkdir -p $OUTDIR
+SCRIPT=.agents/skills/capture-nsys-profile/scripts/capture.py
+
+NSYS_ARGS=()
+NSYS_ARGS+=(profile)
+NSYS_ARGS+=(--stats=false)
+NSYS_ARGS+=(--trace=cuda,nvtx)
+NSYS_ARGS+=(--force-overwrite=true)
+NSYS_ARGS+=(--output=$OUTDIR/pithtrain_node${SLURM_NODEID:-0})
+NSYS_ARGS+=(--cuda-graph-trace=node)
+NSYS_ARGS+=(--capture-range=cudaProfilerApi)
+NSYS_ARGS+=(--capture-range-end=stop-shutdown)
+NSYS_ARGS+=(--delay=0)
+
+TORCHRUN_ARGS=()
+TORCHRUN_ARGS+=(--nnodes=${SLURM_NNODES:-1} --node-rank=${SLURM_NODEID:-0} --nproc-per-node=gpu)
+TORCHRUN_ARGS+=(--rdzv-backend=c10d --rdzv-endpoint=${SLURM_LAUNCH_NODE_IPADDR:-localhost}:15213)
+
+nsys ${NSYS_ARGS[@]} torchrun ${TORCHRUN_ARGS[@]} $SCRIPT $@
+"#;
+
+/// examples/pretrain_lm/launch.sh: the lines that launch.
+const PRETRAIN_LAUNCH_SH: &str = r#"#!/bin/bash
+# Pretrain a Mixture-of-Experts (MoE) language model.
+#
+# For multi-node training with SLURM:
+#   srun -W 0 examples/pretrain_lm/launch.sh qwen3-30b-a3b
+
+set -euo pipefail
+export OMP_NUM_THREADS=8
+export PYTHONUNBUFFERED=1
+
+LAUNCH_ARGS=()
+LAUNCH_ARGS+=(--nnodes=${SLURM_NNODES:-1} --node-rank=${SLURM_NODEID:-0} --nproc-per-node=gpu)
+LAUNCH_ARGS+=(--rdzv-backend=c10d --rdzv-endpoint=${SLURM_LAUNCH_NODE_IPADDR:-localhost}:15213)
+
+SCRIPT=examples/pretrain_lm/$1/script.py
+OUTPUT=logging/pretrain_lm/${1}_node${SLURM_NODEID:-0}.log
+
+mkdir -p $(dirname $OUTPUT) && exec > >(tee $OUTPUT) 2>&1
+torchrun ${LAUNCH_ARGS[@]} $SCRIPT
+"#;
+
+/// .agents/skills/validate-correctness/scripts/launch_validate.sh: the lines that launch.
+const LAUNCH_VALIDATE_SH: &str = r#"#!/bin/bash
+# Run a short PithTrain training run for correctness validation.
+
+set -euo pipefail
+export OMP_NUM_THREADS=8
+export PYTHONUNBUFFERED=1
+
+SCRIPT=.agents/skills/validate-correctness/scripts/validate.py
+
+TORCHRUN_ARGS=()
+TORCHRUN_ARGS+=(--nnodes=${SLURM_NNODES:-1} --node-rank=${SLURM_NODEID:-0} --nproc-per-node=gpu)
+TORCHRUN_ARGS+=(--rdzv-backend=c10d --rdzv-endpoint=${SLURM_LAUNCH_NODE_IPADDR:-localhost}:15213)
+
+torchrun ${TORCHRUN_ARGS[@]} $SCRIPT $@
+"#;
+
+/// benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/launch.sh: the lines that launch.
+const BENCH_LAUNCH_SH: &str = r#"#!/bin/bash
+# Benchmark the training throughput of Qwen3-30B-A3B with 2x8 H100.
+
+SRUN_ARGS=()
+SRUN_ARGS+=(--nodes=2 --gpus-per-node=8)
+SRUN_ARGS+=(--wait=0 --time=00-01:00:00)
+
+STEP=benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/pp2-dp1-cp1-ep8-seq2048-bf16
+srun ${SRUN_ARGS[@]} --output logging/$STEP.log $STEP.sh
+"#;
+
+/// benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/pp2-dp1-cp1-ep8-seq2048-bf16.sh.
+const BENCH_STEP_SH: &str = r#"#!/bin/bash
+# Launch the training.
+
+TRUN_ARGS=()
+TRUN_ARGS+=(--nnodes=${SLURM_NNODES:-1} --node-rank=${SLURM_NODEID:-0} --nproc-per-node=gpu)
+TRUN_ARGS+=(--rdzv-backend=c10d --rdzv-endpoint=${SLURM_LAUNCH_NODE_IPADDR:-localhost}:15213)
+
+torchrun ${TRUN_ARGS[@]} benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/pp2-dp1-cp1-ep8-seq2048-bf16.py
+"#;
+
+/// A pithtrain tree with the launchers above (and one-line stand-ins for the Python scripts
+/// they run: only their imports and capture settings matter here).
+fn pithtrain_tree() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    let files: [(&str, &str); 8] = [
+        (
+            ".agents/skills/capture-nsys-profile/scripts/launch_capture.sh",
+            LAUNCH_CAPTURE_SH,
+        ),
+        (
+            ".agents/skills/capture-nsys-profile/scripts/capture.py",
+            "from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch\ntraining.nsys_start = 5\ntraining.nsys_stop = 6\n",
+        ),
+        ("examples/pretrain_lm/launch.sh", PRETRAIN_LAUNCH_SH),
+        (
+            "examples/pretrain_lm/qwen3-30b-a3b/script.py",
+            "from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch\n",
+        ),
+        (
+            ".agents/skills/validate-correctness/scripts/launch_validate.sh",
+            LAUNCH_VALIDATE_SH,
+        ),
+        (
+            ".agents/skills/validate-correctness/scripts/validate.py",
+            "from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch\n",
+        ),
+        (
+            "benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/launch.sh",
+            BENCH_LAUNCH_SH,
+        ),
+        (
+            "benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/pp2-dp1-cp1-ep8-seq2048-bf16.sh",
+            BENCH_STEP_SH,
+        ),
+    ];
+    for (p, text) in files {
+        let path = d.path().join(p);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    let py = d
+        .path()
+        .join("benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/pp2-dp1-cp1-ep8-seq2048-bf16.py");
+    std::fs::write(
+        py,
+        "from setup import cfg\n\nfrom pithtrain.tasks import pretrain_lm\n",
+    )
+    .unwrap();
+    d
+}
+
+/// What launch_capture.sh passes to nsys: the `NSYS_ARGS+=(...)` words, in order.
+fn launch_capture_nsys_args() -> Vec<String> {
+    LAUNCH_CAPTURE_SH
+        .lines()
+        .filter_map(|l| l.strip_prefix("NSYS_ARGS+=("))
+        .map(|l| l.trim_end_matches(')').to_string())
+        .collect()
+}
+
+// ---- the command for a plain torchrun ---------------------------------------------------
+
 #[test]
 fn without_nsys_prints_the_recommended_command_and_says_it_is_unchecked() {
     let empty = tempfile::tempdir().unwrap();
@@ -79,44 +302,56 @@ fn without_nsys_prints_the_recommended_command_and_says_it_is_unchecked() {
     let o = run(&path_with(empty.path()), &args);
     assert!(o.status.success());
     let (out, err) = text(&o);
-    let flat = out.replace(" \\\n", " ");
+    let words = shell_words(&out);
+    // One node: nsys goes first, around torchrun.
+    assert_eq!(&words[..2], ["nsys", "profile"], "{out}");
     // The allocator setting changes the run being profiled: not set unless asked for.
-    assert!(flat.starts_with("nsys profile -o prof/run1 "), "{out}");
     assert!(!out.contains("PYTORCH_CUDA_ALLOC_CONF") && !err.contains("PYTORCH_CUDA_ALLOC_CONF"));
-    // Not a pithtrain launcher: the whole run is recorded.
+    // Not a pithtrain launcher: the whole run is recorded, with the guide's full set.
     assert!(!out.contains("--capture-range"), "{out}");
-    for needle in [
-        "--export sqlite",
-        "--trace cuda,nvtx,osrt",
-        "--force-overwrite true",
-        "--cuda-graph-trace=node",
-        "--cuda-memory-usage true",
-        "--pytorch=autograd-shapes-nvtx",
-        &format!("--python-functions-trace={}", tj.display()),
-        "--cudabacktrace=all",
-        "--python-backtrace=cuda",
-    ] {
-        assert!(flat.contains(needle), "missing {needle} in {out}");
-    }
-    assert!(
-        flat.trim_end()
-            .ends_with("torchrun --standalone --nproc_per_node=4 -m pkg.profile_run")
+    assert_eq!(
+        nsys_options(&words),
+        [
+            "--output=prof/run1",
+            "--export=sqlite",
+            "--trace=cuda,nvtx,osrt",
+            "--force-overwrite=true",
+            "--cuda-graph-trace=node",
+            "--cuda-memory-usage=true",
+            "--pytorch=autograd-shapes-nvtx",
+            "--cudabacktrace=all",
+            "--python-backtrace=cuda",
+            &format!("--python-functions-trace={}", tj.display()),
+        ]
     );
-    assert!(!flat.contains("functions-trace,") && !flat.contains("--pytorch=functions-trace"));
+    assert_eq!(&words[words.len() - 5..], &LAUNCH[1..]);
     assert!(
         err.contains("could not be checked against an installed nsys"),
         "{err}"
     );
-    assert!(err.contains("instrument nsys report prof/run1.sqlite"));
+    // Each extra in the command is explained in one line.
+    for flag in [
+        "--osrt",
+        "--cuda-memory-usage",
+        "--pytorch-nvtx",
+        "--backtraces",
+    ] {
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with(&format!("note: {flag} (")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{flag}: {err}");
+    }
+    // One export: the next step reads that file.
+    assert!(
+        err.contains("then: instrument nsys report prof/run1.sqlite"),
+        "{err}"
+    );
 }
 
 #[test]
 fn current_release_passes_every_check() {
-    let fake = fake_nsys(
-        "help-current.txt",
-        "status-ok.txt",
-        "2025.1.1.131-251135540420v0",
-    );
+    let fake = current_nsys();
     let tj = trace_json(fake.path());
     let mut args = vec!["--trace-json", tj.to_str().unwrap()];
     args.extend(LAUNCH);
@@ -129,11 +364,10 @@ fn current_release_passes_every_check() {
         "{err}"
     );
     // The checked binary is named by its absolute path.
-    assert!(
-        out.contains(&format!("{} profile", fake.path().join("nsys").display())),
-        "{out}"
-    );
-    assert!(out.contains("--pytorch=autograd-shapes-nvtx"));
+    let words = shell_words(&out);
+    assert_eq!(words[0], fake.path().join("nsys").display().to_string());
+    assert!(words.contains(&"--pytorch=autograd-shapes-nvtx".to_string()));
+    assert!(words.contains(&"--output=profiling/results/nsys/profile".to_string()));
 }
 
 #[test]
@@ -180,6 +414,11 @@ fn release_without_autograd_shapes_falls_back_to_autograd_nvtx() {
         err.contains("does not accept autograd-shapes-nvtx"),
         "{err}"
     );
+    // The explanation names what is in the command.
+    assert!(
+        err.contains("note: --pytorch-nvtx (--pytorch=autograd-nvtx)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -205,11 +444,13 @@ fn old_release_warns_about_version_and_drops_unknown_options() {
             "{opt}: {err}"
         );
     }
-    assert!(
-        out.contains("--trace cuda,nvtx ") || out.contains("--trace cuda,nvtx \\"),
-        "{out}"
-    );
+    assert!(out.contains("--trace=cuda,nvtx "), "{out}");
     assert!(err.contains("--trace does not accept osrt"), "{err}");
+    // What was dropped is not explained as if it were there.
+    assert!(
+        !err.contains("note: --pytorch-nvtx") && !err.contains("note: --osrt"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -240,11 +481,7 @@ fn no_sqlite_leaves_out_the_export() {
 
 #[test]
 fn run_executes_the_checked_nsys_with_the_environment() {
-    let fake = fake_nsys(
-        "help-current.txt",
-        "status-ok.txt",
-        "2025.1.1.131-251135540420v0",
-    );
+    let fake = current_nsys();
     let out_name = fake.path().join("results/run1");
     let mut args = vec!["--run", "--out", out_name.to_str().unwrap()];
     args.extend(LAUNCH);
@@ -264,7 +501,7 @@ fn run_executes_the_checked_nsys_with_the_environment() {
     );
     let ran = std::fs::read_to_string(fake.path().join("ran-args.txt")).unwrap();
     let ran: Vec<&str> = ran.lines().collect();
-    assert_eq!(&ran[..2], &["-o", out_name.to_str().unwrap()]);
+    assert_eq!(ran[0], format!("--output={}", out_name.display()));
     assert_eq!(&ran[ran.len() - 5..], &LAUNCH[1..]);
     let env = std::fs::read_to_string(fake.path().join("ran-env.txt")).unwrap();
     assert_eq!(
@@ -302,15 +539,134 @@ fn run_executes_the_checked_nsys_with_the_environment() {
     assert_eq!(env.trim(), "expandable_segments:True");
 }
 
-/// A pithtrain launcher drives the capture window itself: the command follows the CUDA profiler
-/// API, as pithtrain's own capture script does, and reminds (or warns) about nsys_start/stop.
+#[test]
+fn run_without_nsys_is_a_user_error() {
+    let empty = tempfile::tempdir().unwrap();
+    let mut args = vec!["--run"];
+    args.extend(LAUNCH);
+    let o = run(&path_with(empty.path()), &args);
+    assert_eq!(o.status.code(), Some(2));
+    let (_, err) = text(&o);
+    assert!(
+        err.lines()
+            .any(|l| l.starts_with("error:") && l.contains("no usable nsys")),
+        "{err}"
+    );
+}
+
+// ---- pithtrain: its own capture set, its own window ---------------------------------------
+
+/// A pithtrain launcher gets what pithtrain's own capture passes to nsys: launch_capture.sh's
+/// options, in its order, plus only the SQLite export the report reads; its output name.
+#[test]
+fn pithtrain_gets_what_its_own_capture_passes_to_nsys() {
+    let fake = current_nsys();
+    let o = run(
+        &path_with(fake.path()),
+        &args(
+            "-- srun --nodes 2 torchrun --nnodes 2 --nproc-per-node 8 -m pithtrain.tasks.pretrain_lm",
+        ),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let words = shell_words(&out);
+    let ours = nsys_options(&words);
+    let theirs = launch_capture_nsys_args();
+    assert_eq!(theirs[0], "profile");
+    let their_output = theirs.iter().find(|a| a.starts_with("--output=")).unwrap();
+    let expected: Vec<&String> = theirs[1..]
+        .iter()
+        .filter(|a| !a.starts_with("--output="))
+        .collect();
+    let ours_without: Vec<&String> = ours
+        .iter()
+        .filter(|a| !a.starts_with("--output=") && *a != "--export=sqlite")
+        .collect();
+    assert_eq!(ours_without, expected, "{out}");
+    // The name: pithtrain's `pithtrain_node${SLURM_NODEID:-0}`, with the node id expanded by
+    // nsys on each node instead of by the shell on this one.
+    let their_name = their_output.rsplit('/').next().unwrap();
+    let our_output = ours.iter().find(|a| a.starts_with("--output=")).unwrap();
+    assert_eq!(
+        our_output.rsplit('/').next().unwrap(),
+        their_name.replace("${SLURM_NODEID:-0}", "%q{SLURM_NODEID}")
+    );
+    // Nothing pithtrain's capture leaves out.
+    for absent in ["--pytorch", "backtrace", "--cuda-memory-usage", "osrt"] {
+        assert!(!out.contains(absent), "{absent}: {out}");
+    }
+    assert!(
+        err.contains("note: tracing what pithtrain's capture"),
+        "{err}"
+    );
+    assert!(
+        err.contains("on request: --backtraces, --cuda-memory-usage, --osrt, --pytorch-nvtx"),
+        "{err}"
+    );
+    // No reminder about a functions-trace JSON: pithtrain's own ranges name its stages.
+    assert!(!err.contains("no --trace-json"), "{err}");
+    // The next step reads the folder of node exports.
+    assert!(
+        err.lines()
+            .any(|l| l == "then: instrument nsys report profiling/results/nsys/"),
+        "{err}"
+    );
+}
+
+#[test]
+fn pithtrain_extras_only_on_request_each_in_one_line() {
+    let fake = current_nsys();
+    let launch = args("-- torchrun --nproc_per_node=8 -m pithtrain.tasks.pretrain_lm");
+    let mut asked = args("--pytorch-nvtx --backtraces --cuda-memory-usage --osrt");
+    asked.extend(launch);
+    let (out, err) = text(&run(&path_with(fake.path()), &asked));
+    let words = shell_words(&out);
+    let opts = nsys_options(&words);
+    for o in args(
+        "--trace=cuda,nvtx,osrt --pytorch=autograd-shapes-nvtx --cudabacktrace=all --python-backtrace=cuda --cuda-memory-usage=true",
+    ) {
+        assert!(opts.contains(&o.to_string()), "{o}: {out}");
+    }
+    for (flag, said) in [
+        ("--pytorch-nvtx", "--pytorch=autograd-shapes-nvtx"),
+        (
+            "--backtraces",
+            "--cudabacktrace=all --python-backtrace=cuda",
+        ),
+        ("--cuda-memory-usage", "--cuda-memory-usage=true"),
+        ("--osrt", "--trace osrt"),
+    ] {
+        let lines: Vec<&str> = err
+            .lines()
+            .filter(|l| l.starts_with(&format!("note: {flag} (")))
+            .collect();
+        assert_eq!(lines.len(), 1, "{flag}: {err}");
+        assert!(
+            lines[0].starts_with(&format!("note: {flag} ({said}): ")),
+            "{}",
+            lines[0]
+        );
+    }
+    // Single node: one export, named as pithtrain names node 0.
+    assert!(opts.contains(&"--output=profiling/results/nsys/pithtrain_node0".to_string()));
+    assert!(
+        err.contains("then: instrument nsys report profiling/results/nsys/pithtrain_node0.sqlite")
+    );
+    // And the guide's extras can be turned off for any launcher.
+    let mut args = vec!["--no-pytorch-nvtx", "--no-cuda-memory-usage", "--no-osrt"];
+    args.extend(LAUNCH);
+    let (out, _) = text(&run(&path_with(fake.path()), &args));
+    assert!(
+        !out.contains("--pytorch") && !out.contains("--cuda-memory-usage") && !out.contains("osrt"),
+        "{out}"
+    );
+}
+
+/// The capture window: pithtrain calls cudaProfilerStart/Stop itself; the command reminds (or
+/// warns) about nsys_start/stop and says what stop-shutdown does to the run.
 #[test]
 fn pithtrain_launcher_captures_the_profiler_api_window() {
-    let fake = fake_nsys(
-        "help-current.txt",
-        "status-ok.txt",
-        "2025.1.1.131-251135540420v0",
-    );
+    let fake = current_nsys();
     let d = tempfile::tempdir().unwrap();
     let script = d.path().join("script.py");
     std::fs::write(
@@ -325,20 +681,21 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
         script.to_str().unwrap(),
     ];
     let (out, err) = text(&run(&path_with(fake.path()), &launch));
-    let flat = out
-        .replace(" \\\n", " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ");
     assert!(
-        flat.contains("--capture-range=cudaProfilerApi --capture-range-end=stop-shutdown"),
+        flat(&out).contains("--capture-range=cudaProfilerApi --capture-range-end=stop-shutdown"),
         "{out}"
     );
-    assert!(flat.contains("--cuda-graph-trace=node"), "{out}");
+    assert!(out.contains("--cuda-graph-trace=node"), "{out}");
     assert!(
         err.contains("warning: --capture-range=cudaProfilerApi")
             && err.contains("does not set both")
             && err.contains("training.nsys_start = 5"),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "note: --capture-range-end=stop-shutdown: when the capture stops (training.nsys_stop)"
+        ),
         "{err}"
     );
     // A script that sets both: a note naming it, no warning.
@@ -358,13 +715,7 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
     // A module launch: the reminder.
     let (out, err) = text(&run(
         &path_with(fake.path()),
-        &[
-            "--",
-            "torchrun",
-            "--nproc_per_node=8",
-            "-m",
-            "pithtrain.tasks.pretrain_lm",
-        ],
+        &args("-- torchrun --nproc_per_node=8 -m pithtrain.tasks.pretrain_lm"),
     ));
     assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
     assert!(err.contains("set both in the config"), "{err}");
@@ -389,17 +740,431 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
     );
 }
 
+// ---- multi-node: nsys inside srun, one export per node ------------------------------------
+
+/// pithtrain's user guide: `srun -W 0 examples/pretrain_lm/launch.sh qwen3-30b-a3b`.
 #[test]
-fn run_without_nsys_is_a_user_error() {
-    let empty = tempfile::tempdir().unwrap();
-    let mut args = vec!["--run"];
-    args.extend(LAUNCH);
-    let o = run(&path_with(empty.path()), &args);
-    assert_eq!(o.status.code(), Some(2));
-    let (_, err) = text(&o);
+fn the_user_guide_srun_line_gets_nsys_inside_srun_once_per_node() {
+    let fake = current_nsys();
+    let tree = pithtrain_tree();
+    let o = run_in(
+        tree.path(),
+        &path_with(fake.path()),
+        &args("-- srun -W 0 examples/pretrain_lm/launch.sh qwen3-30b-a3b"),
+    );
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let words = shell_words(&out);
+    let nsys = fake.path().join("nsys").display().to_string();
+    // srun and its options first, then nsys, then the script srun starts on each node.
+    assert_eq!(&words[..4], ["srun", "-W", "0", nsys.as_str()], "{out}");
+    assert_eq!(
+        &words[words.len() - 2..],
+        ["examples/pretrain_lm/launch.sh", "qwen3-30b-a3b"]
+    );
+    // Recognised as pithtrain through the script (it runs pretrain_lm), placed per node
+    // because the script starts the node's ranks itself (torchrun).
     assert!(
-        err.lines()
-            .any(|l| l.starts_with("error:") && l.contains("no usable nsys")),
+        words.contains(
+            &"--output=profiling/results/nsys/pithtrain_node%q{SLURM_NODEID}".to_string()
+        ),
+        "{out}"
+    );
+    // The pattern is single-quoted, so a shell passes %q{...} through for nsys to expand.
+    assert!(out.contains("'--output=profiling/results/nsys/pithtrain_node%q{SLURM_NODEID}'"));
+    assert!(
+        err.contains("note: nsys runs inside srun, once per node, and records the ranks examples/pretrain_lm/launch.sh starts there"),
         "{err}"
+    );
+    assert!(
+        err.contains("%q{SLURM_NODEID} is nsys's own expansion"),
+        "{err}"
+    );
+    assert!(err.contains("one task per node assumed"), "{err}");
+    assert!(err.contains(&format!("every node runs {nsys}")), "{err}");
+    assert!(
+        err.contains("then: instrument nsys report profiling/results/nsys/"),
+        "{err}"
+    );
+}
+
+/// The validate skill: `srun -N <nodes> -W 0 -o logging/... launch_validate.sh ...`: srun's
+/// `-o FILE` is its own option, not the program.
+#[test]
+fn the_validate_skill_srun_line_skips_srun_options_with_values() {
+    let fake = current_nsys();
+    let tree = pithtrain_tree();
+    let launch = args(
+        "-- srun -N 2 -W 0 -o logging/validate-qwen3-30b-a3b-base.log .agents/skills/validate-correctness/scripts/launch_validate.sh --model qwen3-30b-a3b --pipeline-parallel-size 2 --expert-parallel-size 8",
+    );
+    let (out, err) = text(&run_in(tree.path(), &path_with(fake.path()), &launch));
+    let words = shell_words(&out);
+    assert_eq!(&words[..7], &launch[1..8], "{out}");
+    assert!(words[7].ends_with("/nsys"), "{out}");
+    assert_eq!(&words[words.len() - 7..], &launch[8..]);
+    assert!(
+        err.contains("nsys runs inside srun -N 2, once per node"),
+        "{err}"
+    );
+    // validate.py, which the script runs, is pithtrain's and sets no capture window.
+    assert!(
+        err.contains(".agents/skills/validate-correctness/scripts/validate.py does not set both"),
+        "{err}"
+    );
+}
+
+/// The benchmark: its launch.sh runs srun itself (refused: nsys around it would record this node
+/// only); its srun line, written out, is placed, `--output FILE` skipped as srun's option.
+#[test]
+fn the_benchmark_launcher_is_refused_and_its_srun_line_is_placed() {
+    let fake = current_nsys();
+    let tree = pithtrain_tree();
+    let o = run_in(
+        tree.path(),
+        &path_with(fake.path()),
+        &[
+            "--",
+            "bash",
+            "benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/launch.sh",
+        ],
+    );
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(out.is_empty(), "nothing printed: {out}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("error: benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/launch.sh runs srun itself (line 9: `srun ${SRUN_ARGS[@]} --output logging/$STEP.log $STEP.sh`)")
+            && lines[0].contains("give instrument that srun line"),
+        "{err}"
+    );
+    // The srun line with the script's variables written out.
+    let step = "benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/pp2-dp1-cp1-ep8-seq2048-bf16";
+    let log = format!("logging/{step}.log");
+    let sh = format!("{step}.sh");
+    let launch = [
+        "--",
+        "srun",
+        "--nodes=2",
+        "--gpus-per-node=8",
+        "--wait=0",
+        "--time=00-01:00:00",
+        "--output",
+        &log,
+        &sh,
+    ];
+    let (out, err) = text(&run_in(tree.path(), &path_with(fake.path()), &launch));
+    let words = shell_words(&out);
+    assert_eq!(&words[..7], &launch[1..8], "{out}");
+    assert_eq!(words.last().unwrap(), &sh);
+    // pithtrain through the Python file the step script runs; per node through its torchrun.
+    assert!(
+        err.contains("note: tracing what pithtrain's capture"),
+        "{err}"
+    );
+    assert!(
+        words.contains(
+            &"--output=profiling/results/nsys/pithtrain_node%q{SLURM_NODEID}".to_string()
+        ),
+        "{out}"
+    );
+}
+
+/// The capture skill's own launcher runs nsys itself: refused, in one line, exit 2, both as the
+/// SKILL.md launches it under srun and on one node.
+#[test]
+fn the_capture_skill_launcher_is_refused_it_runs_nsys_itself() {
+    let fake = current_nsys();
+    let tree = pithtrain_tree();
+    let script = ".agents/skills/capture-nsys-profile/scripts/launch_capture.sh";
+    for launch in [
+        vec![
+            "--",
+            "srun",
+            "-N",
+            "2",
+            "-W",
+            "0",
+            script,
+            "--model",
+            "qwen3-30b-a3b",
+            "--pipeline-parallel-size",
+            "2",
+            "--expert-parallel-size",
+            "8",
+        ],
+        vec![
+            "--",
+            "bash",
+            script,
+            "--model",
+            "deepseek-v2-lite",
+            "--pipeline-parallel-size",
+            "2",
+            "--expert-parallel-size",
+            "2",
+        ],
+    ] {
+        let o = run_in(tree.path(), &path_with(fake.path()), &launch);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(out.is_empty(), "{out}");
+        let lines: Vec<&str> = err.lines().collect();
+        assert_eq!(lines.len(), 1, "{err}");
+        assert!(
+            lines[0].starts_with(&format!(
+                "error: {script} runs nsys itself (line 26: `nsys ${{NSYS_ARGS[@]}} torchrun"
+            )) && lines[0].contains("run it as it is"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn torchrun_on_several_nodes_by_hand_names_each_export_by_host() {
+    let empty = tempfile::tempdir().unwrap();
+    let tree = pithtrain_tree();
+    // examples/pretrain_lm/launch.sh's torchrun line, as the shell expands it on node 0.
+    let launch = args(
+        "-- torchrun --nnodes=2 --node-rank=0 --nproc-per-node=gpu --rdzv-backend=c10d --rdzv-endpoint=10.0.0.1:15213 examples/pretrain_lm/qwen3-30b-a3b/script.py",
+    );
+    let (out, err) = text(&run_in(tree.path(), &path_with(empty.path()), &launch));
+    let words = shell_words(&out);
+    assert_eq!(&words[..2], ["nsys", "profile"]);
+    assert!(
+        words.contains(&"--output=profiling/results/nsys/pithtrain_node%h".to_string()),
+        "{out}"
+    );
+    assert!(
+        err.contains("torchrun --nnodes 2 starts only this node's ranks: run this command on each of the 2 nodes"),
+        "{err}"
+    );
+    assert!(err.contains("%h is nsys's own expansion"), "{err}");
+    assert!(
+        err.contains("then: instrument nsys report profiling/results/nsys/"),
+        "{err}"
+    );
+}
+
+#[test]
+fn per_task_and_per_rank_launches_name_each_export_by_task() {
+    let empty = tempfile::tempdir().unwrap();
+    let (out, err) = text(&run(
+        &path_with(empty.path()),
+        &args("-- srun -N 2 --ntasks-per-node=8 python train.py"),
+    ));
+    assert!(
+        shell_words(&out).contains(
+            &"--output=profiling/results/nsys/profile_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}"
+                .to_string()
+        ),
+        "{out}"
+    );
+    assert!(
+        err.contains("once per task (python starts one rank"),
+        "{err}"
+    );
+    let (out, err) = text(&run(
+        &path_with(empty.path()),
+        &args("-- mpirun -np 16 --map-by ppr:8:node python train.py"),
+    ));
+    let words = shell_words(&out);
+    assert_eq!(
+        &words[..5],
+        ["mpirun", "-np", "16", "--map-by", "ppr:8:node"]
+    );
+    assert_eq!(words[5], "nsys");
+    assert!(
+        words.contains(&"--output=profiling/results/nsys/profile_node%h_pid%p".to_string()),
+        "{out}"
+    );
+    assert!(
+        err.contains("nsys runs inside mpirun, once per rank"),
+        "{err}"
+    );
+}
+
+// ---- --out patterns ---------------------------------------------------------------------
+
+#[test]
+fn out_takes_a_pattern_that_must_tell_the_nodes_apart() {
+    let empty = tempfile::tempdir().unwrap();
+    let srun = args("srun -N 2 torchrun --nnodes 2 -m pkg.train");
+    let with = |out: &str| {
+        let mut a = vec!["--out", out, "--"];
+        a.extend(&srun);
+        run(&path_with(empty.path()), &a)
+    };
+    // The same name on every node: refused, with the fix.
+    let o = with("prof/run1");
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(out.is_empty());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error: --out prof/run1: srun runs one nsys per node, and each would write the same run1.nsys-rep")
+            && err.contains("--out 'prof/run1_node%q{SLURM_NODEID}'"),
+        "{err}"
+    );
+    // A shell variable would be expanded once, here: refused.
+    let o = with("prof/run_$SLURM_NODEID");
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        text(&o).1.contains("use nsys's own %q{NAME}"),
+        "{}",
+        text(&o).1
+    );
+    // A per-node folder: refused (the report reads one folder).
+    assert_eq!(with("prof/%h/run").status.code(), Some(2));
+    // A pattern of the user's own, with the job id and the host: used as given.
+    let o = with("prof/run_%q{SLURM_JOB_ID}_%h");
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(shell_words(&out).contains(&"--output=prof/run_%q{SLURM_JOB_ID}_%h".to_string()));
+    assert!(err.contains("then: instrument nsys report prof/"), "{err}");
+}
+
+#[test]
+fn a_folder_holding_earlier_node_exports_is_warned_about() {
+    let empty = tempfile::tempdir().unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let folder = d.path().join("profiling/results/nsys");
+    std::fs::create_dir_all(&folder).unwrap();
+    for n in [
+        "pithtrain_node2.sqlite",
+        "pithtrain_node3.nsys-rep",
+        "other.sqlite",
+    ] {
+        std::fs::write(folder.join(n), "").unwrap();
+    }
+    let (_, err) = text(&run_in(
+        d.path(),
+        &path_with(empty.path()),
+        &args("-- srun -N 2 torchrun -m pithtrain.tasks.pretrain_lm"),
+    ));
+    assert!(
+        err.contains("warning: profiling/results/nsys/ already holds 2 export(s) named pithtrain_node* (pithtrain_node2.sqlite, pithtrain_node3.nsys-rep)"),
+        "{err}"
+    );
+    assert!(!err.contains("does not exist yet"), "{err}");
+}
+
+// ---- launches nsys cannot be placed in ----------------------------------------------------
+
+#[test]
+fn launches_nsys_cannot_be_placed_in_are_refused_in_one_line() {
+    let empty = tempfile::tempdir().unwrap();
+    for (launch, needle) in [
+        (
+            vec!["sbatch", "job.sh"],
+            "sbatch queues the job and returns before it runs; put the profiled command inside the batch script",
+        ),
+        (
+            vec!["salloc", "-N", "2", "bash"],
+            "salloc runs its command on this node",
+        ),
+        (
+            vec!["ssh", "node1", "torchrun x.py"],
+            "ssh runs the command on another machine",
+        ),
+        (
+            vec!["srun", "--frobnicate", "2", "torchrun", "x.py"],
+            "srun option --frobnicate is not one instrument knows",
+        ),
+        (
+            vec!["srun", "-N", "1", "a", ":", "-N", "1", "b"],
+            "heterogeneous or MPMD job",
+        ),
+        (
+            vec!["srun", "--multi-prog", "tasks.conf"],
+            "srun --multi-prog reads the programs from a file",
+        ),
+        (
+            vec!["mpirun", "--weird", "python", "x.py"],
+            "mpirun option --weird is not one instrument knows",
+        ),
+        (
+            vec!["timeout", "600", "srun", "-N", "2", "torchrun", "x.py"],
+            "srun comes after `timeout 600`",
+        ),
+        (
+            vec!["srun", "-N", "2", "nsys", "profile", "torchrun", "x.py"],
+            "the launch already runs nsys",
+        ),
+        (
+            vec!["nsys", "profile", "torchrun", "x.py"],
+            "the launch is already an nsys command",
+        ),
+        (vec!["srun", "-N", "2"], "srun is given no program to run"),
+    ] {
+        let mut args = vec!["--"];
+        args.extend(launch.iter().copied());
+        let o = run(&path_with(empty.path()), &args);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{launch:?}: {err}");
+        assert!(out.is_empty(), "{launch:?}: {out}");
+        assert_eq!(err.lines().count(), 1, "{launch:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.contains(needle),
+            "{launch:?}: {err}"
+        );
+    }
+}
+
+// ---- quoting: what the shell hands on is what was planned ----------------------------------
+
+#[test]
+fn the_printed_command_hands_srun_exactly_the_planned_words() {
+    let fake = current_nsys();
+    fake_srun(fake.path());
+    let launch = [
+        "srun",
+        "-N",
+        "2",
+        "--job-name=a b",
+        "torchrun",
+        "--nnodes",
+        "2",
+        "train.py",
+        "--note",
+        "it's $HOME and \"quotes\"",
+        "--glob=*.py",
+    ];
+    let mut args = vec!["--out", "out dir/run_%q{SLURM_NODEID}", "--"];
+    args.extend(launch);
+    let o = run(&path_with(fake.path()), &args);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    // Run the printed command with a real shell; the fake srun records what it was given.
+    let sh = Command::new("/bin/sh")
+        .arg("-c")
+        .arg(&out)
+        .env("PATH", path_with(fake.path()))
+        .env("HOME", "/should/not/appear")
+        .output()
+        .unwrap();
+    assert!(
+        sh.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sh.stderr)
+    );
+    let ran = std::fs::read_to_string(fake.path().join("ran-srun.txt")).unwrap();
+    let ran: Vec<&str> = ran.lines().collect();
+    assert_eq!(&ran[..3], &launch[1..4]);
+    assert_eq!(ran[3], fake.path().join("nsys").display().to_string());
+    assert_eq!(ran[4], "profile");
+    assert_eq!(ran[5], "--output=out dir/run_%q{SLURM_NODEID}");
+    assert_eq!(&ran[ran.len() - 7..], &launch[4..]);
+    // --run executes the same words (srun first), without a shell.
+    std::fs::remove_file(fake.path().join("ran-srun.txt")).unwrap();
+    let mut args = vec!["--run", "--out", "out dir/run_%q{SLURM_NODEID}", "--"];
+    args.extend(launch);
+    let o = run_in(fake.path(), &path_with(fake.path()), &args);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let ran_again = std::fs::read_to_string(fake.path().join("ran-srun.txt")).unwrap();
+    assert_eq!(ran_again.lines().collect::<Vec<_>>(), ran);
+    assert!(
+        fake.path().join("out dir").is_dir(),
+        "--run creates the folder"
     );
 }

@@ -21,7 +21,9 @@ fn stacks_of(form: &str) -> &'static str {
     }
 }
 
-fn site_rows(sites: &Value) -> Vec<(String, i64, String, u64, u64, String)> {
+type Row = (String, i64, String, u64, u64, String, String);
+
+fn site_rows(sites: &Value) -> Vec<Row> {
     let mut v: Vec<_> = sites
         .as_array()
         .unwrap()
@@ -37,6 +39,16 @@ fn site_rows(sites: &Value) -> Vec<(String, i64, String, u64, u64, String)> {
                     x["function"].as_str().unwrap(),
                 ),
             };
+            // The library frame below the site, as `file:line:function`.
+            let library = match &s["library"] {
+                Value::Null => String::new(),
+                l => format!(
+                    "{}:{}:{}",
+                    l["file"].as_str().unwrap(),
+                    l["line"],
+                    l["function"].as_str().unwrap()
+                ),
+            };
             (
                 file.to_string(),
                 line,
@@ -44,6 +56,7 @@ fn site_rows(sites: &Value) -> Vec<(String, i64, String, u64, u64, String)> {
                 s["bytes"].as_u64().unwrap(),
                 s["blocks"].as_u64().unwrap(),
                 s["category"].as_str().unwrap().to_string(),
+                library,
             )
         })
         .collect();
@@ -160,8 +173,10 @@ fn every_scenario_in_every_form_gives_the_planted_truth() {
         "forms read"
     );
     let per_snapshot = per_form["p4"];
+    // Expandable segments came with torch 2.1: that snapshot has no 1.13 or 2.0 form.
     assert!(
-        per_form.values().all(|&n| n == per_snapshot),
+        per_form.iter().all(|(f, &n)| n == per_snapshot
+            || (matches!(f.as_str(), "v1.13" | "v2.0") && n == per_snapshot - 1)),
         "every snapshot in every form: {per_form:?}"
     );
     assert!(checked >= 16 * 14, "only {checked} files checked");

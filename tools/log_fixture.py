@@ -32,7 +32,7 @@ files with errors="replace"), CRLF line ends in one file.
     python3 tools/log_fixture.py scenario --checkout DIR --example qwen3-tiny --pp 2 \\
         --ranks 3,14 --snapshot-dir DIR --out DIR [--hold-mib 14:300] [--resume-from 5]
         [--oom-in backward [--oom-request-mib 1536 --oom-free-mib 600]] [--nccl-world-gib 14:1.5]
-        [--no-oom-observer]
+        [--no-oom-observer] [--absolute-model] [--extra-saved LAYER:MIB]
 """
 
 import argparse
@@ -65,7 +65,7 @@ def worker(args) -> int:
 
     import torch
 
-    truth = {"rank": rank, "pp_rank": None, "prints": [], "saved": [], "setup": {}}
+    truth = {"rank": rank, "pp_rank": None, "mesh": {}, "prints": [], "saved": [], "setup": {}}
     real_print = builtins.print
 
     def non_pt():
@@ -125,6 +125,8 @@ def worker(args) -> int:
         out = get_local_rank(self, name)
         if name == "pp":
             truth["pp_rank"] = out
+        # Every coordinate the mesh gives this rank, with the size of its dimension.
+        truth["mesh"][name] = [out, self.shape[self.names.index(name)]]
         return out
 
     torch.distributed.DeviceMesh.get_local_rank = recording_local_rank
@@ -187,6 +189,32 @@ def worker(args) -> int:
 
     dualpipev.DualPipeV.step = recording_step
 
+    # A planted change: one layer saves MIB more for backward in its first stage, in every
+    # forward (kept with the stage's outputs until that chunk's backward).
+    if args.extra_saved:
+        layer_id, mib = (int(x) for x in args.extra_saved.split(":"))
+        from pithtrain.models import deepseek_v2, gpt_oss, qwen3_moe, qwen35_moe
+
+        layers = [
+            deepseek_v2.DeepSeekV2DecoderLayer,
+            gpt_oss.GptOssDecoderLayer,
+            qwen3_moe.Qwen3MoeDecoderLayer,
+            qwen35_moe.Qwen35MoeDecoderLayer,
+        ]
+        for cls in layers:
+            inner_stage1 = cls.forward_stage1
+
+            def planted_stage1(self, *a, _inner=inner_stage1, **k):
+                out = _inner(self, *a, **k)
+                if self.idx == layer_id:
+                    extra = torch.Tensor([0.0] * mib)
+                    torch._save(extra)
+                    out[1]._planted = extra
+                    truth["planted_bytes"] = truth.get("planted_bytes", 0) + extra.nbytes()
+                return out
+
+            cls.forward_stage1 = planted_stage1
+
     from pithtrain.contexts import training
     from pithtrain.tasks import pretrain_lm
     from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch
@@ -211,8 +239,16 @@ def worker(args) -> int:
     cfg = PretrainLMCfg()
     cfg.distributed.pipeline_parallel_size = args.pp
     cfg.distributed.expert_parallel_size = 2
-    cfg.training.model = checkout / "examples" / "pretrain_lm" / args.example
-    cfg.training.num_chunks = max(4, 2 * args.pp)
+    if args.absolute_model:
+        cfg.training.model = checkout / "examples" / "pretrain_lm" / args.example
+    else:
+        # As pithtrain's example scripts run: from the checkout, the model relative to it.
+        os.chdir(checkout)
+        cfg.training.model = Path("examples") / "pretrain_lm" / args.example
+    # max(4, 2 * pp) micro-batches: global_batch_size // (micro_batch_size * dp * ep), as
+    # pithtrain's train_step divides it.
+    dp = WORLD // (args.pp * cfg.distributed.expert_parallel_size)
+    cfg.training.global_batch_size = max(4, 2 * args.pp) * cfg.training.micro_batch_size * dp * 2
     cfg.training.max_steps = 2
     work = Path(args.work)
     cfg.training.memory_profile_output = work
@@ -256,6 +292,13 @@ def worker(args) -> int:
 
         setattr(owner, name, cut_on_entry)
     truth["max_steps"] = cfg.training.max_steps
+    truth["run"] = {
+        "mbs": cfg.training.micro_batch_size,
+        "seq": cfg.training.sequence_length,
+        "gbs": cfg.training.global_batch_size,
+        "world": WORLD,
+        "model": str(cfg.training.model),
+    }
     truth["oom_observer"] = hasattr(torch._C, "_cuda_attach_out_of_memory_observer")
     code = 0
     try:
@@ -396,6 +439,10 @@ def scenario(args) -> int:
             cmd += ["--oom-request-mib", str(args.oom_request_mib), "--oom-free-mib", str(args.oom_free_mib)]
         if args.no_oom_observer:
             cmd += ["--no-oom-observer"]
+        if args.absolute_model:
+            cmd += ["--absolute-model"]
+        if args.extra_saved:
+            cmd += ["--extra-saved", args.extra_saved]
         env = dict(
             os.environ,
             PYTHONDONTWRITEBYTECODE="1",
@@ -509,6 +556,9 @@ def scenario(args) -> int:
         "ranks": {
             str(r): {
                 "pp_rank": truths[r]["pp_rank"],
+                "mesh": truths[r]["mesh"],
+                "run": truths[r]["run"],
+                "planted_bytes": truths[r].get("planted_bytes", 0),
                 "prints": truths[r]["prints"],
                 "saved": truths[r]["saved"],
                 "setup": truths[r]["setup"],
@@ -538,6 +588,8 @@ def main() -> int:
         p.add_argument("--oom-request-mib", type=int, default=0, help="with --oom-in: the chunk first asks for this")
         p.add_argument("--oom-free-mib", type=int, default=0, help="with --oom-in: memory left free at the cut")
         p.add_argument("--no-oom-observer", action="store_true", help="a torch without the OOM observer hook")
+        p.add_argument("--absolute-model", action="store_true", help="configure the model by its absolute path")
+        p.add_argument("--extra-saved", help="LAYER:MIB: that layer saves MIB more in stage 1 of every forward")
     w.add_argument("--oom-in", choices=["forward", "backward"])
     w.add_argument("--work", required=True)
     w.add_argument("--truth", required=True)

@@ -39,7 +39,9 @@ def sh(cmd, **kw):
     return subprocess.run(cmd, check=True, **kw)
 
 
-def scenario(work: Path, binary: Path) -> Path:
+def scenario(work: Path, binary: Path, name: str = "scenario", extra=()) -> Path:
+    """One run of the instrumented fixture (qwen3-moe, pp=2, ranks 3 and 14) into work/name;
+    `extra`: more tools/log_fixture.py arguments (a planted change)."""
     checkout = work / "checkout"
     if checkout.exists():
         shutil.rmtree(checkout)
@@ -48,9 +50,9 @@ def scenario(work: Path, binary: Path) -> Path:
     snaps.mkdir(exist_ok=True)
     sh([str(binary), "add", "qwen3-moe", "--root", str(checkout), "--ranks", "3,14", "--snapshot-dir", str(snaps)],
        stdout=subprocess.DEVNULL)
-    out = work / "scenario"
+    out = work / name
     sh([sys.executable, str(ROOT / "tools" / "log_fixture.py"), "scenario", "--checkout", str(checkout),
-        "--example", "qwen3-tiny", "--pp", "2", "--snapshot-dir", str(snaps), "--out", str(out)])
+        "--example", "qwen3-tiny", "--pp", "2", "--snapshot-dir", str(snaps), "--out", str(out), *extra])
     return out
 
 
@@ -85,12 +87,21 @@ def write_console(path: Path, scen: Path, size: int) -> None:
 
 def write_prints(path: Path, scen: Path, size: int) -> None:
     text = (scen / "srun.log").read_bytes().decode()
-    rank_re = re.compile(r"\[rank=(3|14)([ \]])|rank(3|14)_step")
+    # The rank in each print's prefix, in the snapshot file names, and in the run's shape.
+    rank_re = re.compile(r"\[rank=(3|14)([ \]])|rank(3|14)_step|run \| rank=(3|14);")
+
+    def renumber(m, x):
+        if x.group(1):
+            return f"[rank={m[x.group(1)]}{x.group(2)}"
+        if x.group(3):
+            return f"rank{m[x.group(3)]}_step"
+        return f"run | rank={m[x.group(4)]};"
+
     copies = []
     for k in range(512 // 2):
         a, b = 2 * k, 2 * k + 1
         m = {"3": str(a), "14": str(b)}
-        copies.append(rank_re.sub(lambda x: f"[rank={m[x.group(1)]}{x.group(2)}" if x.group(1) else f"rank{m[x.group(3)]}_step", text).encode())
+        copies.append(rank_re.sub(lambda x: renumber(m, x), text).encode())
     with open(path, "wb") as f:
         written, i = 0, 0
         while written < size:

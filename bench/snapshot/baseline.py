@@ -3,18 +3,22 @@
 
 What a user does today: `pickle.load` the snapshot, then compute the summary
 instrument prints for one device: totals (reserved, live, delayed frees, inactive,
-requested vs rounded, largest inactive block), per-stream totals, live memory grouped
-by site (the first user frame; else the first torch frame; else the first C++ frame
-that is not the unwinder, allocator, dispatcher or interpreter, as memory_viz's frame
-filter and instrument's table have it) with a category from the innermost frame with
-evidence, and from the newest --max-trace-events trace entries: counts per action,
-frees requested but not completed per stream, live memory over time with its peak,
-and each OOM with the sites holding memory just before it. Prints a short summary.
+requested vs rounded, largest inactive block, fragmented and reclaimable bytes),
+per-stream totals, live memory grouped by site (the first user frame and the
+library frame below it; else a library's, torch's, or the first C++ frame that is
+not the unwinder, allocator, dispatcher or interpreter, as memory_viz's frame filter
+and instrument's table have it; file names read with either separator) with a
+category from the innermost frame with evidence (blocks without a stack apart), and
+from the newest --max-trace-events trace entries: counts per action, frees requested
+but not completed per stream, live memory over time with its peak, each OOM with the
+sites holding memory just before it, and the steps the run's annotations mark.
+Prints a short summary.
 
     python3 bench/snapshot/baseline.py SNAPSHOT.pickle [--max-trace-events N]
 """
 
 import argparse
+import bisect
 import collections
 import fnmatch
 import pickle
@@ -49,7 +53,9 @@ CATEGORIES = [
     ("parameters", lambda n, f: n.lower() in ("reset_parameters", "load_state_dict", "_load_from_state_dict",
                                               "to_empty", "init_weights", "_init_weights")
      or "torch/nn/init.py" in f or "torch/nn/parameter.py" in f
-     or ("torch/nn/modules/" in f and n in ("__init__", "_apply", "to", "cuda"))),
+     or "from_pretrained" in n.lower() or "set_module_tensor_to_device" in n.lower()
+     or "torch/serialization.py" in f or "/safetensors/" in f
+     or ("torch/nn/modules/" in f and n in ("__init__", "_apply", "convert", "to", "cuda"))),
     ("activations", lambda n, f: n.startswith("forward") or "torch/nn/functional.py" in f
      or "torch/utils/checkpoint.py" in f
      or ("torch/nn/modules/module.py" in f and n in ("_call_impl", "_wrapped_call_impl"))
@@ -75,11 +81,17 @@ def frame_class(f, cache={}):
     r = cache.get(key)
     if r is None:
         file, name = key
-        if file.endswith(".py"):
+        file = file.replace("\\", "/")
+        if file.endswith(".py") or file.startswith("<"):
             parts = file.split("/")
             suffixes = ["/".join(parts[i:]) for i in range(len(parts))]
-            stdlib = "/lib/python3" in file and "site-packages/" not in file and "dist-packages/" not in file
-            r = "torch" if stdlib or any(fnmatch.fnmatchcase(s, p) for p in INTERNAL for s in suffixes) else "user"
+            lower = file.lower()
+            library = "/site-packages/" in lower or "/dist-packages/" in lower
+            stdlib = "/lib/python3" in lower and not library
+            if any(fnmatch.fnmatchcase(s, p) for p in INTERNAL for s in suffixes):
+                r = "torch"
+            else:
+                r = "library" if library else "stdlib" if stdlib else "user"
         elif (any(s in name for s in SKIP_NAMES) or any(name.startswith(p) for p in SKIP_PREFIX)
               or any(s in file for s in SKIP_FILES)):
             r = "skip"
@@ -100,11 +112,17 @@ def attribute(frames):
             first["user"] = f
             break
         first.setdefault(c, f)
-    f = first.get("user") or first.get("torch") or first.get("native") or first.get("op") or (frames[0] if frames else None)
-    site = (f["filename"], f["line"], f["name"]) if f else ("<no stack recorded>", 0, "")
+    f = (first.get("user") or first.get("library") or first.get("torch") or first.get("stdlib")
+         or first.get("native") or first.get("op") or (frames[0] if frames else None))
+    lib = first.get("library")
+    site = ((f["filename"], f["line"], f["name"]) if f else ("<no stack recorded>", 0, ""),
+            (lib["filename"], lib["line"], lib["name"]) if lib else None)
+    if not frames:
+        return site, "no_stack"
     cat = "other"
     for fr in frames:
-        c = next((c for c, rule in CATEGORIES if rule(fr["name"], fr["filename"])), None)
+        file = fr["filename"].replace("\\", "/")
+        c = next((c for c, rule in CATEGORIES if rule(fr["name"], file)), None)
         if c:
             cat = c
             break
@@ -135,6 +153,19 @@ def main():
         largest = 0
         for s in seglist:
             t["reserved"] += s["total_size"]
+            free = [b for b in s["blocks"] if b["state"] == "inactive"]
+            if s.get("is_expandable"):
+                page = (2 << 20) if s.get("segment_type") == "small" else (20 << 20)
+                at = s["address"]
+                for b in s["blocks"]:
+                    if b["state"] == "inactive":
+                        lo = -(-(at - s["address"]) // page) * page
+                        t["reclaimable"] += max(0, (at + b["size"] - s["address"]) // page * page - lo)
+                    at += b["size"]
+            elif len(free) == len(s["blocks"]):
+                t["reclaimable"] += s["total_size"]
+            else:
+                t["fragmented"] += sum(b["size"] for b in free)
             for b in s["blocks"]:
                 st = b["state"]
                 if st == "active_allocated":
@@ -166,7 +197,8 @@ def main():
                 site, cat = attribute(b.get("frames", []))
                 sites[site][0] += b["size"]
                 sites[site][1] += 1
-                cats[cat] += b["size"]
+                if cat != "no_stack":
+                    cats[cat] += b["size"]
                 # The block's size, as the trace's entries count it (torch's TraceEntry.size is
                 # the rounded block size), not its requested_size.
                 end_live[b.get("address", addr)] = (b["size"], b.get("frames", []))
@@ -228,6 +260,12 @@ def main():
             if (ai is None or ai < i) and (fi is None or fi > i):
                 holders[attribute(frames)[0]] += size
         ooms.append((e["size"], e["device_free"], holders.most_common(a.top)))
+    # steps the run marks: where each Optimizer.step range ends, on the trace's clock
+    times = [e.get("time_us", 0) for e in trace]
+    ends = [bisect.bisect_right(times, x["time_us"]) for x in snap.get("external_annotations") or []
+            if x.get("name", "").startswith("Optimizer.step#") and x.get("stage") == "END"
+            and times and times[0] <= x["time_us"] <= times[-1]]
+    steps = sorted({0, *ends} - {len(trace)})
 
     out = sys.stdout
     out.write(f"device {device}: reserved {tot['reserved']} live {tot['allocated']} pending {tot['pending']} "
@@ -236,10 +274,13 @@ def main():
     for k, v in sorted(streams.items()):
         out.write(f"  stream {k}: reserved {v['reserved']} live {v['allocated']}\n")
     live_total = tot["allocated"] or 1
-    for k, (b, n) in sorted(sites.items(), key=lambda kv: -kv[1][0])[: a.top]:
-        out.write(f"  {b} {100 * b / live_total:.1f}% {n} {k[0]}:{k[1]} in {k[2]}\n")
+    for (k, lib), (b, n) in sorted(sites.items(), key=lambda kv: -kv[1][0])[: a.top]:
+        via = f" via {lib[0]}:{lib[1]} in {lib[2]}" if lib else ""
+        out.write(f"  {b} {100 * b / live_total:.1f}% {n} {k[0]}:{k[1]} in {k[2]}{via}\n")
     out.write(f"  by category: {dict(cats)}\n")
+    out.write(f"  fragmented {tot['fragmented']} reclaimable {tot['reclaimable']}\n")
     out.write(f"trace: {len(trace)} kept, {dropped} dropped, {dict(counts)}, peak {peak}\n")
+    out.write(f"  steps marked by the run: {len(steps) if ends else 0}\n")
     for k, (n, b) in pend.items():
         out.write(f"  pending frees on stream {k}: {n} blocks {b} bytes\n")
     for size, free, holders in ooms:

@@ -2,7 +2,8 @@
 //! never panics; a snapshot it returns goes through the analysis and every renderer.
 #![no_main]
 
-use instrument::snapshot::{Options, analysis::Analysis, html, load, patterns, report, text};
+use instrument::snapshot::report::{self, html, text};
+use instrument::snapshot::{Options, analysis::Analysis, patterns, read as load};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -4,14 +4,15 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::exit::{OK, user_error};
-use crate::log::{Options, html, nothing_read, read, text};
+use crate::exit::{FOUND, OK, user_error};
+use crate::gate::Gate;
+use crate::log::{LogError, Options, add_estimate, diff, html, read, read_side, text};
 use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
     /// Console logs (one per node; gzip is fine), torchrun --log-dir folders, or `-` for
-    /// standard input.
+    /// standard input; with --diff, the run before the change.
     #[arg(required = true, value_name = "FILE|DIR")]
     pub paths: Vec<PathBuf>,
     /// Only this rank (repeatable).
@@ -26,29 +27,69 @@ pub struct LogArgs {
     /// The rule set whose print declarations read the lines: a built-in name or a folder.
     #[arg(long, default_value = DEFAULT_SET, value_name = "NAME-or-DIR")]
     pub rules: String,
+    /// Compare with the run these logs hold (after a change; files or folders, given after
+    /// the logs before): per rank the peak, where the timelines part, setup costs, saved
+    /// tensors per layer.
+    #[arg(long, num_args = 1.., value_name = "AFTER")]
+    pub diff: Vec<PathBuf>,
+    /// With --diff: exit 1 when a rank's peak or a layer's saved activations grew by more
+    /// than PCT per cent.
+    #[arg(long, value_name = "PCT", requires = "diff")]
+    pub gate: Option<Gate>,
+    /// Run the checkout's memory estimator (pithtrain's tools/memory_estimator) for the run's
+    /// shape and put its figures beside each rank's.
+    #[arg(long, conflicts_with = "diff")]
+    pub estimate: bool,
+    /// With --estimate: the checkout whose estimator runs (default: the checkout the run's
+    /// model path points into, else the current folder).
+    #[arg(long, value_name = "CHECKOUT", requires = "estimate")]
+    pub root: Option<PathBuf>,
+    /// With --estimate: where measured and estimated differ by more than PCT per cent of the
+    /// estimated peak, the timeline leaves the estimate.
+    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    pub estimate_tolerance: f64,
+}
+
+/// Every engine error is the user's to fix (a path, a rule set, the logs given): exit 2.
+fn refused(e: LogError) -> anyhow::Error {
+    user_error(e.to_string())
 }
 
 pub fn run(args: LogArgs) -> anyhow::Result<u8> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
+    if let Some(r) = &args.root
+        && !r.is_dir()
+    {
+        return Err(user_error(format!(
+            "--root {}: not a folder (the pithtrain checkout whose estimator runs)",
+            r.display()
+        )));
+    }
+    if !(args.estimate_tolerance.is_finite() && args.estimate_tolerance >= 0.0) {
+        return Err(user_error(format!(
+            "--estimate-tolerance takes a per cent, 0 or more, not {}",
+            args.estimate_tolerance
+        )));
+    }
+    let stdin = |p: &Vec<PathBuf>| p.iter().filter(|x| x.as_os_str() == "-").count();
+    if stdin(&args.paths) + stdin(&args.diff) > 1 {
+        return Err(user_error(
+            "`-` (standard input) can be given once: it is one stream",
+        ));
+    }
     // Only the print declarations are read: no rule's code patterns need compiling.
     let set = load_rule_set_lazy(&args.rules).map_err(user_error)?;
     let opts = Options {
         ranks: args.ranks.clone(),
     };
-    let report = read(&set, &args.paths, &opts).map_err(user_error)?;
-    if report.totals.prints == 0 {
-        return Err(user_error(nothing_read(&report)));
+    if !args.diff.is_empty() {
+        return compare(&args, &set, &opts);
     }
-    if report.ranks.is_empty() {
-        let asked: Vec<String> = args.ranks.iter().map(i64::to_string).collect();
-        return Err(user_error(format!(
-            "rank {} printed nothing in {} file(s) ({} prints from other ranks)",
-            asked.join(", "),
-            report.totals.files,
-            report.totals.prints
-        )));
+    let mut report = read(&set, &args.paths, &opts).map_err(refused)?;
+    if args.estimate {
+        add_estimate(&mut report, args.root.as_deref(), args.estimate_tolerance);
     }
     super::output::emit(
         &report,
@@ -58,4 +99,30 @@ pub fn run(args: LogArgs) -> anyhow::Result<u8> {
         html::render,
     )?;
     Ok(OK)
+}
+
+/// `BEFORE --diff AFTER`: both sides are read at once (each is bound by reading and
+/// scanning its files), then compared.
+fn compare(args: &LogArgs, set: &crate::rules::RuleSet, opts: &Options) -> anyhow::Result<u8> {
+    let (before, after) = std::thread::scope(|s| {
+        let before = s.spawn(|| read_side(set, &args.paths, opts, "before: "));
+        let after = read_side(set, &args.diff, opts, "after: ");
+        (before.join(), after)
+    });
+    let before = before
+        .map_err(|_| anyhow::anyhow!("reading the logs before the change failed"))?
+        .map_err(refused)?;
+    let after = after.map_err(refused)?;
+    let d = diff::compare(&before, &after, args.gate).map_err(refused)?;
+    super::output::emit(
+        &d,
+        args.json,
+        diff::text::render,
+        args.html.as_deref(),
+        diff::html::render,
+    )?;
+    Ok(match &d.gate {
+        Some(g) if !g.passed => FOUND,
+        _ => OK,
+    })
 }

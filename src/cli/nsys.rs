@@ -16,7 +16,7 @@ pub enum NsysCommand {
     /// Summarise an nsys SQLite export: kernel time by category per process, communication
     /// overlap, and NVTX ranges projected onto the GPU work they launched.
     Report(ReportArgs),
-    /// Print (or run) the recommended `nsys profile` command around a launcher.
+    /// Print (or run) the `nsys profile` command for a launch (inside srun / mpirun, one report per node).
     Command(CommandArgs),
     /// Write the `--python-functions-trace` JSON naming your modules, from a static scan of
     /// the sources (nothing is imported), or check an existing one against them.
@@ -99,9 +99,10 @@ pub struct ReportArgs {
 
 #[derive(Args, Debug)]
 pub struct CommandArgs {
-    /// Output name for the report (nsys adds .nsys-rep / .sqlite).
-    #[arg(long, short = 'o', default_value = "profiling/results/nsys/profile")]
-    pub out: String,
+    /// The report name, an nsys --output pattern (%q{NAME}, %h, %p are nsys's own; default:
+    /// profiling/results/nsys/ and the set's name, one per node for a multi-node launch).
+    #[arg(long, short = 'o', value_name = "PATTERN")]
+    pub out: Option<String>,
     /// A functions-trace JSON naming your modules (passed as --python-functions-trace).
     #[arg(long, value_name = "FILE")]
     pub trace_json: Option<PathBuf>,
@@ -111,12 +112,33 @@ pub struct CommandArgs {
     /// Do not export a SQLite file.
     #[arg(long, overrides_with = "sqlite")]
     pub no_sqlite: bool,
+    /// Add --pytorch=autograd-shapes-nvtx: a range per autograd op with shapes (many ranges, CPU overhead).
+    #[arg(long, overrides_with = "no_pytorch_nvtx")]
+    pub pytorch_nvtx: bool,
+    /// Leave out --pytorch=autograd-shapes-nvtx.
+    #[arg(long, overrides_with = "pytorch_nvtx")]
+    pub no_pytorch_nvtx: bool,
+    /// Add --cudabacktrace=all --python-backtrace=cuda: who launched each kernel (needs CPU sampling).
+    #[arg(long, overrides_with = "no_backtraces")]
+    pub backtraces: bool,
     /// Leave out --cudabacktrace / --python-backtrace (inert without CPU sampling).
-    #[arg(long)]
+    #[arg(long, overrides_with = "backtraces")]
     pub no_backtraces: bool,
+    /// Add --cuda-memory-usage=true: GPU memory over time per kernel (significant overhead).
+    #[arg(long, overrides_with = "no_cuda_memory_usage")]
+    pub cuda_memory_usage: bool,
+    /// Leave out --cuda-memory-usage.
+    #[arg(long, overrides_with = "cuda_memory_usage")]
+    pub no_cuda_memory_usage: bool,
+    /// Add osrt to --trace: OS runtime calls, where the CPU side waits (a larger export).
+    #[arg(long, overrides_with = "no_osrt")]
+    pub osrt: bool,
+    /// Leave osrt out of --trace.
+    #[arg(long, overrides_with = "osrt")]
+    pub no_osrt: bool,
     /// Where nsys records: `cudaProfilerApi` (between cudaProfilerStart and Stop, which
     /// pithtrain calls at training.nsys_start / nsys_stop), `none` (the whole run), or `auto`
-    /// (cudaProfilerApi for a pithtrain launcher).
+    /// (as the trace set says: cudaProfilerApi for a pithtrain launcher).
     #[arg(long, value_name = "RANGE", default_value = "auto", value_parser = ["auto", "cudaProfilerApi", "none"])]
     pub capture_range: String,
     /// Run with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (changes how the run allocates
@@ -129,9 +151,30 @@ pub struct CommandArgs {
     /// Run the command after printing it.
     #[arg(long)]
     pub run: bool,
-    /// The launcher and its arguments, e.g. `torchrun --standalone --nproc_per_node=4 -m pkg.run`.
+    /// The launch, e.g. `torchrun --standalone --nproc_per_node=4 -m pkg.run` or
+    /// `srun -N 2 -W 0 torchrun --nnodes 2 ...`: nsys goes inside srun / mpirun.
     #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, num_args = 1..)]
     pub launch: Vec<String>,
+}
+
+impl CommandArgs {
+    /// The extras asked on or off, by their name in profiles.toml.
+    fn extras(&self) -> std::collections::BTreeMap<String, bool> {
+        [
+            ("pytorch-nvtx", self.pytorch_nvtx, self.no_pytorch_nvtx),
+            ("backtraces", self.backtraces, self.no_backtraces),
+            (
+                "cuda-memory-usage",
+                self.cuda_memory_usage,
+                self.no_cuda_memory_usage,
+            ),
+            ("osrt", self.osrt, self.no_osrt),
+        ]
+        .into_iter()
+        .filter(|(_, on, off)| *on || *off)
+        .map(|(name, on, _)| (name.to_string(), on))
+        .collect()
+    }
 }
 
 pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
@@ -368,7 +411,7 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         out: args.out.clone(),
         trace_json: args.trace_json.clone(),
         sqlite: !args.no_sqlite,
-        backtraces: !args.no_backtraces,
+        extras: args.extras(),
         capture_range: match args.capture_range.as_str() {
             "cudaProfilerApi" => command::CaptureRange::ProfilerApi,
             "none" => command::CaptureRange::Whole,
@@ -378,10 +421,13 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         nsys: args.nsys.clone(),
         launch: args.launch.clone(),
     };
-    let plan = command::plan(&req);
+    let plan = command::plan(&req).map_err(|e| match e {
+        command::CommandError::Table(_) => anyhow::Error::new(e),
+        _ => user_error(e.to_string()),
+    })?;
     {
         let mut stdout = std::io::stdout().lock();
-        stdout.write_all(command::render(&plan, req.launch.len()).as_bytes())?;
+        stdout.write_all(plan.command.render().as_bytes())?;
         stdout.flush()?;
     }
     if let Some(i) = &plan.installed {
@@ -401,11 +447,8 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
     for n in &plan.notes {
         eprintln!("note: {n}");
     }
-    if req.sqlite {
-        eprintln!(
-            "then: instrument nsys report {}.sqlite",
-            command::shell_quote(&req.out)
-        );
+    if let Some(next) = &plan.next {
+        eprintln!("then: {next}");
     }
     if !args.run {
         return Ok(exit::OK);
@@ -415,17 +458,14 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
             "--run: no usable nsys (not on PATH, or --nsys is not executable)",
         ));
     }
-    if let Some(parent) = std::path::Path::new(&req.out).parent()
-        && !parent.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("creating {}", parent.display()))?;
-    }
-    let status = std::process::Command::new(&plan.program)
-        .args(&plan.args)
-        .envs(plan.env.iter().map(|(k, v)| (k, v)))
+    let folder = &plan.target.folder;
+    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    let argv = plan.command.argv();
+    let status = std::process::Command::new(&argv[0])
+        .args(&argv[1..])
+        .envs(plan.command.env.iter().map(|(k, v)| (k, v)))
         .status()
-        .with_context(|| format!("starting {}", plan.program))?;
+        .with_context(|| format!("starting {}", argv[0]))?;
     Ok(status
         .code()
         .map(|c| c.clamp(0, 255) as u8)

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{OK, user_error};
+use crate::snapshot::SnapshotError;
 use crate::snapshot::report::{html, text};
 use crate::snapshot::{Options, analyse};
 
@@ -72,8 +73,8 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
-    let report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())
-        .map_err(user_error)?;
+    let report =
+        analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some()).map_err(exit_for)?;
     super::output::emit(
         &report,
         args.json,
@@ -82,4 +83,46 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
         html::render,
     )?;
     Ok(OK)
+}
+
+/// The exit code of an engine error: the machine failing to read a file it could open
+/// is an I/O error (3); everything else is the input the user gave (2).
+fn exit_for(e: SnapshotError) -> anyhow::Error {
+    match e {
+        // The message already holds the cause: one line, not a chain.
+        SnapshotError::Io { .. } | SnapshotError::ListDir { .. } => anyhow::anyhow!(e.to_string()),
+        SnapshotError::Open { .. }
+        | SnapshotError::IsDirectory { .. }
+        | SnapshotError::Empty { .. }
+        | SnapshotError::Pickle { .. }
+        | SnapshotError::Json { .. }
+        | SnapshotError::UnknownDevice { .. }
+        | SnapshotError::DiffOfDirectory { .. }
+        | SnapshotError::NoRanks { .. } => user_error(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_errors_map_to_exit_codes_here() {
+        let user = exit_for(SnapshotError::Pickle {
+            path: "x.pickle: ".into(),
+            offset: 64,
+            msg: "refused opcode STACK_GLOBAL (imports a name)".into(),
+        });
+        assert!(user.downcast_ref::<crate::exit::UserError>().is_some());
+        assert_eq!(
+            user.to_string(),
+            "x.pickle: byte 64: refused opcode STACK_GLOBAL (imports a name)"
+        );
+        let io = exit_for(SnapshotError::Io {
+            path: "x.pickle".into(),
+            source: std::io::Error::other("disk gone"),
+        });
+        assert!(io.downcast_ref::<crate::exit::UserError>().is_none());
+        assert_eq!(format!("{io:#}"), "cannot read x.pickle: disk gone");
+    }
 }

@@ -22,7 +22,13 @@ pub fn across(ranks: &[RankReport]) -> Option<Across> {
     if ranks.len() < 2 {
         return None;
     }
-    let rows: Vec<AcrossRow> = ranks.iter().map(row).collect();
+    let mut rows: Vec<AcrossRow> = ranks.iter().map(row).collect();
+    // Keyed by mesh coordinates (stage by stage), where the ranks printed them.
+    rows.sort_by(|a, b| {
+        (a.mesh.is_none(), &a.mesh, a.rank).cmp(&(b.mesh.is_none(), &b.mesh, b.rank))
+    });
+    let mesh_of: BTreeMap<i64, Option<crate::mesh::Mesh>> =
+        rows.iter().map(|r| (r.rank, r.mesh.clone())).collect();
     let resolution = ranks
         .iter()
         .map(|r| r.resolution_bytes)
@@ -107,6 +113,7 @@ pub fn across(ranks: &[RankReport]) -> Option<Across> {
                 figure: name.clone(),
                 pp_rank: if *all_ranks { None } else { pp_rank },
                 rank,
+                mesh: mesh_of.get(&rank).cloned().flatten(),
                 bytes: top,
                 median_bytes: median(&all),
             });
@@ -143,6 +150,7 @@ pub fn across(ranks: &[RankReport]) -> Option<Across> {
     }
     let standout = best.map(|c| Standout {
         rank: c.rank,
+        mesh: mesh_of.get(&c.rank).cloned().flatten(),
         figure: figures[c.figure].0.clone(),
         bytes: c.bytes,
         median_bytes: c.median,
@@ -278,6 +286,7 @@ fn row(r: &RankReport) -> AcrossRow {
     AcrossRow {
         rank: r.rank,
         pp_rank: r.pp_rank,
+        mesh: r.mesh.clone(),
         peak_bytes: r.step.as_ref().map(|s| s.peak.allocated_bytes),
         peak_label: r.step.as_ref().map(|s| s.peak.label.clone()),
         schedule_end_bytes: r

@@ -270,6 +270,7 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
     let mut last_stage: Option<String> = None;
     let mut views = Vec::with_capacity(st.records.len());
     let mut resolution_bytes = 0;
+    let mut saved_resolution_bytes = 0;
     for k in &st.records {
         let e = &catalog.entries[k.entry as usize];
         let r = Record {
@@ -298,14 +299,24 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
             last_stage = v.stage.clone();
         }
         for (i, f) in e.fields.iter().enumerate() {
-            if matches!(f.role, Some(Role::Allocated)) {
-                resolution_bytes = resolution_bytes.max(resolution(e, r.values, i));
+            match f.role {
+                Some(Role::Allocated) => {
+                    resolution_bytes = resolution_bytes.max(resolution(e, r.values, i));
+                }
+                Some(Role::Activations | Role::Weights | Role::Size) => {
+                    saved_resolution_bytes = saved_resolution_bytes.max(resolution(e, r.values, i));
+                }
+                _ => {}
             }
         }
         views.push(v);
     }
 
     let pp_rank = views.iter().find_map(|v| v.role_int(Role::PpRank));
+    let (mesh, run) = match views.iter().rfind(|v| v.e.kind == Kind::Run) {
+        Some(v) => run_shape(v),
+        None => (None, None),
+    };
     let setup = setup_phases(&views);
     let setup_breakdown = breakdown(&setup);
     let (step, layers, outside_layers) = step_and_layers(&views);
@@ -365,6 +376,8 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
     RankReport {
         rank,
         pp_rank,
+        mesh,
+        run,
         files: st
             .files
             .iter()
@@ -380,6 +393,7 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
             run_line
         ),
         resolution_bytes,
+        saved_resolution_bytes,
         setup,
         setup_breakdown,
         step,
@@ -394,6 +408,33 @@ fn rank_report(catalog: &Catalog, files: &[String], rank: i64, st: RankState) ->
         prints_after_step: st.after_step,
         prints_not_kept: st.not_kept,
     }
+}
+
+/// The run shape a `run` print states, read as `crate::mesh` reads a trainer's label: the
+/// rank's mesh coordinates, and the other fields as printed.
+fn run_shape(v: &View) -> (Option<crate::mesh::Mesh>, Option<RunShape>) {
+    let Some(text) = v.role_text(Role::Run) else {
+        return (None, None);
+    };
+    let rank_key =
+        v.e.field_with(Role::Rank)
+            .map(|i| v.e.fields[i].name.clone())
+            .unwrap_or_default();
+    let label = crate::mesh::Label::parse(&text);
+    let fields = label
+        .iter()
+        .flat_map(|l| &l.fields)
+        .filter(|f| !matches!(f.value, crate::mesh::Value::Coord { .. }))
+        .map(|f| (f.key.clone(), f.value.to_string()))
+        .collect();
+    let mesh = label.as_ref().map(|l| l.mesh()).filter(|m| !m.is_empty());
+    let run = RunShape {
+        label: text,
+        fields,
+        at: v.at.clone(),
+        rank_key,
+    };
+    (mesh, Some(run))
 }
 
 fn setup_phases(views: &[View]) -> Vec<SetupPhase> {
@@ -592,6 +633,9 @@ fn step_and_layers(views: &[View]) -> StepParts {
             previous_alloc = Some(a);
         }
     }
+    for l in &mut layers {
+        l.saved_all = saved_all(&l.stages);
+    }
     let Some((peak_bytes, pv, after, _)) = peak else {
         return (None, layers, outside);
     };
@@ -678,6 +722,17 @@ fn step_and_layers(views: &[View]) -> StepParts {
     )
 }
 
+/// A layer's saved tensors over its stages (the totals each stage states, else the sum of
+/// the tensors it listed); `None` when no stage printed them.
+fn saved_all(stages: &[StageReport]) -> Option<SavedAll> {
+    let saved: Vec<&Saved> = stages.iter().filter_map(|s| s.saved.as_ref()).collect();
+    (!saved.is_empty()).then(|| SavedAll {
+        activations_bytes: saved.iter().map(|x| x.activation_bytes()).sum(),
+        weights_bytes: saved.iter().map(|x| x.weight_bytes()).sum(),
+        stages: saved.len(),
+    })
+}
+
 fn stage_of<'a>(layers: &'a mut Vec<LayerReport>, layer: i64, stage: &str) -> &'a mut StageReport {
     let li = match layers.iter().position(|l| l.layer == layer) {
         Some(i) => i,
@@ -685,6 +740,7 @@ fn stage_of<'a>(layers: &'a mut Vec<LayerReport>, layer: i64, stage: &str) -> &'
             layers.push(LayerReport {
                 layer,
                 stages: Vec::new(),
+                saved_all: None,
             });
             layers.len() - 1
         }

@@ -34,10 +34,14 @@ pub enum Kind {
     Warning,
     /// Anything else worth saying per rank.
     Note,
+    /// The run's shape as the trainer labels it (`rank=3; pp=0/2 ...; mbs=1 seq=2048`): the
+    /// rank's coordinates on the parallelism mesh and the sizes of the run (read by
+    /// `crate::mesh`).
+    Run,
 }
 
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 13] = [
+    pub const ALL: [(&'static str, Kind); 14] = [
         ("setup", Kind::Setup),
         ("timeline", Kind::Timeline),
         ("layer", Kind::Layer),
@@ -51,6 +55,7 @@ impl Kind {
         ("detail-layers", Kind::DetailLayers),
         ("warning", Kind::Warning),
         ("note", Kind::Note),
+        ("run", Kind::Run),
     ];
 
     pub fn name(self) -> &'static str {
@@ -76,6 +81,7 @@ impl Kind {
                 | Kind::DetailLayers
                 | Kind::Warning
                 | Kind::Note
+                | Kind::Run
         )
     }
 }
@@ -117,10 +123,12 @@ pub enum Role {
     Layers,
     /// The layers a rank holds, as printed (`0-1, 6-7`).
     Held,
+    /// The run's shape, `key=value` fields (`pp=0/2 ... seq=2048`), as `crate::mesh` reads it.
+    Run,
 }
 
 impl Role {
-    pub const ALL: [(&'static str, Role); 21] = [
+    pub const ALL: [(&'static str, Role); 22] = [
         ("rank", Role::Rank),
         ("pp_rank", Role::PpRank),
         ("allocated", Role::Allocated),
@@ -142,6 +150,7 @@ impl Role {
         ("total", Role::Total),
         ("layers", Role::Layers),
         ("held", Role::Held),
+        ("run", Role::Run),
     ];
 
     pub fn name(self) -> &'static str {
@@ -162,7 +171,7 @@ impl Role {
             Role::Rank | Role::PpRank | Role::Layer | Role::Count => Some(Ty::Int),
             Role::Stage | Role::Host => Some(Ty::Word),
             Role::Path => Some(Ty::Path),
-            Role::Reason | Role::Layers | Role::Held => Some(Ty::Text),
+            Role::Reason | Role::Layers | Role::Held | Role::Run => Some(Ty::Text),
             _ => None,
         }
     }
@@ -438,6 +447,7 @@ fn check_kind_roles(kind: Kind, fields: &[Field], inherit: &[Role]) -> Result<()
         Kind::SavedTotal => &[Role::Activations, Role::Weights],
         Kind::File | Kind::FileFailed => &[Role::Path],
         Kind::Oom => &[Role::Requested],
+        Kind::Run => &[Role::Run],
         _ => &[],
     };
     for r in need {

@@ -5,26 +5,21 @@
 
 use std::fmt::Write;
 
+use super::fmt::esc;
 use super::model::*;
-use super::text::{NO_STANDOUT, command_line, gib, mib, peak_text, signed_gib, standout_text};
+use super::text::{
+    NO_STANDOUT, command_line, gib, mesh_axes, mib, peak_text, rank_name, signed_gib, standout_text,
+};
 
 const GIB: f64 = 1073741824.0;
 const MIB: f64 = 1048576.0;
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
 
 const COLORS: [&str; 10] = [
     "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
     "#9c755f", "#bab0ac",
 ];
 
-const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}\
+pub const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}\
 svg{max-width:100%;height:auto;display:block}h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}\
 h3{font-size:14px;margin:18px 0 6px}table{border-collapse:collapse;margin:8px 0}\
 td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\
@@ -65,6 +60,15 @@ pub fn render(r: &Report) -> String {
         }
         o.push_str("</div>");
     }
+    if let Some(e) = &r.estimate
+        && let Some(why) = &e.unavailable
+    {
+        let _ = write!(
+            o,
+            "<p class=\"estimate-none\">Estimate: none, {}.</p>",
+            esc(why)
+        );
+    }
     if let Some(a) = &r.across {
         across(&mut o, a);
     }
@@ -72,19 +76,26 @@ pub fn render(r: &Report) -> String {
     setup_chart(&mut o, r);
     for rank in &r.ranks {
         rank_section(&mut o, rank);
+        if let Some(e) = &r.estimate
+            && let Some(x) = e.ranks.iter().find(|x| x.rank == rank.rank)
+        {
+            super::estimate::render::html(&mut o, e, x);
+        }
     }
-    o.push_str(
-        "<script>(function(){var tip=document.getElementById('tip');\
+    o.push_str(STATUS_SCRIPT);
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// Tooltips for every `data-tip`, and the hidden `render-status` element the tests read
+/// after the page loads (`render-ok svg=N`, or the script errors).
+pub const STATUS_SCRIPT: &str = "<script>(function(){var tip=document.getElementById('tip');\
 document.addEventListener('mousemove',function(e){var t=e.target&&e.target.getAttribute&&e.target.getAttribute('data-tip');\
 if(t){tip.textContent=t;tip.style.display='block';tip.style.left=(e.clientX+12)+'px';tip.style.top=(e.clientY+12)+'px';}else{tip.style.display='none';}});\
 window.addEventListener('load',function(){var s=document.createElement('div');s.id='render-status';\
 var n=document.querySelectorAll('svg').length;\
 s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);\
-s.style.display='none';document.body.appendChild(s);});})();</script>",
-    );
-    o.push_str("</body></html>\n");
-    o
-}
+s.style.display='none';document.body.appendChild(s);});})();</script>";
 
 fn inputs(o: &mut String, r: &Report) {
     o.push_str("<h2>Files read</h2><table><tr><th>file</th><th class=\"n\">lines</th><th class=\"n\">prints</th><th class=\"n\">cut</th><th class=\"n\">unreadable</th><th>notes</th></tr>");
@@ -148,19 +159,45 @@ fn across(o: &mut String, a: &Across) {
         v.dedup();
         v
     };
-    o.push_str("<table><tr><th>rank</th><th>pp</th><th class=\"n\">peak</th><th>peak at</th><th class=\"n\">end of step</th><th class=\"n\">non-PyTorch</th>");
+    // Keyed by the mesh coordinates when the ranks printed them, else by pipeline stage.
+    let axes = mesh_axes(&a.ranks);
+    o.push_str("<table class=\"across\"><tr><th>rank</th>");
+    if axes.is_empty() {
+        o.push_str("<th>pp</th>");
+    }
+    for ax in &axes {
+        let _ = write!(o, "<th>{}</th>", esc(ax));
+    }
+    o.push_str("<th class=\"n\">peak</th><th>peak at</th><th class=\"n\">end of step</th><th class=\"n\">non-PyTorch</th>");
     for l in &labels {
         let _ = write!(o, "<th class=\"n\">{}</th>", esc(l));
     }
     o.push_str("<th>detail layers</th><th>open the snapshot</th></tr>");
     for r in &a.ranks {
+        let _ = write!(o, "<tr><td>{}</td>", r.rank);
+        if axes.is_empty() {
+            let _ = write!(
+                o,
+                "<td>{}</td>",
+                r.pp_rank
+                    .map(|p| p.to_string())
+                    .unwrap_or_else(|| "-".into())
+            );
+        }
+        for ax in &axes {
+            let _ = write!(
+                o,
+                "<td>{}</td>",
+                r.mesh
+                    .as_ref()
+                    .and_then(|m| m.get(ax))
+                    .map(|(k, _)| k.to_string())
+                    .unwrap_or_else(|| "-".into())
+            );
+        }
         let _ = write!(
             o,
-            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
-            r.rank,
-            r.pp_rank
-                .map(|p| p.to_string())
-                .unwrap_or_else(|| "-".into()),
+            "<td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
             opt(r.peak_bytes),
             esc(r.peak_label.as_deref().unwrap_or("-")),
             opt(r.schedule_end_bytes),
@@ -215,11 +252,11 @@ fn step_charts(o: &mut String, r: &Report) {
     let (top, tick) = axis(max / GIB);
     o.push_str("<h2>Memory over the profiled step</h2><p class=\"muted\">Allocated memory at every print of the step, one panel per rank on one scale: the schedule's points joined by the line, probes inside the layers as dots, the peak in red.</p>");
     for (rank, s) in with_step {
-        let pp = rank
-            .pp_rank
-            .map(|p| format!(" (pp {p})"))
-            .unwrap_or_default();
-        let _ = write!(o, "<h3>rank {}{pp}</h3>", rank.rank);
+        let _ = write!(
+            o,
+            "<h3>{}</h3>",
+            esc(&rank_name(rank.rank, &rank.mesh, rank.pp_rank))
+        );
         let (w, h, ml, mr, mt, mb) = (1100.0, 290.0, 110.0, 16.0, 12.0, 130.0);
         let pw = w - ml - mr;
         let ph = h - mt - mb;
@@ -302,7 +339,7 @@ fn step_charts(o: &mut String, r: &Report) {
 }
 
 /// Horizontal gridlines at each tick from 0 to `top`, labelled at the left of `x0`.
-fn gridlines(
+pub fn gridlines(
     o: &mut String,
     (top, tick): (f64, f64),
     (x0, x1): (f64, f64),
@@ -324,7 +361,7 @@ fn gridlines(
 
 /// An axis for values up to `v`: (top, tick), the tick a round number giving 3 to 6
 /// gridlines, the top a multiple of it.
-fn axis(v: f64) -> (f64, f64) {
+pub fn axis(v: f64) -> (f64, f64) {
     let v = if v > 0.0 { v } else { 1.0 };
     let mag = 10f64.powf((v / 4.0).log10().floor());
     let tick = [1.0, 2.0, 2.5, 5.0, 10.0]
@@ -468,14 +505,21 @@ fn bars(o: &mut String, class: &str, title: &str, bars: &[Bar], unit: &str) {
 }
 
 fn rank_section(o: &mut String, r: &RankReport) {
-    let pp = r.pp_rank.map(|p| format!(" (pp {p})")).unwrap_or_default();
     let _ = write!(
         o,
-        "<h2>Rank {}{pp}</h2><p class=\"muted\">Read from {}; this run from {}.</p>",
-        r.rank,
+        "<h2>{}</h2><p class=\"muted\">Read from {}; this run from {}.</p>",
+        esc(&capitalized(&rank_name(r.rank, &r.mesh, r.pp_rank))),
         esc(&r.files.join(", ")),
         esc(&r.run_from)
     );
+    if let Some(run) = &r.run {
+        let _ = write!(
+            o,
+            "<p class=\"run\">Run: <code>{}</code> <span class=\"muted\">({})</span></p>",
+            esc(&run.label),
+            esc(&run.at)
+        );
+    }
     if let Some(d) = &r.detail_layers {
         let _ = write!(
             o,
@@ -514,7 +558,7 @@ fn rank_section(o: &mut String, r: &RankReport) {
                 &alloc,
                 "GiB",
             );
-            let saved: Vec<Bar> = l
+            let mut saved: Vec<Bar> = l
                 .stages
                 .iter()
                 .filter_map(|s| s.saved.as_ref().map(|x| (s, x)))
@@ -538,6 +582,31 @@ fn rank_section(o: &mut String, r: &RankReport) {
                     )
                 })
                 .collect();
+            if let Some(all) = &l.saved_all {
+                saved.push((
+                    "all".into(),
+                    vec![
+                        (
+                            all.activations_bytes as f64 / MIB,
+                            "#f28e2b",
+                            format!(
+                                "{name}, all {} stages: activations {}",
+                                all.stages,
+                                mib(all.activations_bytes)
+                            ),
+                        ),
+                        (
+                            all.weights_bytes as f64 / MIB,
+                            "#76b7b2",
+                            format!(
+                                "{name}, all {} stages: weights {}",
+                                all.stages,
+                                mib(all.weights_bytes)
+                            ),
+                        ),
+                    ],
+                ));
+            }
             if !saved.is_empty() {
                 bars(
                     o,

@@ -8,17 +8,26 @@
 //! - `inputs`: which files; `scan`: streaming them for prints;
 //! - `analyze`: prints to per-rank reports; `across`: ranks side by side; `findings`:
 //!   what went wrong, every rank's;
-//! - `model`: the report as data (the JSON schema); `text`, `html`: renderers;
-//! - `fstring`, `readback`: `test-rules` proof that each declaration reads its template.
+//! - `model`: the report as data (the JSON schema); `text`, `html`: renderers, `fmt` the
+//!   figures and lines they write;
+//! - `shape`: which ranks are of one run, and whether two runs have the same shape;
+//! - `estimate`: the checkout's own memory estimate beside the measured figures;
+//! - `diff`: one run against another (before and after a change);
+//! - `fstring`, `readback`: `test-rules` proof that each declaration reads its template;
+//! - `error`: what stops a report, for the command line to turn into an exit code.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::rules::RuleSet;
 
 pub mod across;
 pub mod analyze;
 pub mod decl;
+pub mod diff;
+pub mod error;
+pub mod estimate;
 pub mod findings;
+pub mod fmt;
 pub mod fstring;
 pub mod html;
 pub mod inputs;
@@ -26,8 +35,10 @@ pub mod matcher;
 pub mod model;
 pub mod readback;
 pub mod scan;
+pub mod shape;
 pub mod text;
 
+pub use error::LogError;
 use model::{InputReport, Report, Totals};
 
 /// What to read and keep.
@@ -37,17 +48,54 @@ pub struct Options {
     pub ranks: Vec<i64>,
 }
 
-/// Read `paths` (files, folders, `-` for standard input) with the declarations of `set`.
-/// Errors are one line, naming the file or rule.
-pub fn read(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, String> {
-    let catalog = decl::compile(set)?;
+/// Read `paths` (files, folders, `-` for standard input) with the declarations of `set`
+/// into a report of one run. Refused, in one line naming the file or rule: a rule set
+/// without print declarations, a path that is not there, files without prints, ranks asked
+/// for that printed nothing, prints of two different runs.
+pub fn read(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, LogError> {
+    read_side(set, paths, opts, "")
+}
+
+/// `read`, with `side` (`before: `) leading the messages about which run the logs are.
+pub fn read_side(
+    set: &RuleSet,
+    paths: &[PathBuf],
+    opts: &Options,
+    side: &str,
+) -> Result<Report, LogError> {
+    let report = read_all(set, paths, opts).map_err(|e| e.on_side(side))?;
+    if report.totals.prints == 0 {
+        return Err(LogError::NothingRead(nothing_read(&report)).on_side(side));
+    }
+    if report.ranks.is_empty() {
+        let asked: Vec<String> = opts.ranks.iter().map(i64::to_string).collect();
+        return Err(LogError::RanksPrintedNothing(format!(
+            "rank {} printed nothing in {} file(s) ({} prints from other ranks)",
+            asked.join(", "),
+            report.totals.files,
+            report.totals.prints
+        ))
+        .on_side(side));
+    }
+    shape::check_one_run(&report).map_err(|e| LogError::DifferentRuns(e).on_side(side))?;
+    Ok(report)
+}
+
+/// Add the checkout's memory estimate to `report` (see `estimate`).
+pub fn add_estimate(report: &mut Report, root: Option<&Path>, tolerance_percent: f64) {
+    report.estimate = Some(estimate::estimate(report, root, tolerance_percent));
+}
+
+/// Everything the files hold, whatever it is (no check that anything was read).
+pub fn read_all(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, LogError> {
+    let catalog = decl::compile(set).map_err(LogError::Declarations)?;
     if catalog.entries.is_empty() {
-        return Err(format!(
+        return Err(LogError::Declarations(format!(
             "rule set {} ({}) declares no prints ([[rule.prints]] in its rules), so there is nothing to read",
             set.manifest.name, set.origin
-        ));
+        )));
     }
-    let (files, skipped_files) = inputs::expand(paths)?;
+    let (files, skipped_files) = inputs::expand(paths).map_err(LogError::Input)?;
     let scanner = scan::Scanner::new(&catalog);
     let mut collector = analyze::Collector::new(&catalog, &opts.ranks);
     let mut inputs = Vec::new();
@@ -58,7 +106,7 @@ pub fn read(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, 
             scanner.scan(i as u32, &mut lock, &mut |r| collector.add(r))
         } else {
             let mut file = std::fs::File::open(&f.path)
-                .map_err(|e| format!("{}: cannot open: {e}", f.name))?;
+                .map_err(|e| LogError::Input(format!("{}: cannot open: {e}", f.name)))?;
             scanner.scan(i as u32, &mut file, &mut |r| collector.add(r))
         };
         inputs.push(InputReport {
@@ -97,6 +145,7 @@ pub fn read(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, 
         findings,
         across,
         missing_ranks,
+        estimate: None,
     })
 }
 

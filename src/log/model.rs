@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::inputs::InputFile;
 use super::scan::FileStats;
+use crate::mesh::Mesh;
 
 pub const SCHEMA: &str = "instrument-log/1";
 
@@ -28,6 +29,9 @@ pub struct Report {
     pub across: Option<Across>,
     /// Ranks asked for with `--rank` that printed nothing.
     pub missing_ranks: Vec<i64>,
+    /// With `--estimate`: the checkout's own memory estimate beside the measured figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<super::estimate::model::EstimateReport>,
 }
 
 #[derive(Debug, Serialize)]
@@ -56,6 +60,13 @@ pub struct RankReport {
     pub rank: i64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pp_rank: Option<i64>,
+    /// The rank's coordinates on the parallelism mesh, from its run shape print:
+    /// `{"pp": [rank, size], "dp": [rank, size], ...}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<Mesh>,
+    /// The run's shape as the rank printed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub run: Option<RunShape>,
     /// The files this rank's prints were read from.
     pub files: Vec<String>,
     /// Runs this rank printed (a restarted run prints its setup again); the report is of
@@ -64,6 +75,8 @@ pub struct RankReport {
     pub run_from: At,
     /// The coarsest resolution of the memory figures read (0.01 GiB printed: 10737418).
     pub resolution_bytes: i64,
+    /// The same for the saved-tensor figures (0.1 MiB printed: 104858).
+    pub saved_resolution_bytes: i64,
     pub setup: Vec<SetupPhase>,
     /// What setup cost: the costs the prints state, and the allocation each setup phase added.
     pub setup_breakdown: Vec<Cost>,
@@ -85,6 +98,20 @@ pub struct RankReport {
     pub prints_after_step: u64,
     /// Prints beyond what is kept for one rank, counted only.
     pub prints_not_kept: u64,
+}
+
+/// The run's shape a rank printed (`rank=3; pp=0/2 dp=0/1 cp=0/1 ep=3/4; mbs=1 seq=2048; ...`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunShape {
+    /// As printed.
+    pub label: String,
+    /// Its fields that are not mesh coordinates, as printed (`mbs`, `seq`, `model`, ...).
+    pub fields: BTreeMap<String, String>,
+    pub at: At,
+    /// The label's field that is the rank itself (named as the print's own rank value), which
+    /// differs from rank to rank of one run.
+    #[serde(skip)]
+    pub rank_key: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -208,6 +235,17 @@ pub struct Range {
 pub struct LayerReport {
     pub layer: i64,
     pub stages: Vec<StageReport>,
+    /// The tensors its stages saved for backward, summed over the stages that printed them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_all: Option<SavedAll>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SavedAll {
+    pub activations_bytes: i64,
+    pub weights_bytes: i64,
+    /// How many stages printed their saved tensors.
+    pub stages: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -252,6 +290,18 @@ pub struct Saved {
     pub list_activation_bytes: i64,
     pub list_weight_bytes: i64,
     pub at: At,
+}
+
+impl Saved {
+    /// The activations the print states, else the sum of those it listed.
+    pub fn activation_bytes(&self) -> i64 {
+        self.activations_bytes.unwrap_or(self.list_activation_bytes)
+    }
+
+    /// The weights the print states, else the sum of those it listed.
+    pub fn weight_bytes(&self) -> i64 {
+        self.weights_bytes.unwrap_or(self.list_weight_bytes)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -367,6 +417,8 @@ pub struct AcrossRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pp_rank: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<Mesh>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_bytes: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_label: Option<String>,
@@ -392,6 +444,8 @@ pub struct Highest {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pp_rank: Option<i64>,
     pub rank: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<Mesh>,
     pub bytes: i64,
     pub median_bytes: i64,
 }
@@ -399,6 +453,9 @@ pub struct Highest {
 #[derive(Debug, Serialize)]
 pub struct Standout {
     pub rank: i64,
+    /// Its coordinates on the mesh, when it printed its run shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<Mesh>,
     pub figure: String,
     pub bytes: i64,
     /// The median of the ranks it is compared with.

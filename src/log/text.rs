@@ -3,135 +3,14 @@
 
 use std::fmt::Write as _;
 
+use super::fmt::GIB;
+pub use super::fmt::{
+    gib, human, mib, place, rank_name, say, shorten, signed_gib, table, thousands,
+};
 use super::model::*;
 
-const GIB: f64 = 1073741824.0;
-const MIB: f64 = 1048576.0;
 /// Longest label shown in a table column before it is shortened.
 const LABEL: usize = 34;
-
-pub fn gib(b: i64) -> String {
-    format!("{:.2} GiB", b as f64 / GIB)
-}
-
-pub fn signed_gib(b: i64) -> String {
-    format!("{:+.2}", b as f64 / GIB)
-}
-
-pub fn mib(b: i64) -> String {
-    format!("{:.1} MiB", b as f64 / MIB)
-}
-
-/// A size in the unit that suits it.
-pub fn human(b: i64) -> String {
-    let a = b.unsigned_abs() as f64;
-    if a >= GIB {
-        gib(b)
-    } else if a >= MIB {
-        mib(b)
-    } else if a >= 1024.0 {
-        format!("{:.1} KiB", b as f64 / 1024.0)
-    } else {
-        format!("{b} B")
-    }
-}
-
-pub fn thousands(n: u64) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-pub fn shorten(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        return s.to_string();
-    }
-    let mut out: String = s.chars().take(max.saturating_sub(1)).collect();
-    out.push('…');
-    out
-}
-
-/// Write `text` as one line, or wrapped at 100 columns at spaces, continuing 4 columns
-/// deeper than it starts.
-fn say(o: &mut String, text: &str) {
-    const WIDTH: usize = 100;
-    let indent = text.len() - text.trim_start().len();
-    let more = " ".repeat(indent + 4);
-    let mut line = String::new();
-    for word in text.trim_start().split(' ') {
-        let lead = if line.is_empty() {
-            " ".repeat(indent)
-        } else {
-            String::new()
-        };
-        let candidate = if line.is_empty() {
-            format!("{lead}{word}")
-        } else {
-            format!("{line} {word}")
-        };
-        if candidate.chars().count() > WIDTH && !line.trim().is_empty() {
-            let _ = writeln!(o, "{line}");
-            line = format!("{more}{word}");
-        } else {
-            line = candidate;
-        }
-    }
-    let _ = writeln!(o, "{line}");
-}
-
-/// Lay out rows under a header; columns after the first are right-aligned unless the
-/// header starts with `<`.
-fn table(out: &mut String, indent: &str, header: &[&str], rows: &[Vec<String>]) {
-    let n = header.len();
-    let mut width: Vec<usize> = header
-        .iter()
-        .map(|h| h.trim_start_matches('<').chars().count())
-        .collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate().take(n) {
-            width[i] = width[i].max(c.chars().count());
-        }
-    }
-    let line = |cells: Vec<String>| {
-        let mut s = String::from(indent);
-        for (i, c) in cells.iter().enumerate() {
-            let left = i == 0 || header[i].starts_with('<');
-            let pad = width[i].saturating_sub(c.chars().count());
-            if i > 0 {
-                s.push_str("  ");
-            }
-            if left {
-                s.push_str(c);
-                if i + 1 < cells.len() {
-                    s.push_str(&" ".repeat(pad));
-                }
-            } else {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(c);
-            }
-        }
-        s.trim_end().to_string()
-    };
-    let _ = writeln!(
-        out,
-        "{}",
-        line(
-            header
-                .iter()
-                .map(|h| h.trim_start_matches('<').to_string())
-                .collect()
-        )
-    );
-    for r in rows {
-        let _ = writeln!(out, "{}", line(r.clone()));
-    }
-}
 
 fn opt(b: Option<i64>) -> String {
     b.map(gib).unwrap_or_else(|| "-".into())
@@ -222,8 +101,17 @@ pub fn render(r: &Report) -> String {
             say(&mut o, &format!("  rank {}: {} ({})", f.rank, f.text, f.at));
         }
     }
+    if let Some(e) = &r.estimate
+        && let Some(why) = &e.unavailable
+    {
+        say(&mut o, &format!("Estimate: none, {why}"));
+    }
     for rank in &r.ranks {
-        render_rank(&mut o, rank);
+        let estimate = r
+            .estimate
+            .as_ref()
+            .and_then(|e| e.ranks.iter().find(|x| x.rank == rank.rank).map(|x| (e, x)));
+        render_rank(&mut o, rank, estimate);
     }
     if let Some(a) = &r.across {
         render_across(&mut o, a);
@@ -231,9 +119,23 @@ pub fn render(r: &Report) -> String {
     o
 }
 
-fn render_rank(o: &mut String, r: &RankReport) {
-    let pp = r.pp_rank.map(|p| format!(" (pp {p})")).unwrap_or_default();
-    let _ = writeln!(o, "\n== rank {}{pp}: from {}", r.rank, r.run_from);
+fn render_rank(
+    o: &mut String,
+    r: &RankReport,
+    estimate: Option<(
+        &super::estimate::EstimateReport,
+        &super::estimate::RankEstimate,
+    )>,
+) {
+    let _ = writeln!(
+        o,
+        "\n== {}: from {}",
+        rank_name(r.rank, &r.mesh, r.pp_rank),
+        r.run_from
+    );
+    if let Some(run) = &r.run {
+        say(o, &format!("  run: {} ({})", run.label, run.at));
+    }
     if r.files.len() > 1 {
         let _ = writeln!(o, "  its prints are in {}", r.files.join(", "));
     }
@@ -351,6 +253,9 @@ fn render_rank(o: &mut String, r: &RankReport) {
             }
         }
     }
+    if let Some((e, x)) = estimate {
+        super::estimate::render::text(o, e, x);
+    }
     if let Some(d) = &r.detail_layers {
         say(o, &format!("Detail layers {} ({})", d.label, d.at));
     } else if !r.layers.is_empty() {
@@ -358,7 +263,7 @@ fn render_rank(o: &mut String, r: &RankReport) {
     }
     if !r.layers.is_empty() {
         for l in &r.layers {
-            let rows: Vec<Vec<String>> = l
+            let mut rows: Vec<Vec<String>> = l
                 .stages
                 .iter()
                 .map(|s| {
@@ -368,12 +273,10 @@ fn render_rank(o: &mut String, r: &RankReport) {
                         opt(s.allocated_after_bytes),
                         s.change_bytes.map(signed_gib).unwrap_or_else(|| "-".into()),
                         saved
-                            .and_then(|x| x.activations_bytes.or(Some(x.list_activation_bytes)))
-                            .map(mib)
+                            .map(|x| mib(x.activation_bytes()))
                             .unwrap_or_else(|| "-".into()),
                         saved
-                            .and_then(|x| x.weights_bytes.or(Some(x.list_weight_bytes)))
-                            .map(mib)
+                            .map(|x| mib(x.weight_bytes()))
                             .unwrap_or_else(|| "-".into()),
                         saved
                             .map(|x| x.tensors.unwrap_or(x.list.len() as i64).to_string())
@@ -381,6 +284,16 @@ fn render_rank(o: &mut String, r: &RankReport) {
                     ]
                 })
                 .collect();
+            if let Some(all) = &l.saved_all {
+                rows.push(vec![
+                    "all stages".to_string(),
+                    String::new(),
+                    String::new(),
+                    mib(all.activations_bytes),
+                    mib(all.weights_bytes),
+                    String::new(),
+                ]);
+            }
             let name = if l.layer < 0 {
                 "layer ?".to_string()
             } else {
@@ -535,20 +448,22 @@ pub const NO_STANDOUT: &str = "no rank stands out: every figure compared is with
 /// The rank that stands out, and the phases where it differs most, as a sentence.
 pub fn standout_text(s: &Standout) -> String {
     let others: Vec<String> = s.compared_with.iter().map(i64::to_string).collect();
+    let name = match &s.mesh {
+        Some(m) => format!("rank {} ({})", s.rank, m.short()),
+        None => format!("rank {}", s.rank),
+    };
     let mut line = match s.pp_rank {
         // Compared with the ranks on its own pipeline stage.
         Some(pp) => format!(
-            "rank {} stands out on pipeline stage {pp}: {} {} against the median of the \
+            "{name} stands out on pipeline stage {pp}: {} {} against the median of the \
              other ranks on that stage ({}) of {}",
-            s.rank,
             s.figure,
             gib(s.bytes),
             super::across::and_list(&others),
             gib(s.median_bytes)
         ),
         None => format!(
-            "rank {} stands out: {} {} against the other ranks' median of {}",
-            s.rank,
+            "{name} stands out: {} {} against the other ranks' median of {}",
             s.figure,
             gib(s.bytes),
             gib(s.median_bytes)
@@ -589,19 +504,53 @@ pub fn peak_text(p: &Peak) -> String {
     s
 }
 
+/// The mesh axes of the rows that have more than one rank (every axis when none has), in the
+/// order the labels give them: the columns of a table keyed by coordinates.
+pub fn mesh_axes(rows: &[AcrossRow]) -> Vec<String> {
+    let mut axes: Vec<(String, bool)> = Vec::new();
+    for r in rows {
+        for a in r.mesh.iter().flat_map(|m| &m.axes) {
+            match axes.iter_mut().find(|(n, _)| *n == a.name) {
+                Some((_, wide)) => *wide |= a.size > 1,
+                None => axes.push((a.name.clone(), a.size > 1)),
+            }
+        }
+    }
+    let any_wide = axes.iter().any(|(_, w)| *w);
+    axes.into_iter()
+        .filter(|(_, w)| *w || !any_wide)
+        .map(|(n, _)| n)
+        .collect()
+}
+
 fn render_across(o: &mut String, a: &Across) {
     let _ = writeln!(o, "\n== Across ranks");
+    // Keyed by the mesh coordinates when the ranks printed them, else by pipeline stage.
+    let axes = mesh_axes(&a.ranks);
     let rows: Vec<Vec<String>> = a
         .ranks
         .iter()
         .map(|r| {
-            vec![
-                r.rank.to_string(),
-                r.pp_rank
-                    .map(|p| p.to_string())
-                    .unwrap_or_else(|| "-".into()),
+            let mut row = vec![r.rank.to_string()];
+            if axes.is_empty() {
+                row.push(
+                    r.pp_rank
+                        .map(|p| p.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            for ax in &axes {
+                row.push(
+                    r.mesh
+                        .as_ref()
+                        .and_then(|m| m.get(ax))
+                        .map(|(k, _)| k.to_string())
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            row.extend([
                 opt(r.peak_bytes),
-                shorten(r.peak_label.as_deref().unwrap_or("-"), 24),
+                shorten(r.peak_label.as_deref().unwrap_or("-"), 22),
                 opt(r.schedule_end_bytes),
                 opt(r.non_pytorch_max_bytes),
                 if r.setup_costs.is_empty() {
@@ -610,24 +559,24 @@ fn render_across(o: &mut String, a: &Across) {
                     gib(r.setup_total_bytes)
                 },
                 shorten(r.detail_layers.as_deref().unwrap_or("-"), 12),
-            ]
+            ]);
+            row
         })
         .collect();
-    table(
-        o,
-        "  ",
-        &[
-            "rank",
-            "pp",
-            "peak",
-            "<peak at",
-            "end of step",
-            "non-PyTorch",
-            "setup costs",
-            "<detail layers",
-        ],
-        &rows,
-    );
+    let mut header: Vec<&str> = vec!["rank"];
+    if axes.is_empty() {
+        header.push("pp");
+    }
+    header.extend(axes.iter().map(String::as_str));
+    header.extend([
+        "peak",
+        "<peak at",
+        "end of step",
+        "non-PyTorch",
+        "setup costs",
+        "<detail layers",
+    ]);
+    table(o, "  ", &header, &rows);
     let labels: Vec<&String> = {
         let mut v: Vec<&String> = a.ranks.iter().flat_map(|r| r.setup_costs.keys()).collect();
         v.sort();
@@ -659,9 +608,9 @@ fn render_across(o: &mut String, a: &Across) {
         say(
             o,
             &format!(
-                "  highest {}{on}: rank {} ({}; median {})",
+                "  highest {}{on}: {} ({}; median {})",
                 h.figure,
-                h.rank,
+                rank_name(h.rank, &h.mesh, None),
                 gib(h.bytes),
                 gib(h.median_bytes)
             ),

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::expandable;
 use super::model::{BlockState, FrameId, Snapshot, StackId};
 use super::sites::{Attributor, Category, SiteAgg, group_sites};
 use super::trace::{self, TraceAnalysis};
@@ -51,18 +52,50 @@ pub struct Totals {
     pub largest_inactive_block_bytes: u64,
     /// inactive_bytes / reserved_bytes (0 when nothing is reserved).
     pub inactive_fraction: f64,
-    /// Segments with no active block: what `torch.cuda.empty_cache()` would return.
+    /// Segments with no active block.
     pub free_segments: u64,
     pub free_segment_bytes: u64,
+    /// Segments of expandable segments (`expandable_segments:True`): each is one mapped
+    /// range of an expandable segment, so its `total_size` is mapped memory.
+    pub expandable_segments: u64,
+    /// Inactive bytes in expandable segments: pages still mapped but free, which the
+    /// allocator unmaps when an allocation needs the memory. Not fragmentation.
+    pub expandable_inactive_bytes: u64,
+    /// Inactive bytes in (not expandable) segments that also hold an active block:
+    /// free only for requests that fit the holes (fragmentation).
+    pub fragmented_bytes: u64,
+    /// fragmented_bytes / reserved_bytes.
+    pub fragmentation_fraction: f64,
+    /// What `torch.cuda.empty_cache()` would return: segments with no active block,
+    /// and the whole free pages of expandable segments.
+    pub reclaimable_bytes: u64,
 }
 
 impl Totals {
     fn add_segment(&mut self, seg: &super::model::Segment) {
         self.reserved_bytes = self.reserved_bytes.saturating_add(seg.total_size);
         self.segments = self.segments.saturating_add(1);
-        if seg.blocks.iter().all(|b| b.state == BlockState::Inactive) {
+        let all_free = seg.blocks.iter().all(|b| b.state == BlockState::Inactive);
+        if all_free {
             self.free_segments = self.free_segments.saturating_add(1);
             self.free_segment_bytes = self.free_segment_bytes.saturating_add(seg.total_size);
+        }
+        let inactive = seg
+            .blocks
+            .iter()
+            .filter(|b| b.state == BlockState::Inactive)
+            .fold(0u64, |a, b| a.saturating_add(b.size));
+        if seg.is_expandable {
+            self.expandable_segments = self.expandable_segments.saturating_add(1);
+            self.expandable_inactive_bytes =
+                self.expandable_inactive_bytes.saturating_add(inactive);
+            self.reclaimable_bytes = self
+                .reclaimable_bytes
+                .saturating_add(expandable::free_pages(seg));
+        } else if all_free {
+            self.reclaimable_bytes = self.reclaimable_bytes.saturating_add(seg.total_size);
+        } else {
+            self.fragmented_bytes = self.fragmented_bytes.saturating_add(inactive);
         }
         for b in &seg.blocks {
             match b.state {
@@ -88,11 +121,15 @@ impl Totals {
         }
     }
     fn finish(&mut self) {
-        self.inactive_fraction = if self.reserved_bytes > 0 {
-            self.inactive_bytes as f64 / self.reserved_bytes as f64
-        } else {
-            0.0
+        let share = |b: u64| {
+            if self.reserved_bytes > 0 {
+                b as f64 / self.reserved_bytes as f64
+            } else {
+                0.0
+            }
         };
+        self.inactive_fraction = share(self.inactive_bytes);
+        self.fragmentation_fraction = share(self.fragmented_bytes);
     }
     /// Sum of several totals (for directories of ranks).
     pub fn merge(&mut self, o: &Totals) {
@@ -115,6 +152,14 @@ impl Totals {
             .max(o.largest_inactive_block_bytes);
         self.free_segments = self.free_segments.saturating_add(o.free_segments);
         self.free_segment_bytes = self.free_segment_bytes.saturating_add(o.free_segment_bytes);
+        self.expandable_segments = self
+            .expandable_segments
+            .saturating_add(o.expandable_segments);
+        self.expandable_inactive_bytes = self
+            .expandable_inactive_bytes
+            .saturating_add(o.expandable_inactive_bytes);
+        self.fragmented_bytes = self.fragmented_bytes.saturating_add(o.fragmented_bytes);
+        self.reclaimable_bytes = self.reclaimable_bytes.saturating_add(o.reclaimable_bytes);
         self.finish();
     }
 }
@@ -136,7 +181,14 @@ pub struct Analysis<'s> {
 
 /// Pick the device: `--device`, else the one the segments are on (the largest
 /// reserved if several), else the first device whose trace has events.
-fn choose_device(snap: &Snapshot, wanted: Option<i64>) -> Result<(i64, String), String> {
+/// `--device N` names a device the snapshot does not have (`available` says which it has).
+#[derive(Debug)]
+pub struct UnknownDevice {
+    pub device: i64,
+    pub available: String,
+}
+
+fn choose_device(snap: &Snapshot, wanted: Option<i64>) -> Result<(i64, String), UnknownDevice> {
     let mut seg_devices: BTreeMap<i64, u64> = BTreeMap::new();
     for s in &snap.segments {
         let r = seg_devices.entry(s.device).or_default();
@@ -161,7 +213,10 @@ fn choose_device(snap: &Snapshot, wanted: Option<i64>) -> Result<(i64, String), 
         if seg_devices.contains_key(&d) || (d >= 0 && (d as usize) < snap.traces.len()) {
             return Ok((d, format!("device {d} (--device); {where_}")));
         }
-        return Err(format!("device {d} is not in this snapshot ({where_})"));
+        return Err(UnknownDevice {
+            device: d,
+            available: where_,
+        });
     }
     if let Some((&d, _)) = seg_devices
         .iter()
@@ -184,7 +239,7 @@ fn choose_device(snap: &Snapshot, wanted: Option<i64>) -> Result<(i64, String), 
 }
 
 impl<'s> Analysis<'s> {
-    pub fn new(snap: &'s Snapshot, opts: &Options) -> Result<Self, String> {
+    pub fn new(snap: &'s Snapshot, opts: &Options) -> Result<Self, UnknownDevice> {
         let (device, device_note) = choose_device(snap, opts.device)?;
         let mut attr = Attributor::new(&opts.internal);
 
@@ -290,7 +345,7 @@ impl<'s> Analysis<'s> {
         self.opts.assume_distributed
             || self.cat_bytes(Category::Communication) > 0
             || self.snap.frames.iter().any(|f| {
-                let file = self.snap.strings.get(f.file);
+                let file = super::paths::normalize(self.snap.strings.get(f.file));
                 file.contains("torch/distributed/") || file.contains("torch/nn/parallel/")
             })
     }

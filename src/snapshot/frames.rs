@@ -1,7 +1,7 @@
 //! What each frame of a stack is, as data: the frames that never name a site (the
 //! unwinder, the caching allocator, tensor factories and the dispatcher, the CPython
-//! interpreter, process start), torch's own Python files, and the frames that say
-//! what kind of memory a stack allocates.
+//! interpreter, process start), torch's own Python files, installed libraries and the
+//! standard library. What kind of memory a stack allocates is `categories`.
 //!
 //! The never-a-site list extends torch's own viewer (torch/cuda/_memory_viz.py,
 //! `_frame_filter`, whose function and file lists are copied here verbatim) with the
@@ -135,9 +135,9 @@ pub const NEVER_A_SITE: &[(Skip, &[Match], &[Match])] = &[
 /// nothing better is on the stack.
 pub const OPERATOR: &[Match] = &[Prefix("at::")];
 
-/// Python files that are framework code, not the user's: skipped when looking for the
-/// first user frame (`--internal GLOB` adds more). Matched as globs against the whole
-/// path or any part of it after a `/`.
+/// torch's own Python files: skipped when looking for the first user frame, the site
+/// (`origin: "torch"`) only when no user or library frame is on the stack. Matched as
+/// globs against the whole path or any part of it after a separator.
 pub const INTERNAL_FILES: &[&str] = &[
     "torch/nn/modules/*",
     "torch/autograd/*",
@@ -147,179 +147,348 @@ pub const INTERNAL_FILES: &[&str] = &[
     "*/torchinductor_*/*",
 ];
 
-/// Standard-library files (`/usr/lib/python3.11/runpy.py`): never the user's code,
-/// unlike the site-packages of other libraries next to them.
-pub fn is_stdlib(file: &str) -> bool {
-    let Some(i) = file.find("/lib/python3") else {
-        return false;
-    };
-    let rest = &file[i + 1..];
-    !rest.contains("site-packages/") && !rest.contains("dist-packages/")
-}
+/// Where installed packages live (lower case, `/` separators): a frame under one is a
+/// library's (`origin: "library"`), never the user's own code.
+pub const LIBRARY_DIRS: &[&str] = &["/site-packages/", "/dist-packages/"];
 
-/// The kinds of memory a stack can show (the report's categories).
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, serde::Serialize, PartialOrd, Ord)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    Parameters,
-    Gradients,
-    OptimizerState,
-    Activations,
-    Temporary,
-    Communication,
-    Other,
-}
-
-impl Category {
-    pub fn name(self) -> &'static str {
-        match self {
-            Category::Parameters => "parameters",
-            Category::Gradients => "gradients",
-            Category::OptimizerState => "optimizer_state",
-            Category::Activations => "activations",
-            Category::Temporary => "temporary",
-            Category::Communication => "communication",
-            Category::Other => "other",
-        }
-    }
-}
-
-/// One category rule: a frame whose function matches any of `names` (matched in
-/// lower case for `Lower`) or whose file matches any of `files`, and, for rules
-/// limited to a file, both.
-pub struct CategoryRule {
-    pub category: Category,
-    pub names: &'static [Match],
-    /// Case-insensitive function-name matches.
-    pub lower: &'static [&'static str],
-    pub files: &'static [Match],
-    /// (file, functions): the function must match inside that file.
-    pub in_file: &'static [(&'static str, &'static [&'static str])],
-}
-
-/// Evidence, read from the innermost frame outwards: the first frame any rule
-/// matches decides (the allocation's closest context: an optimizer step's
-/// temporaries are optimizer memory, a checkpoint's recomputation in backward is
-/// activations, a custom autograd.Function's forward is activations although its file
-/// is torch/autograd). Rules are tried in this order on each frame.
-pub const CATEGORY_RULES: &[CategoryRule] = &[
-    CategoryRule {
-        category: Category::Communication,
-        names: &[
-            Prefix("c10d::"),
-            Contains("ProcessGroup"),
-            Contains("Reducer::"),
-        ],
-        lower: &[
-            "all_reduce",
-            "allreduce",
-            "all_gather",
-            "allgather",
-            "reduce_scatter",
-            "reducescatter",
-            "all_to_all",
-            "alltoall",
-            "broadcast",
-            "nccl",
-        ],
-        files: &[
-            Contains("torch/distributed/"),
-            Contains("/c10d/"),
-            Contains("torch/nn/parallel/"),
-        ],
-        in_file: &[],
-    },
-    CategoryRule {
-        category: Category::OptimizerState,
-        names: &[],
-        lower: &[],
-        files: &[Contains("torch/optim/")],
-        in_file: &[],
-    },
-    CategoryRule {
-        category: Category::Gradients,
-        names: &[
-            Contains("Backward"),
-            Contains("AccumulateGrad"),
-            Contains("autograd::Engine"),
-            Contains("autograd::PyNode"),
-            Prefix("backward"),
-        ],
-        lower: &[],
-        files: &[],
-        in_file: &[
-            ("torch/autograd/graph.py", &["_engine_run_backward"]),
-            ("torch/autograd/__init__.py", &["backward", "grad"]),
-            ("torch/_tensor.py", &["backward"]),
-        ],
-    },
-    CategoryRule {
-        category: Category::Parameters,
-        names: &[],
-        lower: &[
-            "reset_parameters",
-            "load_state_dict",
-            "_load_from_state_dict",
-            "to_empty",
-            "init_weights",
-            "_init_weights",
-        ],
-        files: &[
-            Contains("torch/nn/init.py"),
-            Contains("torch/nn/parameter.py"),
-        ],
-        in_file: &[
-            ("torch/nn/modules/", &["__init__", "_apply", "to", "cuda"]),
-            (
-                "torch/distributed/fsdp/",
-                &["_init_param_handle_from_module"],
-            ),
-        ],
-    },
-    CategoryRule {
-        category: Category::Activations,
-        names: &[Prefix("forward")],
-        lower: &[],
-        files: &[
-            Contains("torch/nn/functional.py"),
-            Contains("torch/utils/checkpoint.py"),
-        ],
-        in_file: &[
-            (
-                "torch/nn/modules/module.py",
-                &["_call_impl", "_wrapped_call_impl"],
-            ),
-            ("torch/autograd/function.py", &["apply"]),
-        ],
-    },
-    CategoryRule {
-        category: Category::Temporary,
-        names: &[],
-        lower: &["workspace", "scratch"],
-        files: &[],
-        in_file: &[],
-    },
+/// Python's standard-library modules (`sys.stdlib_module_names` of CPython 3.11,
+/// sorted): a Windows install keeps them in `Lib\<module>` with no version folder.
+pub const STDLIB_MODULES: &[&str] = &[
+    "__future__",
+    "_abc",
+    "_aix_support",
+    "_ast",
+    "_asyncio",
+    "_bisect",
+    "_blake2",
+    "_bootsubprocess",
+    "_bz2",
+    "_codecs",
+    "_codecs_cn",
+    "_codecs_hk",
+    "_codecs_iso2022",
+    "_codecs_jp",
+    "_codecs_kr",
+    "_codecs_tw",
+    "_collections",
+    "_collections_abc",
+    "_compat_pickle",
+    "_compression",
+    "_contextvars",
+    "_crypt",
+    "_csv",
+    "_ctypes",
+    "_curses",
+    "_curses_panel",
+    "_datetime",
+    "_dbm",
+    "_decimal",
+    "_elementtree",
+    "_frozen_importlib",
+    "_frozen_importlib_external",
+    "_functools",
+    "_gdbm",
+    "_hashlib",
+    "_heapq",
+    "_imp",
+    "_io",
+    "_json",
+    "_locale",
+    "_lsprof",
+    "_lzma",
+    "_markupbase",
+    "_md5",
+    "_msi",
+    "_multibytecodec",
+    "_multiprocessing",
+    "_opcode",
+    "_operator",
+    "_osx_support",
+    "_overlapped",
+    "_pickle",
+    "_posixshmem",
+    "_posixsubprocess",
+    "_py_abc",
+    "_pydecimal",
+    "_pyio",
+    "_queue",
+    "_random",
+    "_scproxy",
+    "_sha1",
+    "_sha256",
+    "_sha3",
+    "_sha512",
+    "_signal",
+    "_sitebuiltins",
+    "_socket",
+    "_sqlite3",
+    "_sre",
+    "_ssl",
+    "_stat",
+    "_statistics",
+    "_string",
+    "_strptime",
+    "_struct",
+    "_symtable",
+    "_thread",
+    "_threading_local",
+    "_tkinter",
+    "_tokenize",
+    "_tracemalloc",
+    "_typing",
+    "_uuid",
+    "_warnings",
+    "_weakref",
+    "_weakrefset",
+    "_winapi",
+    "_zoneinfo",
+    "abc",
+    "aifc",
+    "antigravity",
+    "argparse",
+    "array",
+    "ast",
+    "asynchat",
+    "asyncio",
+    "asyncore",
+    "atexit",
+    "audioop",
+    "base64",
+    "bdb",
+    "binascii",
+    "bisect",
+    "builtins",
+    "bz2",
+    "cProfile",
+    "calendar",
+    "cgi",
+    "cgitb",
+    "chunk",
+    "cmath",
+    "cmd",
+    "code",
+    "codecs",
+    "codeop",
+    "collections",
+    "colorsys",
+    "compileall",
+    "concurrent",
+    "configparser",
+    "contextlib",
+    "contextvars",
+    "copy",
+    "copyreg",
+    "crypt",
+    "csv",
+    "ctypes",
+    "curses",
+    "dataclasses",
+    "datetime",
+    "dbm",
+    "decimal",
+    "difflib",
+    "dis",
+    "distutils",
+    "doctest",
+    "email",
+    "encodings",
+    "ensurepip",
+    "enum",
+    "errno",
+    "faulthandler",
+    "fcntl",
+    "filecmp",
+    "fileinput",
+    "fnmatch",
+    "fractions",
+    "ftplib",
+    "functools",
+    "gc",
+    "genericpath",
+    "getopt",
+    "getpass",
+    "gettext",
+    "glob",
+    "graphlib",
+    "grp",
+    "gzip",
+    "hashlib",
+    "heapq",
+    "hmac",
+    "html",
+    "http",
+    "idlelib",
+    "imaplib",
+    "imghdr",
+    "imp",
+    "importlib",
+    "inspect",
+    "io",
+    "ipaddress",
+    "itertools",
+    "json",
+    "keyword",
+    "lib2to3",
+    "linecache",
+    "locale",
+    "logging",
+    "lzma",
+    "mailbox",
+    "mailcap",
+    "marshal",
+    "math",
+    "mimetypes",
+    "mmap",
+    "modulefinder",
+    "msilib",
+    "msvcrt",
+    "multiprocessing",
+    "netrc",
+    "nis",
+    "nntplib",
+    "nt",
+    "ntpath",
+    "nturl2path",
+    "numbers",
+    "opcode",
+    "operator",
+    "optparse",
+    "os",
+    "ossaudiodev",
+    "pathlib",
+    "pdb",
+    "pickle",
+    "pickletools",
+    "pipes",
+    "pkgutil",
+    "platform",
+    "plistlib",
+    "poplib",
+    "posix",
+    "posixpath",
+    "pprint",
+    "profile",
+    "pstats",
+    "pty",
+    "pwd",
+    "py_compile",
+    "pyclbr",
+    "pydoc",
+    "pydoc_data",
+    "pyexpat",
+    "queue",
+    "quopri",
+    "random",
+    "re",
+    "readline",
+    "reprlib",
+    "resource",
+    "rlcompleter",
+    "runpy",
+    "sched",
+    "secrets",
+    "select",
+    "selectors",
+    "shelve",
+    "shlex",
+    "shutil",
+    "signal",
+    "site",
+    "smtpd",
+    "smtplib",
+    "sndhdr",
+    "socket",
+    "socketserver",
+    "spwd",
+    "sqlite3",
+    "sre_compile",
+    "sre_constants",
+    "sre_parse",
+    "ssl",
+    "stat",
+    "statistics",
+    "string",
+    "stringprep",
+    "struct",
+    "subprocess",
+    "sunau",
+    "symtable",
+    "sys",
+    "sysconfig",
+    "syslog",
+    "tabnanny",
+    "tarfile",
+    "telnetlib",
+    "tempfile",
+    "termios",
+    "textwrap",
+    "this",
+    "threading",
+    "time",
+    "timeit",
+    "tkinter",
+    "token",
+    "tokenize",
+    "tomllib",
+    "trace",
+    "traceback",
+    "tracemalloc",
+    "tty",
+    "turtle",
+    "turtledemo",
+    "types",
+    "typing",
+    "unicodedata",
+    "unittest",
+    "urllib",
+    "uu",
+    "uuid",
+    "venv",
+    "warnings",
+    "wave",
+    "weakref",
+    "webbrowser",
+    "winreg",
+    "winsound",
+    "wsgiref",
+    "xdrlib",
+    "xml",
+    "xmlrpc",
+    "zipapp",
+    "zipfile",
+    "zipimport",
+    "zlib",
+    "zoneinfo",
 ];
 
-/// Weak evidence, used only when no rule matched anywhere: allocations made in a
-/// constructor (`nn.Parameter(torch.empty(...))` in a custom layer's `__init__`).
-pub const WEAK_PARAMETERS: &[&str] = &["__init__"];
+/// How a Python frame's file name reads when it is not a file: frozen modules are the
+/// standard library's, torch.fx's generated `forward` is torch's, anything else in
+/// angle brackets (`<string>`, `<stdin>`, `<ipython-input-3-...>`) is the user's.
+pub const PSEUDO_FILES: &[(&str, PseudoFile)] = &[
+    ("<frozen ", PseudoFile::Stdlib),
+    ("<eval_with_key>", PseudoFile::Torch),
+    ("<", PseudoFile::User),
+];
 
-impl CategoryRule {
-    pub fn matches(&self, name: &str, file: &str) -> bool {
-        if self.names.iter().any(|m| m.test(name)) || self.files.iter().any(|m| m.test(file)) {
-            return true;
-        }
-        if !self.lower.is_empty() {
-            let n = name.to_ascii_lowercase();
-            if self.lower.iter().any(|w| n.contains(w)) {
-                return true;
-            }
-        }
-        self.in_file
-            .iter()
-            .any(|(f, names)| file.contains(f) && names.contains(&name))
-    }
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PseudoFile {
+    Stdlib,
+    Torch,
+    User,
+}
+
+/// Python frames: a source file, or a pseudo file name (the C++ frames' files are
+/// `??`, `Module.cpp`, `Objects/call.c`, ...).
+pub fn is_python_file(file: &str) -> bool {
+    file.ends_with(".py") || file.ends_with(".pyx") || file.starts_with('<')
+}
+
+/// What a pseudo file name is, if `file` is one.
+pub fn pseudo_file(file: &str) -> Option<PseudoFile> {
+    PSEUDO_FILES
+        .iter()
+        .find(|(p, _)| file.starts_with(p))
+        .map(|(_, k)| *k)
 }
 
 /// Why a frame can never be a site, if it cannot.
@@ -409,15 +578,6 @@ mod tests {
         ] {
             assert!(never_a_site(n, f).is_none(), "{n}");
         }
-    }
-
-    #[test]
-    fn stdlib_is_not_site_packages() {
-        assert!(is_stdlib("/usr/lib/python3.11/runpy.py"));
-        assert!(!is_stdlib(
-            "/venv/lib/python3.11/site-packages/flash_attn/x.py"
-        ));
-        assert!(!is_stdlib("/src/train.py"));
     }
 
     #[test]

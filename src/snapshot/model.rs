@@ -284,6 +284,18 @@ pub struct Layout {
     pub shared_records: bool,
 }
 
+/// One `external_annotations` entry (torch >= 2.6): a `record_function` range the run
+/// passed through while history was recorded (`Optimizer.step#AdamW.step`, `START` and
+/// `END`), on the clock of the trace entries' `time_us`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Annotation {
+    pub name: String,
+    /// `START` or `END` as torch writes them (other values are kept as written).
+    pub stage: String,
+    pub device: Option<i64>,
+    pub time_us: Option<i64>,
+}
+
 pub struct Snapshot {
     pub strings: Interner,
     pub frames: Vec<Frame>,
@@ -291,6 +303,8 @@ pub struct Snapshot {
     pub segments: Vec<Segment>,
     pub traces: Vec<DeviceTrace>,
     pub allocator_settings: Vec<(String, String)>,
+    /// `external_annotations`, in file order.
+    pub annotations: Vec<Annotation>,
     pub layout: Layout,
     pub file_bytes: u64,
     /// Trace entries read by the helper thread of a split read (0: read in one pass).

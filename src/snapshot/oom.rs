@@ -10,6 +10,12 @@
 //! so what is cached then is free space inside segments that also hold live blocks.
 //! When that is larger than the request but no single free range is, the memory was
 //! there in pieces: fragmentation.
+//!
+//! Expandable segments are mapped ranges (see `expandable`): undoing a `segment_map`
+//! takes its range out of the segment that holds it (which may split it), undoing a
+//! `segment_unmap` puts the range back next to its neighbours. Before the OOM torch
+//! unmapped the whole free pages, so what stays cached there is the partial pages
+//! at the ends of free blocks.
 
 use std::collections::BTreeMap;
 
@@ -43,15 +49,97 @@ pub struct OomState {
     /// Segments in that pool and stream, and how many had free space.
     pub segments: u64,
     pub segments_with_free: u64,
+    /// The request's pool and stream used expandable segments.
+    pub expandable: bool,
 }
 
 fn round_size(n: u64) -> u64 {
     n.max(512).div_ceil(512) * 512
 }
 
+#[derive(Clone, Copy)]
 struct Seg {
     size: u64,
     stream: i64,
+    large: bool,
+    expandable: bool,
+}
+
+/// Take `[addr, addr + size)` out of the expandable segment that maps it.
+fn unmap_range(segs: &mut BTreeMap<u64, Seg>, addr: u64, size: u64) {
+    let Some((&start, &seg)) = segs.range(..=addr).next_back() else {
+        return;
+    };
+    let end = start.saturating_add(seg.size);
+    if !seg.expandable || addr >= end {
+        return;
+    }
+    segs.remove(&start);
+    if addr > start {
+        segs.insert(
+            start,
+            Seg {
+                size: addr - start,
+                ..seg
+            },
+        );
+    }
+    let cut = addr.saturating_add(size);
+    if cut < end {
+        segs.insert(
+            cut,
+            Seg {
+                size: end - cut,
+                ..seg
+            },
+        );
+    }
+}
+
+/// Put `[addr, addr + size)` back as mapped, joined to the mapped ranges next to it; its
+/// pool is theirs (else the nearest expandable segment's on the stream).
+fn map_range(segs: &mut BTreeMap<u64, Seg>, addr: u64, size: u64, stream: i64) {
+    let end = addr.saturating_add(size);
+    let before = segs
+        .range(..addr)
+        .next_back()
+        .filter(|(s, g)| g.expandable && g.stream == stream && s.saturating_add(g.size) == addr)
+        .map(|(s, g)| (*s, *g));
+    let after = segs
+        .get(&end)
+        .filter(|g| g.expandable && g.stream == stream)
+        .copied();
+    let nearest = || {
+        segs.iter()
+            .filter(|(_, g)| g.expandable && g.stream == stream)
+            .min_by_key(|(s, _)| s.abs_diff(addr))
+            .map(|(_, g)| g.large)
+    };
+    let large = before
+        .map(|(_, g)| g.large)
+        .or(after.map(|g| g.large))
+        .or_else(nearest)
+        .unwrap_or(size > SMALL_SEGMENT);
+    let mut start = addr;
+    let mut total = size;
+    if let Some((s, g)) = before {
+        segs.remove(&s);
+        start = s;
+        total = total.saturating_add(g.size);
+    }
+    if let Some(g) = after {
+        segs.remove(&end);
+        total = total.saturating_add(g.size);
+    }
+    segs.insert(
+        start,
+        Seg {
+            size: total,
+            stream,
+            large,
+            expandable: true,
+        },
+    );
 }
 
 /// The state just after trace entry `idx` (an `oom`) of `t`, device `device`.
@@ -64,6 +152,8 @@ pub fn state_at(snap: &Snapshot, device: i64, t: &DeviceTrace, idx: usize) -> Oo
             Seg {
                 size: s.total_size,
                 stream: s.stream,
+                large: s.is_large.unwrap_or(s.total_size != SMALL_SEGMENT),
+                expandable: s.is_expandable,
             },
         );
         for b in s.blocks.iter().filter(|b| b.state != BlockState::Inactive) {
@@ -78,18 +168,22 @@ pub fn state_at(snap: &Snapshot, device: i64, t: &DeviceTrace, idx: usize) -> Oo
             Action::FreeCompleted => {
                 active.entry(e.addr).or_insert_with(|| round_size(e.size));
             }
-            Action::SegmentAlloc | Action::SegmentMap => {
+            Action::SegmentAlloc => {
                 segs.remove(&e.addr);
             }
-            Action::SegmentFree | Action::SegmentUnmap => {
+            Action::SegmentFree => {
                 segs.insert(
                     e.addr,
                     Seg {
                         size: e.size,
                         stream: e.stream,
+                        large: e.size != SMALL_SEGMENT,
+                        expandable: false,
                     },
                 );
             }
+            Action::SegmentMap => unmap_range(&mut segs, e.addr, e.size),
+            Action::SegmentUnmap => map_range(&mut segs, e.addr, e.size, e.stream),
             _ => {}
         }
     }
@@ -97,11 +191,13 @@ pub fn state_at(snap: &Snapshot, device: i64, t: &DeviceTrace, idx: usize) -> Oo
     let large = oom.size > SMALL_SIZE;
     let (mut reserved, mut free, mut largest, mut n, mut with_free) =
         (0u64, 0u64, 0u64, 0u64, 0u64);
+    let mut expandable = false;
     for (&addr, seg) in &segs {
-        if seg.stream != oom.stream || (seg.size != SMALL_SEGMENT) != large {
+        if seg.stream != oom.stream || seg.large != large {
             continue;
         }
         n += 1;
+        expandable |= seg.expandable;
         reserved = reserved.saturating_add(seg.size);
         let end = addr.saturating_add(seg.size);
         let mut at = addr;
@@ -130,5 +226,6 @@ pub fn state_at(snap: &Snapshot, device: i64, t: &DeviceTrace, idx: usize) -> Oo
         largest_free_block_bytes: largest,
         segments: n,
         segments_with_free: with_free,
+        expandable,
     }
 }

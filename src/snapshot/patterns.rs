@@ -2,6 +2,7 @@
 //! diff) holds its evidence, with that evidence and the matching fix.
 
 use super::analysis::Analysis;
+use super::model::BlockState;
 use super::report::{Diff, Pattern, SiteRef, human, pct, sat_sum};
 use super::sites::Category;
 use super::trace::NONE;
@@ -541,29 +542,47 @@ fn fragmentation(a: &mut Analysis) -> Option<Pattern> {
     }
     if evidence.is_empty() {
         // No OOM: a large, scattered cache is still memory the next peak cannot use.
-        let split = t.segments.saturating_sub(t.free_segments);
+        // Only segments that are not expandable: an expandable segment's free pages
+        // go back to the device when an allocation needs them (see `expandable`).
+        let (mut split, mut largest) = (0u64, 0u64);
+        for seg in a
+            .snap
+            .segments
+            .iter()
+            .filter(|s| s.device == a.device && !s.is_expandable)
+        {
+            let free = seg
+                .blocks
+                .iter()
+                .filter(|b| b.state == BlockState::Inactive);
+            if seg.blocks.iter().any(|b| b.state != BlockState::Inactive)
+                && free.clone().count() > 0
+            {
+                split += 1;
+                largest = largest.max(free.map(|b| b.size).max().unwrap_or(0));
+            }
+        }
+        let frag = t.fragmented_bytes;
         if t.reserved_bytes == 0
-            || t.inactive_fraction < 0.3
-            || t.largest_inactive_block_bytes.saturating_mul(4) > t.inactive_bytes
+            || t.fragmentation_fraction < 0.3
+            || largest.saturating_mul(4) > frag
             || split < 4
         {
             return None;
         }
         evidence.push(format!(
-            "{} of the {} reserved ({:.0}%) is cached but free, in {} blocks over {} segment(s); the largest free block is {}",
-            human(t.inactive_bytes),
+            "{} of the {} reserved ({:.0}%) is cached but free inside {split} segment(s) that also hold live blocks; the largest of those free blocks is {}",
+            human(frag),
             human(t.reserved_bytes),
-            t.inactive_fraction * 100.0,
-            t.inactive_blocks,
-            t.segments,
-            human(t.largest_inactive_block_bytes)
+            t.fragmentation_fraction * 100.0,
+            human(largest)
         ));
         evidence.push(format!(
-            "{split} segment(s) mix live and free blocks: an allocation larger than {} needs a new segment although {} is free",
-            human(t.largest_inactive_block_bytes),
-            human(t.inactive_bytes)
+            "an allocation larger than {} needs a new segment although {} is free: torch.cuda.empty_cache() cannot return it either",
+            human(largest),
+            human(frag)
         ));
-        bytes = t.inactive_bytes;
+        bytes = frag;
     }
     let fix = if expandable {
         "expandable_segments is already on: cap splitting of large blocks with `PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:N` (N about the largest allocation that fails), or free long-lived tensors before the peak so their segments can be reused.".to_string()

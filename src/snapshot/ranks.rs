@@ -7,8 +7,9 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::analysis::{Options, Totals};
+use super::error::SnapshotError;
 use super::report::{
-    Oom, Pattern, RankFile, RankRow, RankSiteDelta, Report, Site, SiteRef, Trace, human,
+    NoStack, Oom, Pattern, RankFile, RankRow, RankSiteDelta, Report, Site, SiteRef, Trace, human,
 };
 
 /// The rank in a file name: `snapshot-rank00003.pickle`, `memory_snapshot_rank3_step0.pickle`,
@@ -45,12 +46,15 @@ fn is_snapshot_name(name: &str) -> bool {
 /// The files listed, and the (rank, path) pairs taken.
 pub type Scan = (Vec<RankFile>, Vec<(u32, PathBuf)>);
 
-pub fn scan(dir: &Path) -> Result<Scan, String> {
-    let rd = std::fs::read_dir(dir)
-        .map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
+pub fn scan(dir: &Path) -> Result<Scan, SnapshotError> {
+    let list_err = |source| SnapshotError::ListDir {
+        dir: dir.display().to_string(),
+        source,
+    };
+    let rd = std::fs::read_dir(dir).map_err(list_err)?;
     let mut names: Vec<(String, PathBuf)> = Vec::new();
     for ent in rd {
-        let ent = ent.map_err(|e| format!("cannot read directory {}: {e}", dir.display()))?;
+        let ent = ent.map_err(list_err)?;
         let p = ent.path();
         if p.is_file()
             && let Some(n) = p.file_name().and_then(|n| n.to_str())
@@ -95,10 +99,9 @@ pub fn scan(dir: &Path) -> Result<Scan, String> {
         }
     }
     if taken.is_empty() {
-        return Err(format!(
-            "{}: no rank-local snapshots found (expected names such as snapshot-rank00003.pickle, memory_snapshot_rank3_step0.pickle or rank3_memory_snapshot.pickle)",
-            dir.display()
-        ));
+        return Err(SnapshotError::NoRanks {
+            dir: dir.display().to_string(),
+        });
     }
     Ok((files, taken.into_iter().map(|(r, (_, p))| (r, p)).collect()))
 }
@@ -128,9 +131,9 @@ fn deviation(v: u64, m: u64) -> Option<f64> {
 /// Analyse every rank's file with `analyse` (two at a time), in rank order.
 pub fn analyse_all(
     ranks: &[(u32, PathBuf)],
-    analyse: impl Fn(&Path) -> Result<(Report, u64), String> + Sync,
-) -> Result<Vec<RankResult>, String> {
-    let results: Mutex<Vec<Option<Result<RankResult, String>>>> =
+    analyse: impl Fn(&Path) -> Result<(Report, u64), SnapshotError> + Sync,
+) -> Result<Vec<RankResult>, SnapshotError> {
+    let results: Mutex<Vec<Option<Result<RankResult, SnapshotError>>>> =
         Mutex::new((0..ranks.len()).map(|_| None).collect());
     let next = AtomicUsize::new(0);
     let workers = std::thread::available_parallelism()
@@ -244,7 +247,8 @@ pub fn report(
 
     // Aggregate the per-rank reports.
     let mut totals = Totals::default();
-    let mut sites: BTreeMap<SiteRef, Site> = BTreeMap::new();
+    let mut sites: BTreeMap<(SiteRef, Option<String>), Site> = BTreeMap::new();
+    let mut no_stack: Option<NoStack> = None;
     let mut ooms: Vec<Oom> = Vec::new();
     let mut patterns: Vec<Pattern> = Vec::new();
     let mut trace = Trace::default();
@@ -255,13 +259,32 @@ pub fn report(
         totals.merge(&rep.totals);
         file_bytes += rep.source.file_bytes;
         for s in &rep.sites {
-            let e = sites.entry(s.site_ref()).or_insert_with(|| Site {
+            let key = (s.site_ref(), s.library.as_ref().map(|l| l.label()));
+            let e = sites.entry(key).or_insert_with(|| Site {
                 bytes: 0,
                 blocks: 0,
                 ..s.clone()
             });
             e.bytes = e.bytes.saturating_add(s.bytes);
             e.blocks += s.blocks;
+        }
+        if let Some(n) = &rep.no_stack {
+            let e = no_stack.get_or_insert_with(|| NoStack {
+                bytes: 0,
+                blocks: 0,
+                no_python_frame_bytes: 0,
+                before_history_bytes: 0,
+                ..n.clone()
+            });
+            e.bytes = e.bytes.saturating_add(n.bytes);
+            e.blocks += n.blocks;
+            e.stacks_recorded |= n.stacks_recorded;
+            e.no_python_frame_bytes = e
+                .no_python_frame_bytes
+                .saturating_add(n.no_python_frame_bytes);
+            e.before_history_bytes = e
+                .before_history_bytes
+                .saturating_add(n.before_history_bytes);
         }
         for o in &rep.oom {
             let mut o = o.clone();
@@ -303,6 +326,9 @@ pub fn report(
         }
     }
     let live = totals.allocated_bytes;
+    if let Some(n) = &mut no_stack {
+        n.percent = super::report::pct(n.bytes, live);
+    }
     let mut sites: Vec<Site> = sites.into_values().collect();
     for s in &mut sites {
         s.percent = super::report::pct(s.bytes, live);
@@ -331,6 +357,7 @@ pub fn report(
         totals,
         streams: Vec::new(),
         categories,
+        no_stack,
         sites,
         sites_total,
         trace,

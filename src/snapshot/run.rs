@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use super::analysis::{Analysis, Options};
+use super::analysis::{Analysis, Options, UnknownDevice};
+use super::error::SnapshotError;
 use super::report::{self, Report};
 use super::{diff, patterns, ranks, read};
 
@@ -12,9 +13,9 @@ pub fn analyse_file(
     opts: &Options,
     visuals: bool,
     top: usize,
-) -> Result<(Report, u64), String> {
+) -> Result<(Report, u64), SnapshotError> {
     let snap = read::load(path, opts.max_trace_events)?;
-    let mut a = Analysis::new(&snap, opts).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut a = Analysis::new(&snap, opts).map_err(|e| in_file(path, e))?;
     let patterns = patterns::detect(&mut a, None);
     let peak = a.peak_bytes();
     let mut rep = report::build(&mut a, &path.display().to_string(), top, visuals);
@@ -22,11 +23,18 @@ pub fn analyse_file(
     Ok((rep, peak))
 }
 
-fn not_a_file(p: &Path) -> String {
-    format!(
-        "{} is a directory: --diff compares two snapshot files",
-        p.display()
-    )
+fn in_file(path: &Path, e: UnknownDevice) -> SnapshotError {
+    SnapshotError::UnknownDevice {
+        path: path.display().to_string(),
+        device: e.device,
+        available: e.available,
+    }
+}
+
+fn not_a_file(p: &Path) -> SnapshotError {
+    SnapshotError::DiffOfDirectory {
+        path: p.display().to_string(),
+    }
 }
 
 /// Analyse `path` (a file or a directory of ranks), optionally diffed against `other`.
@@ -35,7 +43,7 @@ pub fn analyse(
     other: Option<&Path>,
     opts: &Options,
     visuals: bool,
-) -> Result<Report, String> {
+) -> Result<Report, SnapshotError> {
     if path.is_dir() {
         if other.is_some() {
             return Err(not_a_file(path));
@@ -57,8 +65,8 @@ pub fn analyse(
     // PATH is the earlier snapshot, OTHER the later one; the report describes OTHER.
     let before = read::load(path, opts.max_trace_events)?;
     let after = read::load(other, opts.max_trace_events)?;
-    let ab = Analysis::new(&before, opts).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut aa = Analysis::new(&after, opts).map_err(|e| format!("{}: {e}", other.display()))?;
+    let ab = Analysis::new(&before, opts).map_err(|e| in_file(path, e))?;
+    let mut aa = Analysis::new(&after, opts).map_err(|e| in_file(other, e))?;
     let d = diff::diff(
         &ab,
         &aa,

@@ -1,65 +1,30 @@
 //! Sites: which frame of a stack names an allocation, and what kind of memory the
 //! stack says it is. Below both the analysis and the trace, which group by site.
 //!
-//! The site is the first (innermost) frame in the user's own Python files: torch's
-//! own files ([`frames::INTERNAL_FILES`], plus `--internal GLOB`), the standard
-//! library and C++ frames are skipped. Without a user frame, the first torch Python
-//! frame (`origin: "torch"`); without a Python frame (the autograd engine's thread),
-//! the first C++ frame that is not plumbing ([`frames::NEVER_A_SITE`]): the autograd
-//! node or communication call, an ATen operator only when nothing else is there.
+//! The site is the first (innermost) frame in the user's own Python files. Skipped on
+//! the way: torch's own files ([`frames::INTERNAL_FILES`]), installed libraries (under
+//! `site-packages` / `dist-packages`, and `--internal GLOB`), the standard library and
+//! C++ frames. The innermost library frame below the user's is kept as detail
+//! (`transformers modeling_opt.py:160 in forward`, called from `train.py:63`). Without
+//! a user frame the site is that library frame (`origin: "library"`), else the first
+//! torch Python frame (`"torch"`), else a standard-library frame (`"library"`); without
+//! a Python frame (the autograd engine's thread), the first C++ frame that is not
+//! plumbing ([`frames::NEVER_A_SITE`]): the autograd node or communication call, an ATen
+//! operator only when nothing else is there (`"native"`). File names are read with
+//! either separator ([`paths`]).
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use super::frames::Category;
-use super::frames::{self, CATEGORY_RULES, OPERATOR, WEAK_PARAMETERS};
+pub use super::categories::Category;
+use super::categories::categorize;
+use super::frames::{self, OPERATOR, PseudoFile};
 use super::model::{FrameId, Snapshot, StackId};
+use super::paths::{self, glob_match_path, normalize};
 
-/// Internal-code patterns applied to every Python frame's filename.
+/// torch's own files, matched against every Python frame's filename.
 pub const DEFAULT_INTERNAL: &[&str] = frames::INTERNAL_FILES;
-
-/// Glob match: `*` matches any run of characters (slashes included), `?` one character.
-pub fn glob_match(pat: &[u8], s: &[u8]) -> bool {
-    let (mut p, mut i) = (0usize, 0usize);
-    let (mut star, mut mark) = (usize::MAX, 0usize);
-    while i < s.len() {
-        if p < pat.len() && (pat[p] == b'?' || pat[p] == s[i]) {
-            p += 1;
-            i += 1;
-        } else if p < pat.len() && pat[p] == b'*' {
-            star = p;
-            mark = i;
-            p += 1;
-        } else if star != usize::MAX {
-            p = star + 1;
-            mark += 1;
-            i = mark;
-        } else {
-            return false;
-        }
-    }
-    while p < pat.len() && pat[p] == b'*' {
-        p += 1;
-    }
-    p == pat.len()
-}
-
-/// A pattern matches a path when it matches the whole path or any part of it that
-/// starts after a `/` (so `torch/optim/*` matches `/venv/.../torch/optim/adam.py`).
-pub fn glob_match_path(pat: &str, path: &str) -> bool {
-    let (p, s) = (pat.as_bytes(), path.as_bytes());
-    if glob_match(p, s) {
-        return true;
-    }
-    if p.first() == Some(&b'/') {
-        return false;
-    }
-    s.iter()
-        .enumerate()
-        .filter(|&(_, &c)| c == b'/')
-        .any(|(i, _)| glob_match(p, &s[i + 1..]))
-}
 
 /// How the site frame was chosen.
 #[derive(Clone, Copy, PartialEq, Eq, Debug, Serialize)]
@@ -67,11 +32,14 @@ pub fn glob_match_path(pat: &str, path: &str) -> bool {
 pub enum Origin {
     /// A frame in the user's own files.
     User,
-    /// No user frame: the first torch (Python) frame.
+    /// No user frame: an installed library's frame (or `--internal`, or the standard
+    /// library's).
+    Library,
+    /// No user or library frame: the first torch (Python) frame.
     Torch,
     /// No Python frame at all: the first native frame.
     Native,
-    /// The stack was empty (history recorded without context).
+    /// The stack was empty (no history when it was allocated).
     None,
 }
 
@@ -79,6 +47,9 @@ pub enum Origin {
 pub struct Attribution {
     /// The site frame, if the stack had any frame.
     pub site: Option<FrameId>,
+    /// The innermost library frame at or below the site (the library code that
+    /// allocated on the site's behalf), if any.
+    pub library: Option<FrameId>,
     pub origin: Origin,
     pub category: Category,
 }
@@ -86,8 +57,12 @@ pub struct Attribution {
 /// Attributes stacks, caching the answer per interned stack.
 pub struct Attributor {
     patterns: Vec<String>,
+    /// `--internal GLOB`: framework code of the user's own (read as a library).
+    extra: Vec<String>,
     cache: Vec<Option<Attribution>>,
     frame_class: Vec<Class>,
+    /// A frame's file with `/` separators, where that differs from the file as written.
+    normalized: Vec<Option<Box<str>>>,
 }
 
 /// What a frame is, for choosing sites.
@@ -96,7 +71,11 @@ pub enum Class {
     Unknown,
     /// The user's own Python code.
     User,
-    /// torch's (or `--internal`) Python code, or the standard library.
+    /// An installed library's Python code (or `--internal`).
+    Library,
+    /// The Python standard library.
+    Stdlib,
+    /// torch's own Python code.
     Torch,
     /// A C++ frame that can name an allocation (an autograd node, c10d).
     Native,
@@ -108,17 +87,34 @@ pub enum Class {
 
 impl Attributor {
     pub fn new(extra_internal: &[String]) -> Self {
-        let mut patterns: Vec<String> = DEFAULT_INTERNAL.iter().map(|s| s.to_string()).collect();
-        patterns.extend(extra_internal.iter().cloned());
         Attributor {
-            patterns,
+            patterns: DEFAULT_INTERNAL.iter().map(|s| s.to_string()).collect(),
+            extra: extra_internal.to_vec(),
             cache: Vec::new(),
             frame_class: Vec::new(),
+            normalized: Vec::new(),
         }
     }
 
-    pub fn patterns(&self) -> &[String] {
-        &self.patterns
+    /// Every pattern skipped when looking for the user's frame: torch's, then `--internal`.
+    pub fn patterns(&self) -> Vec<String> {
+        self.patterns.iter().chain(&self.extra).cloned().collect()
+    }
+
+    /// The `--internal` pattern a file matches, if any.
+    pub fn internal_match(&self, file: &str) -> Option<&str> {
+        self.extra
+            .iter()
+            .find(|p| glob_match_path(p, file))
+            .map(|s| s.as_str())
+    }
+
+    /// The frame's file with `/` separators.
+    pub fn file<'s>(&'s self, snap: &'s Snapshot, f: FrameId) -> &'s str {
+        match self.normalized.get(f as usize) {
+            Some(Some(n)) => n,
+            _ => snap.frame_file(f),
+        }
     }
 
     pub fn class(&mut self, snap: &Snapshot, f: FrameId) -> Class {
@@ -127,24 +123,46 @@ impl Attributor {
             self.frame_class.resize(snap.frames.len(), Class::Unknown);
         }
         if self.frame_class[i] == Class::Unknown {
-            let file = snap.frame_file(f);
+            let raw = snap.frame_file(f);
+            let file = normalize(raw);
             let name = snap.frame_name(f);
-            self.frame_class[i] = if file.ends_with(".py") {
-                if frames::is_stdlib(file) || self.patterns.iter().any(|p| glob_match_path(p, file))
-                {
-                    Class::Torch
-                } else {
-                    Class::User
-                }
-            } else if frames::never_a_site(name, file).is_some() {
+            self.frame_class[i] = if frames::is_python_file(raw) {
+                self.python_class(&file)
+            } else if frames::never_a_site(name, &file).is_some() {
                 Class::Plumbing
             } else if OPERATOR.iter().any(|m| m.test(name)) {
                 Class::Operator
             } else {
                 Class::Native
             };
+            if let std::borrow::Cow::Owned(n) = file {
+                if self.normalized.len() <= i {
+                    self.normalized.resize(i + 1, None);
+                }
+                self.normalized[i] = Some(n.into());
+            }
         }
         self.frame_class[i]
+    }
+
+    fn python_class(&self, file: &str) -> Class {
+        match frames::pseudo_file(file) {
+            Some(PseudoFile::Stdlib) => return Class::Stdlib,
+            Some(PseudoFile::Torch) => return Class::Torch,
+            Some(PseudoFile::User) => return Class::User,
+            None => {}
+        }
+        if self.patterns.iter().any(|p| glob_match_path(p, file)) {
+            Class::Torch
+        } else if self.extra.iter().any(|p| glob_match_path(p, file))
+            || paths::installed_package(file).is_some()
+        {
+            Class::Library
+        } else if paths::is_stdlib(file) {
+            Class::Stdlib
+        } else {
+            Class::User
+        }
     }
 
     /// True when the frame is in the user's own Python code.
@@ -161,13 +179,20 @@ impl Attributor {
             return a;
         }
         let frames = snap.stack(s);
-        let (mut torch, mut native, mut operator) = (None, None, None);
+        let (mut library, mut stdlib, mut torch, mut native, mut operator) =
+            (None, None, None, None, None);
         let mut user = None;
         for &f in frames {
             match self.class(snap, f) {
                 Class::User => {
                     user = Some(f);
                     break;
+                }
+                Class::Library => {
+                    library.get_or_insert(f);
+                }
+                Class::Stdlib => {
+                    stdlib.get_or_insert(f);
                 }
                 Class::Torch => {
                     torch.get_or_insert(f);
@@ -183,45 +208,51 @@ impl Attributor {
         }
         let (site, origin) = if let Some(u) = user {
             (Some(u), Origin::User)
+        } else if let Some(l) = library {
+            (Some(l), Origin::Library)
         } else if let Some(t) = torch {
             (Some(t), Origin::Torch)
+        } else if let Some(l) = stdlib {
+            (Some(l), Origin::Library)
         } else if let Some(n) = native.or(operator).or(frames.first().copied()) {
             (Some(n), Origin::Native)
         } else {
             (None, Origin::None)
         };
+        // Every frame of the stack has its class (and normalized file) from here on.
+        for &f in frames {
+            self.class(snap, f);
+        }
+        let category = if frames.is_empty() {
+            Category::NoStack
+        } else {
+            let this = &*self;
+            categorize(
+                frames
+                    .iter()
+                    .map(|&f| (snap.frame_name(f), this.file(snap, f))),
+            )
+        };
         let a = Attribution {
             site,
+            library: if origin == Origin::Library {
+                site
+            } else {
+                library
+            },
             origin,
-            category: categorize(snap, frames),
+            category,
         };
         self.cache[i] = Some(a);
         a
     }
 }
 
-/// What kind of memory a stack allocates: the innermost frame with evidence decides
-/// (the rules are data: [`frames::CATEGORY_RULES`]).
-pub fn categorize(snap: &Snapshot, frames: &[FrameId]) -> Category {
-    for &f in frames {
-        let (name, file) = (snap.frame_name(f), snap.frame_file(f));
-        if let Some(r) = CATEGORY_RULES.iter().find(|r| r.matches(name, file)) {
-            return r.category;
-        }
-    }
-    if frames
-        .iter()
-        .any(|&f| WEAK_PARAMETERS.contains(&snap.frame_name(f)))
-    {
-        return Category::Parameters;
-    }
-    Category::Other
-}
-
-/// Live memory grouped under one site frame.
+/// Live memory grouped under one site frame (and the library frame below it).
 #[derive(Clone, Debug)]
 pub struct SiteAgg {
     pub site: Option<FrameId>,
+    pub library: Option<FrameId>,
     pub origin: Origin,
     pub bytes: u64,
     pub blocks: u64,
@@ -230,7 +261,7 @@ pub struct SiteAgg {
     pub example_stack: StackId,
 }
 
-/// Group `(stack, bytes)` pairs by site frame; largest first.
+/// Group `(stack, bytes)` pairs by site frame and library frame; largest first.
 pub fn group_sites(
     snap: &Snapshot,
     attr: &mut Attributor,
@@ -243,10 +274,11 @@ pub fn group_sites(
         cat: BTreeMap<Category, u64>,
         stacks: BTreeMap<StackId, u64>,
     }
-    let mut by: BTreeMap<Option<FrameId>, Acc> = BTreeMap::new();
+    type Key = (Option<FrameId>, Option<FrameId>);
+    let mut by: BTreeMap<Key, Acc> = BTreeMap::new();
     for (stack, bytes) in items {
         let a = attr.attribute(snap, stack);
-        let acc = by.entry(a.site).or_insert_with(|| Acc {
+        let acc = by.entry((a.site, a.library)).or_insert_with(|| Acc {
             origin: a.origin,
             bytes: 0,
             blocks: 0,
@@ -262,7 +294,7 @@ pub fn group_sites(
     }
     let mut out: Vec<SiteAgg> = by
         .into_iter()
-        .map(|(site, acc)| {
+        .map(|((site, library), acc)| {
             let category = acc
                 .cat
                 .iter()
@@ -277,6 +309,7 @@ pub fn group_sites(
                 .unwrap_or(0);
             SiteAgg {
                 site,
+                library,
                 origin: acc.origin,
                 bytes: acc.bytes,
                 blocks: acc.blocks,
@@ -290,25 +323,7 @@ pub fn group_sites(
             .cmp(&a.bytes)
             .then(b.blocks.cmp(&a.blocks))
             .then(a.site.cmp(&b.site))
+            .then(a.library.cmp(&b.library))
     });
     out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn globs() {
-        assert!(glob_match_path(
-            "torch/optim/*",
-            "/venv/lib/torch/optim/adam.py"
-        ));
-        assert!(glob_match_path("torch/*", "torch/nn/functional.py"));
-        assert!(!glob_match_path("torch/*", "/home/me/mytorch/x.py"));
-        assert!(glob_match_path("*/vendor/*.py", "/a/vendor/b.py"));
-        assert!(!glob_match_path("/abs/*", "/x/abs/y.py"));
-        assert!(glob_match_path("model?.py", "/src/model1.py"));
-        assert!(!glob_match_path("model?.py", "/src/model12.py"));
-    }
 }

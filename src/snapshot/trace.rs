@@ -6,6 +6,7 @@
 use super::model::{Action, BlockState, DeviceTrace, FrameId, FxMap, NO_TIME, Snapshot, StackId};
 use super::oom::{self, OomState};
 use super::sites::{Attributor, Category, SiteAgg, group_sites};
+use super::steps::{self, Steps};
 
 pub const NONE: u32 = u32::MAX;
 
@@ -84,15 +85,6 @@ pub struct Burst {
     pub site: Option<FrameId>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum StepMethod {
-    /// Steps start at each allocation from one stack that recurs once per step.
-    Marker,
-    /// Steps are the cycles of the live-memory sawtooth.
-    Sawtooth,
-    None,
-}
-
 pub struct TraceAnalysis {
     pub kept: u64,
     pub dropped: u64,
@@ -106,8 +98,8 @@ pub struct TraceAnalysis {
     pub peak_idx: u32,
     pub ooms: Vec<OomInfo>,
     pub oom_count: u64,
-    pub method: StepMethod,
-    pub marker_site: Option<FrameId>,
+    /// How the steps were found (the run's own markers, else a guess).
+    pub steps_found: Steps,
     /// Event index where each step starts (steps are numbered from 1).
     pub step_starts: Vec<u32>,
     pub steps: Vec<StepStat>,
@@ -115,6 +107,11 @@ pub struct TraceAnalysis {
     pub bursts: Vec<Burst>,
     pub first_time_us: Option<i64>,
     pub last_time_us: Option<i64>,
+    /// Reserved (for expandable segments: mapped) bytes at the window's start and at
+    /// most during it, from `segment_alloc`/`segment_map` less `segment_free`/
+    /// `segment_unmap`, anchored on the segments at the end.
+    pub reserved_start: u64,
+    pub reserved_peak: u64,
 }
 
 impl TraceAnalysis {
@@ -154,6 +151,8 @@ pub fn analyse(
     let mut first_time = None;
     let mut last_time = None;
 
+    // Reserved bytes over the window, relative to its start (anchored on the end below).
+    let (mut reserved, mut reserved_top) = (0i128, 0i128);
     for (i, e) in ev.iter().enumerate() {
         let i = i as u32;
         counts[e.action.index()] += 1;
@@ -199,6 +198,11 @@ pub fn analyse(
             Action::FreeCompleted => {
                 pending.remove(&e.addr);
             }
+            Action::SegmentAlloc | Action::SegmentMap => {
+                reserved += e.size as i128;
+                reserved_top = reserved_top.max(reserved);
+            }
+            Action::SegmentFree | Action::SegmentUnmap => reserved -= e.size as i128,
             _ => {}
         }
     }
@@ -309,8 +313,10 @@ pub fn analyse(
         });
     }
 
-    let (method, marker_site, step_starts) = detect_steps(snap, ev, &live, baseline, attr);
+    let mut steps_found = steps::detect(snap, device, t, &live, baseline, attr);
+    let step_starts = std::mem::take(&mut steps_found.starts);
 
+    let (reserved_start, reserved_peak) = anchor_reserved(snap, device, reserved, reserved_top);
     let mut ta = TraceAnalysis {
         kept: n as u64,
         dropped: t.dropped,
@@ -323,14 +329,15 @@ pub fn analyse(
         peak_idx,
         ooms,
         oom_count,
-        method,
-        marker_site,
+        steps_found,
         step_starts,
         steps: Vec::new(),
         retained: Vec::new(),
         bursts: Vec::new(),
         first_time_us: first_time,
         last_time_us: last_time,
+        reserved_start,
+        reserved_peak,
     };
     ta.steps = step_stats(snap, &ta, attr);
     ta.retained = retained_sites(snap, &ta, attr);
@@ -338,168 +345,17 @@ pub fn analyse(
     ta
 }
 
-/// Find training steps. First choice: a "marker" stack that is allocated at a regular
-/// interval across the window (low variation between the gaps of its occurrences,
-/// unlike per-layer stacks that recur in clusters); among those, the one found where
-/// live memory is lowest, i.e. at the start of forward (the input batch, say). Each of
-/// its allocations starts a step. Else: the cycles of the live-memory sawtooth.
-fn detect_steps(
-    snap: &Snapshot,
-    ev: &[super::model::Event],
-    live: &[u64],
-    baseline: u64,
-    attr: &mut Attributor,
-) -> (StepMethod, Option<FrameId>, Vec<u32>) {
-    let n = ev.len() as u64;
-    let mut occ: FxMap<StackId, Vec<u32>> = FxMap::default();
-    for (i, e) in ev.iter().enumerate() {
-        if e.action == Action::Alloc && e.stack != 0 {
-            occ.entry(e.stack).or_default().push(i as u32);
-        }
-    }
-    struct Cand {
-        stack: StackId,
-        count: usize,
-        cv: f64,
-        live_before: f64,
-        first: u32,
-    }
-    let mut cands: Vec<Cand> = Vec::new();
-    for (&stack, o) in &occ {
-        if o.len() < 2 || (o[o.len() - 1] - o[0]) as u64 * 2 < n {
-            continue;
-        }
-        let gaps: Vec<f64> = o.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
-        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-        let var = gaps.iter().map(|g| (g - mean) * (g - mean)).sum::<f64>() / gaps.len() as f64;
-        let cv = if mean > 0.0 {
-            var.sqrt() / mean
-        } else {
-            f64::INFINITY
-        };
-        // A step is a forward and a backward: many events, and frees among them.
-        if cv > 0.5 || mean < 8.0 || !frees_within(o, live) || !comes_back(o, live, baseline) {
-            continue;
-        }
-        let live_before = o
-            .iter()
-            .map(|&i| {
-                if i == 0 {
-                    baseline as f64
-                } else {
-                    live[i as usize - 1] as f64
-                }
-            })
-            .sum::<f64>()
-            / o.len() as f64;
-        cands.push(Cand {
-            stack,
-            count: o.len(),
-            cv,
-            live_before,
-            first: o[0],
-        });
-    }
-    // Prefer markers seen at least three times (two gaps to compare).
-    if cands.iter().any(|c| c.count >= 3) {
-        cands.retain(|c| c.count >= 3);
-    }
-    let best = cands.iter().min_by(|a, b| {
-        a.live_before
-            .total_cmp(&b.live_before)
-            .then(b.count.cmp(&a.count))
-            .then(a.cv.total_cmp(&b.cv))
-            .then(a.first.cmp(&b.first))
-    });
-    if let Some(c) = best {
-        let site = attr.attribute(snap, c.stack).site;
-        return (
-            StepMethod::Marker,
-            site,
-            occ.remove(&c.stack).unwrap_or_default(),
-        );
-    }
-    // Sawtooth cycles: a step ends where live memory bottoms out after a big drop.
-    let (lo, hi) = live
+/// Reserved bytes at the start of the window and their peak in it, from the change
+/// over the window (`net`) and its highest point (`top`), anchored on the segments at
+/// the end.
+fn anchor_reserved(snap: &Snapshot, device: i64, net: i128, top: i128) -> (u64, u64) {
+    let end = snap
+        .segments
         .iter()
-        .fold((u64::MAX, 0u64), |(lo, hi), &v| (lo.min(v), hi.max(v)));
-    if live.is_empty() || hi <= lo {
-        return (StepMethod::None, None, Vec::new());
-    }
-    let t = (hi - lo) / 4;
-    let mut starts = vec![0u32];
-    let mut seeking_peak = true;
-    let (mut ext, mut ext_i) = (live[0], 0usize);
-    for (i, &v) in live.iter().enumerate() {
-        if seeking_peak {
-            if v > ext {
-                ext = v;
-                ext_i = i;
-            } else if ext - v > t {
-                seeking_peak = false;
-                ext = v;
-                ext_i = i;
-            }
-        } else if v < ext {
-            ext = v;
-            ext_i = i;
-        } else if v - ext > t {
-            starts.push(ext_i as u32 + 1);
-            seeking_peak = true;
-            ext = v;
-            ext_i = i;
-        }
-    }
-    let _ = ext_i;
-    if starts.len() >= 2 {
-        (StepMethod::Sawtooth, None, starts)
-    } else {
-        (StepMethod::None, None, Vec::new())
-    }
-}
-
-/// A training step frees memory (backward releases activations and temporaries):
-/// live memory falls somewhere between consecutive markers in most of them, unlike a
-/// site that simply alternates with another while memory fills up.
-fn frees_within(o: &[u32], live: &[u64]) -> bool {
-    let with = o
-        .windows(2)
-        .filter(|w| {
-            live[w[0] as usize..w[1] as usize]
-                .windows(2)
-                .any(|p| p[1] < p[0])
-        })
-        .count();
-    with * 4 >= (o.len() - 1) * 3
-}
-
-/// A step does not leave live memory lower than it found it by more than it rose in
-/// between: a stack that recurs once per layer in the backward pass fails this, since each
-/// layer's backward frees that layer's activations, so the level falls from one occurrence
-/// to the next by more than the layer's temporaries raise it (seen on real snapshots: the
-/// autograd thread's `NegBackward0` stack, once per layer's rotary embedding, taken for 22
-/// steps). A level that rises from step to step is a leak or a retained graph, and stays.
-fn comes_back(o: &[u32], live: &[u64], baseline: u64) -> bool {
-    let before = |i: u32| {
-        if i == 0 {
-            baseline
-        } else {
-            live[i as usize - 1]
-        }
-    };
-    let ok = o
-        .windows(2)
-        .filter(|w| {
-            let (l0, l1) = (before(w[0]), before(w[1]));
-            let top = live[w[0] as usize..w[1] as usize]
-                .iter()
-                .copied()
-                .max()
-                .unwrap_or(0);
-            l1 >= l0 || top.saturating_sub(l0) > l0 - l1
-        })
-        .count();
-    ok * 4 >= (o.len() - 1) * 3
+        .filter(|s| s.device == device)
+        .fold(0u64, |a, s| a.saturating_add(s.total_size)) as i128;
+    let start = (end - net).max(0);
+    (start as u64, (start + top).max(end) as u64)
 }
 
 fn step_stats(snap: &Snapshot, ta: &TraceAnalysis, attr: &mut Attributor) -> Vec<StepStat> {

@@ -153,9 +153,17 @@ def worker(args) -> int:
     cfg = PretrainLMCfg()
     cfg.distributed.pipeline_parallel_size = args.pp
     cfg.distributed.expert_parallel_size = args.ep
-    model_dir = Path(args.config) if args.config else checkout / "examples/pretrain_lm" / args.model
-    cfg.training.model = model_dir.resolve()
-    cfg.training.num_chunks = args.num_chunks or max(4, 2 * args.pp)
+    if args.config:
+        cfg.training.model = Path(args.config).resolve()
+    else:
+        # As pithtrain's example scripts run: from the checkout, the model relative to it.
+        os.chdir(checkout)
+        cfg.training.model = Path("examples/pretrain_lm") / args.model
+    # As pithtrain does, the step runs global_batch_size // (micro_batch_size * dp * ep)
+    # micro-batches.
+    dp = args.world // (args.pp * args.ep)
+    chunks = args.num_chunks or max(4, 2 * args.pp)
+    cfg.training.global_batch_size = chunks * cfg.training.micro_batch_size * dp * args.ep
     cfg.training.max_steps = args.max_steps
     work = Path(args.work)
     cfg.training.memory_profile_output = work / "pithtrain-profile"

@@ -23,6 +23,8 @@ pub const MODELS: [(&str, &str); 4] = [
 
 /// One generated run: its folder (logs and truth.json) and the truth.
 pub struct Scenario {
+    /// The instrumented checkout the run ran from.
+    pub checkout: tempfile::TempDir,
     pub out: tempfile::TempDir,
     pub snaps: tempfile::TempDir,
     pub truth: serde_json::Value,
@@ -181,7 +183,12 @@ pub fn scenario_full(
     let truth =
         serde_json::from_str(&std::fs::read_to_string(out.path().join("truth.json")).unwrap())
             .unwrap();
-    Scenario { out, snaps, truth }
+    Scenario {
+        checkout,
+        out,
+        snaps,
+        truth,
+    }
 }
 
 /// The rank's entry of a report.
@@ -217,4 +224,15 @@ pub fn near_mib(got: f64, truth: f64, what: &str) {
         got / MIB,
         truth / MIB
     );
+}
+
+/// Mesh coordinates as the report says them: the axes wider than one rank, in pithtrain's
+/// order (`pp 0, dp 2, ep 1`), from the coordinates the fake torch's mesh gave.
+pub fn mesh_short(mesh: &serde_json::Value) -> String {
+    ["pp", "dp", "cp", "ep"]
+        .iter()
+        .filter(|a| mesh[**a][1].as_u64().unwrap() > 1)
+        .map(|a| format!("{a} {}", mesh[*a][0]))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

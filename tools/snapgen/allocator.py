@@ -119,6 +119,8 @@ class Allocator:
         self.clock = clock if clock is not None else Clock()
         self.user_metadata = ""
         self.live_req = 0
+        # external_annotations (torch >= 2.6): record_function ranges, on this clock
+        self.annotations = []
 
     # --- torch.cuda.memory._record_memory_history ---
     def record_memory_history(self, enabled="all", context="all", stacks="all", max_entries=None):
@@ -137,6 +139,7 @@ class Allocator:
         return Traceback(site, kind)
 
     def record(self, action, addr, size, stream, ctx):
+        self.peak_reserved = max(getattr(self, "peak_reserved", 0), self.reserved)
         live = self.live_req
         if action == "alloc":
             self.live_req += size
@@ -154,6 +157,13 @@ class Allocator:
 
     def trace(self):
         return self.ring[self.ring_next:] + self.ring[:self.ring_next]
+
+    def annotate(self, name, stage):
+        """A record_function range starts or ends (torch's annotation callback records
+        it on the current device while history is recorded)."""
+        if self.record_history:
+            self.annotations.append((name, stage, self.clock.tick(1)))
+            del self.annotations[:-self.max_entries]
 
     # --- allocation ---
     def malloc(self, orig_size, site: CallSite, stream=0):
@@ -327,14 +337,31 @@ class Allocator:
         t = dict(reserved_bytes=0, allocated_bytes=0, pending_free_bytes=0, inactive_bytes=0,
                  requested_bytes=0, segments=0, allocated_blocks=0, pending_free_blocks=0,
                  inactive_blocks=0, largest_inactive_block_bytes=0, free_segments=0,
-                 free_segment_bytes=0)
+                 free_segment_bytes=0, expandable_segments=0, expandable_inactive_bytes=0,
+                 fragmented_bytes=0, reclaimable_bytes=0)
         for h, blocks in self.segments():
             total = sum(b.size for b in blocks)
             t["segments"] += 1
             t["reserved_bytes"] += total
-            if all(self.state(b) == "inactive" for b in blocks):
+            all_free = all(self.state(b) == "inactive" for b in blocks)
+            free = sum(b.size for b in blocks if self.state(b) == "inactive")
+            if all_free:
                 t["free_segments"] += 1
                 t["free_segment_bytes"] += total
+            if hasattr(h, "mapped"):
+                # an expandable segment's mapped range: what empty_cache would unmap
+                t["expandable_segments"] += 1
+                t["expandable_inactive_bytes"] += free
+                page = h.seg.page
+                for b in blocks:
+                    if self.state(b) == "inactive":
+                        lo = -(-(b.ptr - h.ptr) // page) * page
+                        hi = (b.ptr + b.size - h.ptr) // page * page
+                        t["reclaimable_bytes"] += max(0, hi - lo)
+            elif all_free:
+                t["reclaimable_bytes"] += total
+            else:
+                t["fragmented_bytes"] += free
             for b in blocks:
                 s = self.state(b)
                 if s == "active_allocated":

@@ -5,7 +5,8 @@ stacks "all"), written with ``pickle.dump``.
 The run is MoE training steps over many decoder layers: attention and expert
 activations (the experts through custom autograd Functions), all-to-all buffers on
 the communication stream (delayed frees), backward on the engine's thread, the
-parameters' gradients and the optimizer state made in the first step. Steps are
+parameters' gradients and the optimizer state made in the first step, torch 2.9's
+``Optimizer.step`` annotations around each optimizer step. Steps are
 simulated until the file would reach the target size (bytes per entry are measured
 on the first steps).
 """
@@ -68,7 +69,10 @@ def run(proc, steps, layers, rng, on_step=None):
         a.stream_done(COMM_STREAM)
         if not grads:
             grads = [a.malloc(64 * MiB, P.ACCUM) for _ in params]
+        a.annotate("Optimizer.step#AdamW.step", "START")
+        if not opt:
             opt = [a.malloc(64 * MiB, P.ADAM_STATE) for _ in params for _ in range(2)]
+        a.annotate("Optimizer.step#AdamW.step", "END")
         a.free(x, P.BATCH)
         if on_step and on_step(step):
             break

@@ -45,6 +45,8 @@ EXTRA = {
     # torch 2.1-2.4's schema (no time_us) recorded with stacks="all": what the real
     # notebook snapshots we examined are
     "v2.1-all": dict(version="2.1", stacks="all", enc="pickle", protocol=4),
+    # torch 2.9 with no annotation recorded (no record_function range ran)
+    "p4-noann": dict(version="2.9", stacks="all", enc="pickle", protocol=4, annotations=False),
 }
 
 
@@ -56,7 +58,7 @@ def encode(devices, form):
     f = form_of(form) if isinstance(form, str) else form
     holders = {} if f["enc"] == "jit" else None
     g = graph.build(devices, f["version"], f["stacks"], f.get("pending_name", "active_pending_free"),
-                    holders=holders)
+                    holders=holders, annotations=f.get("annotations", True))
     if f["enc"] == "pickle":
         data = pickle.dumps(g, protocol=f["protocol"])
         return relabel(data, f["relabel"]) if "relabel" in f else data
@@ -134,39 +136,64 @@ def site_key(s):
 
 
 CATEGORY_ORDER = ["parameters", "gradients", "optimizer_state", "activations", "temporary",
-                  "communication", "other"]
+                  "communication", "other", "no_stack"]
+
+
+def category_of(b, stacks):
+    """What a live block's stack says it is: "no_stack" when the snapshot shows it no
+    frame (allocated before history was recorded, or, with stacks="python", on a
+    thread with no Python frame: the autograd engine's)."""
+    if b.ctx is None or b.ctx.site.site_for(stacks) is None:
+        return "no_stack"
+    return b.ctx.site.category_for(stacks)
 
 
 def live_sites(alloc, stacks):
     """Live (active_allocated) blocks grouped by the site a memory engineer names them
-    by: bytes, blocks and category (the one holding most of its bytes) per site,
-    largest first."""
+    by and the library frame below it: bytes, blocks and category (the one holding
+    most of its bytes) per site, largest first."""
     by = {}
     for _, blocks in alloc.segments():
         for b in blocks:
             if not b.allocated:
                 continue
             s = b.ctx.site.site_for(stacks) if b.ctx is not None else None
-            cat = b.ctx.site.category_for(stacks) if (b.ctx is not None and s is not None) else "other"
-            e = by.setdefault(site_key(s), {"site": s, "bytes": 0, "blocks": 0, "by_category": {}})
+            lib = b.ctx.site.library_for(stacks) if b.ctx is not None else None
+            cat = category_of(b, stacks)
+            e = by.setdefault((site_key(s), site_key(lib)),
+                              {"site": s, "library": lib, "bytes": 0, "blocks": 0, "by_category": {}})
             e["bytes"] += b.size
             e["blocks"] += 1
             e["by_category"][cat] = e["by_category"].get(cat, 0) + b.size
     for e in by.values():
         cats = e.pop("by_category")
         e["category"] = max(cats, key=lambda c: (cats[c], -CATEGORY_ORDER.index(c)))
-    return sorted(by.values(), key=lambda e: (-e["bytes"], -e["blocks"], str(site_key(e["site"]))))
+    return sorted(by.values(), key=lambda e: (-e["bytes"], -e["blocks"], str(site_key(e["site"])),
+                                              str(site_key(e["library"]))))
 
 
 def categories(alloc, stacks):
-    """Live bytes per category."""
+    """Live bytes per category; blocks without a stack are not in any."""
     out = {}
     for _, blocks in alloc.segments():
         for b in blocks:
-            if b.allocated:
-                s = b.ctx.site.site_for(stacks) if b.ctx is not None else None
-                c = b.ctx.site.category_for(stacks) if (b.ctx is not None and s is not None) else "other"
+            c = category_of(b, stacks)
+            if b.allocated and c != "no_stack":
                 out[c] = out.get(c, 0) + b.size
+    return out
+
+
+def no_stack(alloc, stacks):
+    """Live blocks the snapshot shows no frame for: bytes, blocks, and the bytes
+    allocated while history was recorded (a thread with no Python frame)."""
+    out = {"bytes": 0, "blocks": 0, "no_python_frame_bytes": 0}
+    for _, blocks in alloc.segments():
+        for b in blocks:
+            if b.allocated and category_of(b, stacks) == "no_stack":
+                out["bytes"] += b.size
+                out["blocks"] += 1
+                if b.ctx is not None:
+                    out["no_python_frame_bytes"] += b.size
     return out
 
 
@@ -185,6 +212,8 @@ def device_facts(alloc):
         "sites_python": live_sites(alloc, "python"),
         "categories_all": categories(alloc, "all"),
         "categories_python": categories(alloc, "python"),
+        "no_stack_all": no_stack(alloc, "all"),
+        "no_stack_python": no_stack(alloc, "python"),
         "trace_counts": counts(alloc.trace()),
         "trace_events": len(alloc.trace()),
     }

@@ -179,8 +179,10 @@ class CallSite:
     frame that names it)."""
 
     def __init__(self, py=(), cpp=(), thread="main", site=None, category="other", site_python="same",
-                 free_py=None, category_python=None, factory=None):
+                 free_py=None, category_python=None, factory=None, library=None):
         self.py = list(py)
+        # The library frame that allocated on the site's behalf (site-packages), if any.
+        self.library = library
         self.cpp = list(cpp)
         self.thread = thread
         self.site = site
@@ -197,6 +199,9 @@ class CallSite:
 
     def site_for(self, stacks):
         return self.site if stacks == "all" else self.site_python
+
+    def library_for(self, stacks):
+        return self.library if self.site_for(stacks) is not None else None
 
     def category_for(self, stacks):
         return self.category if stacks == "all" else self.category_python

@@ -84,9 +84,9 @@ def symbolize(tracebacks, stacks):
     return result
 
 
-def allocator_settings(version):
-    s = {"PYTORCH_CUDA_ALLOC_CONF": "", "max_split_size": -1, "garbage_collection_threshold": 0.0,
-         "expandable_segments": False, "pinned_num_register_threads": 1,
+def allocator_settings(version, expandable=False):
+    s = {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True" if expandable else "", "max_split_size": -1,
+         "garbage_collection_threshold": 0.0, "expandable_segments": expandable, "pinned_num_register_threads": 1,
          "release_lock_on_cudamalloc": False, "pinned_use_cuda_host_register": False}
     if version == "2.9":
         s.update({"graph_capture_record_stream_reuse": False, "max_round_threshold": 0,
@@ -98,7 +98,8 @@ def allocator_settings(version):
 FORWARD_FRAME = '  File "/workspace/pith-train/pithtrain/dualpipe/execution.py", line 83, in stage1_f\n'
 
 
-def build(devices, version="2.9", stacks="all", pending_name="active_pending_free", holders=None):
+def build(devices, version="2.9", stacks="all", pending_name="active_pending_free", holders=None,
+          annotations=True):
     """The snapshot dict of a process (`devices`: its Allocators), as `version` of
     torch builds it. `pending_name` is the state string of delayed frees (torch
     writes active_pending_free; its docstring says active_awaiting_free)."""
@@ -126,7 +127,7 @@ def build(devices, version="2.9", stacks="all", pending_name="active_pending_fre
                    "stream": head.stream, "segment_type": "small" if head.small else "large",
                    "segment_pool_id": _pool_id()}
             if not legacy:
-                seg["is_expandable"] = False
+                seg["is_expandable"] = hasattr(head, "mapped")
                 add_frames(seg, head.seg_ctx)
             blist = []
             addr = head.ptr
@@ -175,9 +176,15 @@ def build(devices, version="2.9", stacks="all", pending_name="active_pending_fre
 
     result = {"segments": segments, "device_traces": traces}
     if version in ("2.5", "2.9", "cpp"):
-        result["allocator_settings"] = allocator_settings(version)
+        result["allocator_settings"] = allocator_settings(
+            version, any(hasattr(a, "xsegs") for a in devices))
     if version in ("2.5", "2.9"):
-        result["external_annotations"] = []
+        # THCPModule_memorySnapshot: the annotation's metadata pairs (torch 2.9 writes
+        # name first; 2.6-2.8 stage first), then device and time_us
+        result["external_annotations"] = [
+            ({"name": _fresh(n), "stage": _fresh(st)} if version == "2.9" else {"stage": _fresh(st), "name": _fresh(n)})
+            | {"device": a.device, "time_us": t}
+            for a in devices for n, st, t in (a.annotations if annotations else [])]
     if version == "2.9":
         result["host_segments"] = []
         result["host_traces"] = []

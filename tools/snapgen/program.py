@@ -158,9 +158,41 @@ def hooked(f):
     return [f, HOOK] + MODULE_CALL
 
 
-def first_user(frames):
-    """The site a memory engineer names: the first frame outside torch."""
-    return site(next(f for f in frames if not f.filename.startswith(TORCH + "/")))
+def is_library(f):
+    """An installed package's frame (transformers, accelerate, peft, bitsandbytes)."""
+    return "/site-packages/" in f.filename and not f.filename.startswith(TORCH + "/")
+
+
+def attribution(frames):
+    """(site, library) as a memory engineer names an allocation: the first frame in
+    the user's own files, and the innermost library frame below it (the library code
+    that allocated for it); without a user frame, that library frame for both."""
+    return attribution_with(frames)
+
+
+def attribution_with(frames, torch_prefix=TORCH + "/", library_dir="/site-packages/", stdlib=None):
+    """`attribution` for another layout (Windows: backslashes). Standard-library
+    frames (`stdlib` prefix, else any `lib` folder with no site-packages) are never
+    the user's; without a user or library frame the site is the first torch frame."""
+    lib = torch = None
+    for f in frames:
+        if f.filename.startswith(torch_prefix):
+            torch = torch or f
+            continue
+        if library_dir in f.filename:
+            lib = lib or f
+            continue
+        if "\\lib\\" in f.filename.lower() or "/lib/python3" in f.filename:
+            continue
+        return site(f), site(lib)
+    if lib is not None:
+        return site(lib), site(lib)
+    return site(torch), None
+
+
+def lib_site(frames, cpp, category, **kw):
+    s, lib = attribution(frames)
+    return CallSite(py=frames, cpp=cpp, site=s, library=lib, category=category, **kw)
 
 
 FT_MODEL = (hooked(py(LLAMA, 1164, "forward")) + [py(f"{SITE_PKG}/peft/tuners/tuners_utils.py", 179, "forward")]
@@ -172,7 +204,7 @@ def ft_site(inner, line, cpp):
     """An allocation inside decoder layer code called at LlamaDecoderLayer.forward `line`
     (712 input_layernorm, 713 self_attn, 726 post_attention_layernorm, 727 mlp)."""
     frames = list(inner) + hooked(py(LLAMA, line, "forward")) + FT_LAYERS
-    return CallSite(py=frames, cpp=cpp, site=first_user(frames), category="activations")
+    return lib_site(frames, cpp, "activations")
 
 
 ATTN_Q = hooked(py(LLAMA, 615, "forward"))  # query_states = self.q_proj(hidden_states)
@@ -228,18 +260,18 @@ FT_SILU = ft_site([py(f"{TORCH}/nn/functional.py", 2380, "silu"),
 FT_MUL = ft_site(MLP, 727, op("mul", binding=False))
 FT_DOWN = ft_linear4bit(MLP, 727)[1]
 # LlamaModel's final norm, after the layers
-FT_NORM = CallSite(py=RMS_FWD + [py(LLAMA, 1006, "forward")] + FT_LAYERS[1:], cpp=op("mul", binding=False),
-                   site=site(RMS_FWD[0]), category="activations")
-FT_EMBED = CallSite(py=[py(f"{TORCH}/nn/functional.py", 2551, "embedding"), py(f"{TORCH}/nn/modules/sparse.py", 190, "forward"),
-                        HOOK] + MODULE_CALL + [py(LLAMA, 934, "forward")] + FT_LAYERS[1:],
-                    cpp=op("embedding", binding=False), site=site(HOOK), category="activations")
-# lm_head (a plain Linear with accelerate's hook): its output is named by the hook, the
-# first frame outside torch.
-FT_LOGITS = CallSite(py=[LINEAR_FWD, HOOK] + MODULE_CALL + [py(LLAMA, 1183, "forward")] + FT_MODEL[1:],
-                     cpp=op("mm", binding=False), site=site(HOOK), category="activations")
+FT_NORM = lib_site(RMS_FWD + [py(LLAMA, 1006, "forward")] + FT_LAYERS[1:], op("mul", binding=False),
+                   "activations")
+FT_EMBED = lib_site([py(f"{TORCH}/nn/functional.py", 2551, "embedding"), py(f"{TORCH}/nn/modules/sparse.py", 190, "forward"),
+                     HOOK] + MODULE_CALL + [py(LLAMA, 934, "forward")] + FT_LAYERS[1:],
+                    op("embedding", binding=False), "activations")
+# lm_head (a plain Linear with accelerate's hook): the user's training loop, by way of
+# the hook, the first frame outside torch.
+FT_LOGITS = lib_site([LINEAR_FWD, HOOK] + MODULE_CALL + [py(LLAMA, 1183, "forward")] + FT_MODEL[1:],
+                     op("mm", binding=False), "activations")
 _CE = [py(f"{TORCH}/nn/functional.py", 3494, "cross_entropy"), py(f"{TORCH}/nn/modules/loss.py", 1310, "forward")]
-FT_LOSS = CallSite(py=_CE + MODULE_CALL + [py(LLAMA, 1197, "forward")] + FT_MODEL[1:], cpp=op("nll_loss_forward", binding=False),
-                   site=site(py(LLAMA, 1197, "forward")), category="activations")
+FT_LOSS = lib_site(_CE + MODULE_CALL + [py(LLAMA, 1197, "forward")] + FT_MODEL[1:], op("nll_loss_forward", binding=False),
+                   "activations")
 FT_BATCH = CallSite(py=[py(FT_SCRIPT, 38, "train"), FT_OUTER[1]],
                     cpp=op("to", binding="torch::autograd::THPVariable_to(_object*, _object*, _object*)"),
                     site=site(py(FT_SCRIPT, 38, "train")), category="other")
@@ -262,10 +294,10 @@ def _detail(name):
 # only below the operator, empty vs empty_strided, so each recurs once per layer), the
 # LoRA matmuls' weight gradients (mm_mat2_backward; AccumulateGrad takes them as .grad,
 # four per layer, live until zero_grad), their input gradients, elementwise backward.
-FT_BWD_DEQ = CallSite(py=[BNB_DEQ, py(BNB_FN, 540, "backward"), BACKWARD_APPLY], thread="autograd",
-                      cpp=op("empty", binding=False), site=site(BNB_DEQ), category="gradients")
-FT_BWD_DGRAD = CallSite(py=[py(BNB_FN, 540, "backward"), BACKWARD_APPLY], thread="autograd",
-                        cpp=op("mm", binding=False), site=site(py(BNB_FN, 540, "backward")), category="gradients")
+FT_BWD_DEQ = lib_site([BNB_DEQ, py(BNB_FN, 540, "backward"), BACKWARD_APPLY], op("empty", binding=False),
+                      "gradients", thread="autograd")
+FT_BWD_DGRAD = lib_site([py(BNB_FN, 540, "backward"), BACKWARD_APPLY], op("mm", binding=False), "gradients",
+                        thread="autograd")
 _NEG = op("neg", binding=False) + backward_node("NegBackward0")
 FT_NEG_Q = CallSite(cpp=_NEG, thread="autograd", site=cpp_site(_NEG, "NegBackward0"), site_python=None,
                     category="gradients")

@@ -33,7 +33,10 @@ class Out:
             write(os.path.join(d, fname), encode(proc.devices, form))
         if self.all_forms:
             stem = name.rsplit(".", 1)[0]
+            expandable = any(hasattr(a, "xsegs") for a in proc.devices)
             for form in FORMS:
+                if expandable and form_of(form)["version"] in ("1.13", "2.0"):
+                    continue  # expandable segments came with torch 2.1
                 write(os.path.join(d, "forms", f"{stem}.{form}{extension(form)}"), encode(proc.devices, form))
         # The facts of the moment the snapshot was taken (torch then records a
         # `snapshot` entry, which only the next snapshot's trace holds).
@@ -633,7 +636,7 @@ ALL = [scenario_allocator, scenario_oom, scenario_fragmentation, scenario_retain
        scenario_lora_steps, scenario_refused]
 
 
-def generate(root, all_forms=False):
+def generate(root, all_forms=False, extra=()):
     out = Out(root, all_forms)
-    for s in ALL:
+    for s in ALL + list(extra):
         s(out)

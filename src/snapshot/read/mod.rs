@@ -25,6 +25,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
+use super::error::SnapshotError;
 use super::model::Snapshot;
 use json::read_json;
 pub use vm::read_pickle_with;
@@ -111,43 +112,60 @@ fn read_pickle_file(path: &Path, total: u64, max_events: usize) -> Result<Snapsh
 
 /// Read a `.pickle`/`.pkl` (any protocol 0-5) or a `.json` snapshot. The format is
 /// taken from the content: JSON starts with `{` or `[`, anything else is a pickle.
-pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, String> {
-    let shown = path.display();
-    let file = File::open(path).map_err(|e| format!("cannot open {shown}: {e}"))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, SnapshotError> {
+    let shown = path.display().to_string();
+    let file = File::open(path).map_err(|source| SnapshotError::Open {
+        path: shown.clone(),
+        source,
+    })?;
+    let io = |source| SnapshotError::Io {
+        path: shown.clone(),
+        source,
+    };
+    let meta = file.metadata().map_err(io)?;
     if meta.is_dir() {
-        return Err(format!("{shown} is a directory"));
+        return Err(SnapshotError::IsDirectory { path: shown });
     }
     let total = meta.len();
     if total == 0 {
-        return Err(format!("{shown}: empty file, not a snapshot"));
+        return Err(SnapshotError::Empty { path: shown });
     }
     let mut r = BufReader::with_capacity(1 << 16, file);
-    let head = r
-        .fill_buf()
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let head = r.fill_buf().map_err(io)?;
     let first = head.iter().copied().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{') | Some(b'[')) {
-        return read_json(r, total, max_events)
-            .map_err(|e| format!("{shown}: not a readable JSON snapshot: {e}"));
+        return read_json(r, total, max_events).map_err(|msg| SnapshotError::Json {
+            path: format!("{shown}: "),
+            msg,
+        });
     }
     drop(r);
-    read_pickle_file(path, total, max_events)
-        .map_err(|e| format!("{shown}: byte {}: {}", e.offset, e.msg))
+    read_pickle_file(path, total, max_events).map_err(|e| SnapshotError::Pickle {
+        path: format!("{shown}: "),
+        offset: e.offset,
+        msg: e.msg,
+    })
 }
 
 /// Read a snapshot from bytes (tests and the fuzz target).
-pub fn load_bytes(bytes: &[u8], max_events: usize) -> Result<Snapshot, String> {
+pub fn load_bytes(bytes: &[u8], max_events: usize) -> Result<Snapshot, SnapshotError> {
     let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{') | Some(b'[')) {
-        return read_json(bytes, bytes.len() as u64, max_events);
+        return read_json(bytes, bytes.len() as u64, max_events).map_err(|msg| {
+            SnapshotError::Json {
+                path: String::new(),
+                msg,
+            }
+        });
     }
     let total = bytes.len() as u64;
     match read_pickle_with(bytes, total, max_events, true, false) {
         Err(e) if e.retain => read_pickle_with(bytes, total, max_events, false, true),
         r => r,
     }
-    .map_err(|e| format!("byte {}: {}", e.offset, e.msg))
+    .map_err(|e| SnapshotError::Pickle {
+        path: String::new(),
+        offset: e.offset,
+        msg: e.msg,
+    })
 }

@@ -24,6 +24,7 @@ pub fn cat_color(c: Category) -> &'static str {
         Category::Temporary => "#edc948",
         Category::Communication => "#b07aa1",
         Category::Other => "#9c755f",
+        Category::NoStack => "#d9d9d9",
     }
 }
 

@@ -9,6 +9,7 @@ use std::fmt::Write;
 use super::charts::{self, Frame, cat_color, esc};
 use super::{Oom, Report, human, short, signed_human};
 use crate::snapshot::frames::short_function;
+use crate::snapshot::sites::Origin;
 
 const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;color:#222;max-width:1000px;padding:0 16px}svg{max-width:100%;height:auto;display:block}\
 h1{font-size:21px;margin-bottom:4px}h2{font-size:16px;margin-top:30px;border-bottom:1px solid #ddd;padding-bottom:3px}h3{font-size:14px;margin:16px 0 4px}\
@@ -112,6 +113,14 @@ fn cards(o: &mut String, r: &Report) {
                 "{} ({:.0}%)",
                 human(t.inactive_bytes),
                 t.inactive_fraction * 100.0
+            ),
+        ),
+        (
+            "fragmented",
+            format!(
+                "{} ({:.0}%)",
+                human(t.fragmented_bytes),
+                t.fragmentation_fraction * 100.0
             ),
         ),
         ("trace entries", thousands(r.trace.total_events)),
@@ -375,7 +384,39 @@ fn tables(o: &mut String, r: &Report) {
         ],
         &[false, true, true],
     );
+    if t.expandable_segments > 0 {
+        row(
+            o,
+            &[
+                "inactive in expandable segments: mapped pages, free (not fragmentation)".into(),
+                human(t.expandable_inactive_bytes),
+                format!("{} segment(s)", t.expandable_segments),
+            ],
+            &[false, true, true],
+        );
+    }
+    row(
+        o,
+        &[
+            "fragmented: free inside segments that hold live blocks".into(),
+            human(t.fragmented_bytes),
+            format!("{:.1}%", t.fragmentation_fraction * 100.0),
+        ],
+        &[false, true, true],
+    );
+    row(
+        o,
+        &[
+            "torch.cuda.empty_cache() would return".into(),
+            human(t.reclaimable_bytes),
+            String::new(),
+        ],
+        &[false, true, true],
+    );
     o.push_str("</table>");
+    if t.expandable_segments > 0 {
+        o.push_str("<p class=\"muted\">Expandable segments: each segment above is one mapped range, so reserved is the memory mapped; the address space reserved around it is not memory. Their free pages stay mapped until an allocation needs them or <code>torch.cuda.empty_cache()</code> runs: cached, not fragmentation.</p>");
+    }
     if !r.streams.is_empty() {
         head(
             o,
@@ -432,7 +473,18 @@ fn tables(o: &mut String, r: &Report) {
             s.blocks,
             cat_color(s.category),
             s.category.name(),
-            esc(&site_label(&s.file, s.line, &s.function)),
+            esc(&match (&s.library, s.origin) {
+                (Some(l), Origin::User) => format!(
+                    "{}, called from {}",
+                    l.label(),
+                    site_label(&s.file, s.line, &s.function)
+                ),
+                (_, Origin::Library) => format!(
+                    "{} (no user frame; library)",
+                    site_label(&s.file, s.line, &s.function)
+                ),
+                _ => site_label(&s.file, s.line, &s.function),
+            }),
             esc(&s
                 .stack
                 .iter()
@@ -443,15 +495,31 @@ fn tables(o: &mut String, r: &Report) {
         );
     }
     o.push_str("</table>");
+    if let Some(n) = &r.no_stack {
+        let _ = write!(
+            o,
+            "<div class=\"why\"><b>No stack: {} ({}% of live) in {} block(s).</b> {}. <b>Fix:</b> {}.</div>",
+            esc(&human(n.bytes)),
+            n.percent,
+            n.blocks,
+            esc(&n.meaning),
+            esc(&n.fix)
+        );
+    }
     if r.trace.present {
         let tr = &r.trace;
         let _ = write!(
             o,
-            "<h2>Trace</h2><p>{} entries analysed, {} older dropped. Peak live {}.</p>",
+            "<h2>Trace</h2><p>{} entries analysed, {} older dropped. Peak live {}; reserved {} at the start, peak {}.</p>",
             tr.kept_events,
             tr.dropped,
-            esc(&human(tr.peak_live_bytes))
+            esc(&human(tr.peak_live_bytes)),
+            esc(&human(tr.reserved_at_start_bytes)),
+            esc(&human(tr.peak_reserved_bytes))
         );
+        if let Some(st) = &tr.steps {
+            let _ = write!(o, "<p><b>Steps: {}</b>, {}.</p>", st.count, esc(&st.note));
+        }
         head(o, &["action", "count"], &[false, true]);
         for (k, v) in tr.counts.iter().filter(|(_, v)| **v > 0) {
             row(o, &[k.clone(), v.to_string()], &[false, true]);
@@ -554,9 +622,21 @@ pub fn render(r: &Report) -> String {
     if let Some(tl) = &r.timeline {
         let _ = write!(
             o,
-            "<h2>Live memory over time</h2><p class=\"muted\">{} trace entries, stacked by the {} sites holding the most at the peak; dashed lines start steps, red lines are OOMs. Hover for the site, its size and its stack.</p>",
+            "<h2>Live memory over time</h2><p class=\"muted\">{} trace entries, stacked by the {} sites holding the most at the peak; dashed lines start steps ({}), red lines are OOMs. Hover for the site, its size and its stack.</p>",
             thousands(tl.events),
-            tl.series.len()
+            tl.series.len(),
+            esc(&r
+                .trace
+                .steps
+                .as_ref()
+                .map(|s| if s.guess {
+                    "a guess: the run marked none".to_string()
+                } else if s.from_run {
+                    "marked by the run".to_string()
+                } else {
+                    "none found".to_string()
+                })
+                .unwrap_or_default())
         );
         charts::timeline_svg(
             &mut o,

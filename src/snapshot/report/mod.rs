@@ -3,9 +3,11 @@
 
 pub mod charts;
 pub mod html;
+pub mod notes;
 pub mod text;
 pub mod visuals;
 
+pub use notes::{LibraryRef, NoStack, Steps};
 pub use visuals::{SegmentBar, SegmentHistory, Timeline};
 
 use std::collections::BTreeMap;
@@ -17,7 +19,6 @@ use crate::snapshot::frames::short_function;
 use crate::snapshot::model::{Action, FrameId, Layout, Snapshot, StackId};
 use crate::snapshot::sites::SiteAgg;
 use crate::snapshot::sites::{Category, Origin};
-use crate::snapshot::trace::StepMethod;
 
 pub const SCHEMA_VERSION: u32 = 1;
 
@@ -114,15 +115,7 @@ impl SiteRef {
     }
 }
 
-/// The last two path components: enough to recognise a file in prose.
-pub fn short(path: &str) -> String {
-    let parts: Vec<&str> = path.rsplitn(3, '/').collect();
-    if parts.len() >= 3 {
-        format!("{}/{}", parts[1], parts[0])
-    } else {
-        path.to_string()
-    }
-}
+pub use crate::snapshot::paths::short;
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Site {
@@ -134,6 +127,8 @@ pub struct Site {
     pub percent: f64,
     pub category: Category,
     pub origin: Origin,
+    /// The innermost library frame below the site (for `origin: "library"`, the site).
+    pub library: Option<LibraryRef>,
     /// Up to five user frames of the heaviest stack under this site, innermost first.
     pub stack: Vec<String>,
 }
@@ -174,14 +169,6 @@ pub struct PendingFree {
     pub stream: i64,
     pub blocks: u64,
     pub bytes: u64,
-}
-
-#[derive(Clone, Debug, Serialize)]
-pub struct Steps {
-    pub count: u32,
-    /// "marker" (a once-per-step allocation), "sawtooth" (live-memory cycles) or "none".
-    pub method: String,
-    pub marker: Option<SiteRef>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -236,6 +223,9 @@ pub struct Trace {
     pub baseline_live_bytes: u64,
     pub peak_live_bytes: u64,
     pub peak_event: Option<u32>,
+    /// Reserved (mapped, for expandable segments) at the window's start and its peak.
+    pub reserved_at_start_bytes: u64,
+    pub peak_reserved_bytes: u64,
     pub steps: Option<Steps>,
     pub repeated_unfreed: Vec<RepeatedUnfreed>,
     pub sawtooth: Option<Sawtooth>,
@@ -358,7 +348,10 @@ pub struct Report {
     pub devices: Vec<DeviceRow>,
     pub totals: Totals,
     pub streams: Vec<StreamRow>,
+    /// Live bytes per category; blocks without a stack are in `no_stack`, not here.
     pub categories: BTreeMap<Category, u64>,
+    /// Live blocks without a stack, what that means and the fix.
+    pub no_stack: Option<NoStack>,
     pub sites: Vec<Site>,
     pub sites_total: usize,
     pub trace: Trace,
@@ -393,6 +386,7 @@ pub fn site_out(a: &mut Analysis, s: &SiteAgg, live: u64) -> Site {
         percent: pct(s.bytes, live),
         category: s.category,
         origin: s.origin,
+        library: s.library.map(|f| notes::library_ref(a, f)),
         stack: a.context_lines(s.example_stack, 5),
     }
 }
@@ -428,16 +422,7 @@ fn trace_out(a: &mut Analysis) -> Trace {
     for act in Action::ALL {
         counts.insert(act.name().to_string(), t.counts[act.index()]);
     }
-    let steps = Some(Steps {
-        count: t.step_count(),
-        method: match t.method {
-            StepMethod::Marker => "marker",
-            StepMethod::Sawtooth => "sawtooth",
-            StepMethod::None => "none",
-        }
-        .into(),
-        marker: t.marker_site.map(|f| SiteRef::of(snap, Some(f))),
-    });
+    let steps = Some(notes::steps_out(snap, &t));
     let repeated_unfreed = t
         .retained
         .iter()
@@ -510,6 +495,8 @@ fn trace_out(a: &mut Analysis) -> Trace {
         baseline_live_bytes: t.baseline,
         peak_live_bytes: t.peak_live_bytes,
         peak_event: (!t.live.is_empty()).then_some(t.peak_idx),
+        reserved_at_start_bytes: t.reserved_start,
+        peak_reserved_bytes: t.reserved_peak,
         steps,
         repeated_unfreed,
         sawtooth,
@@ -590,6 +577,14 @@ fn oom_why(o: &crate::snapshot::trace::OomInfo) -> String {
             human(o.size),
             human(st.largest_free_block_bytes)
         ),
+        Cause::OutOfMemory if st.expandable => format!(
+            "out of memory: live tensors held {}; in expandable segments the allocator unmaps free pages before it reports an OOM, so only {} stayed cached (the partial pages at the ends of free blocks, largest block {}), and the device had {} free, not enough for {}",
+            human(o.live_before),
+            human(st.cached_free_bytes),
+            human(st.largest_free_block_bytes),
+            human(o.device_free),
+            human(o.size)
+        ),
         Cause::OutOfMemory => format!(
             "out of memory: live tensors held {}; the allocator had {} cached free (largest block {}) and the device {} free, not enough for {}",
             human(o.live_before),
@@ -651,7 +646,13 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
                 totals: t.clone(),
             })
             .collect(),
-        categories: a.category_bytes.clone(),
+        categories: a
+            .category_bytes
+            .iter()
+            .filter(|(c, _)| **c != Category::NoStack)
+            .map(|(c, b)| (*c, *b))
+            .collect(),
+        no_stack: notes::no_stack_out(a),
         sites,
         sites_total: sites_all.len(),
         trace,

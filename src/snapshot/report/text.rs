@@ -5,11 +5,19 @@ use std::fmt::Write;
 use super::{Report, human, pct, short, signed_human};
 use crate::snapshot::analysis::Totals;
 use crate::snapshot::frames::short_function;
+use crate::snapshot::sites::Origin;
 
 fn totals_lines(out: &mut String, t: &Totals) {
+    let mapped = if t.expandable_segments > 0 && t.expandable_segments == t.segments {
+        " (expandable segments: the pages mapped, not the address space reserved for them)"
+    } else if t.expandable_segments > 0 {
+        " (in expandable segments: the pages mapped)"
+    } else {
+        ""
+    };
     let _ = writeln!(
         out,
-        "  reserved          {:>12}  in {} segment(s)",
+        "  reserved          {:>12}  in {} segment(s){mapped}",
         human(t.reserved_bytes),
         t.segments
     );
@@ -27,12 +35,27 @@ fn totals_lines(out: &mut String, t: &Totals) {
     );
     let _ = writeln!(
         out,
-        "  inactive cached   {:>12}  in {} block(s); largest inactive block {}; {:.1}% of reserved is inactive (fragmentation)",
+        "  inactive cached   {:>12}  in {} block(s); largest inactive block {}; {:.1}% of reserved",
         human(t.inactive_bytes),
         t.inactive_blocks,
         human(t.largest_inactive_block_bytes),
         t.inactive_fraction * 100.0
     );
+    if t.expandable_inactive_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "    {} of it in expandable segments: pages still mapped but free, not fragmentation (the allocator unmaps them when an allocation needs the memory)",
+            human(t.expandable_inactive_bytes)
+        );
+    }
+    if t.fragmented_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "    {} of it free inside segments that also hold live blocks: fragmentation, {:.1}% of reserved (only requests that fit the holes can use it)",
+            human(t.fragmented_bytes),
+            t.fragmentation_fraction * 100.0
+        );
+    }
     let _ = writeln!(
         out,
         "  requested         {:>12}  rounding waste {} ({}% of live)",
@@ -40,12 +63,22 @@ fn totals_lines(out: &mut String, t: &Totals) {
         human(t.rounding_waste_bytes),
         pct(t.rounding_waste_bytes, t.allocated_bytes)
     );
-    if t.free_segments > 0 {
+    if t.reclaimable_bytes > 0 {
+        let mut parts = Vec::new();
+        if t.free_segments > 0 && t.free_segment_bytes > 0 {
+            parts.push(format!(
+                "{} segment(s) hold no active block",
+                t.free_segments
+            ));
+        }
+        if t.expandable_segments > 0 {
+            parts.push("the whole free pages of expandable segments".to_string());
+        }
         let _ = writeln!(
             out,
-            "  {} segment(s) hold no active block: torch.cuda.empty_cache() would return {}",
-            t.free_segments,
-            human(t.free_segment_bytes)
+            "  torch.cuda.empty_cache() would return {} ({})",
+            human(t.reclaimable_bytes),
+            parts.join("; ")
         );
     }
 }
@@ -162,10 +195,16 @@ pub fn render(r: &Report) -> String {
     }
     for s in &r.sites {
         let origin = match s.origin {
-            crate::snapshot::sites::Origin::User => "",
-            crate::snapshot::sites::Origin::Torch => " (no user frame; torch)",
-            crate::snapshot::sites::Origin::Native => " (no Python frame)",
-            crate::snapshot::sites::Origin::None => "",
+            Origin::User | Origin::None => "",
+            Origin::Library => " (no user frame; library)",
+            Origin::Torch => " (no user frame; torch)",
+            Origin::Native => " (no Python frame)",
+        };
+        let label = match (&s.library, s.origin) {
+            (Some(l), Origin::User) => {
+                format!("{}, called from {}", l.label(), s.site_ref().label_full())
+            }
+            _ => s.site_ref().label_full(),
         };
         let _ = writeln!(
             out,
@@ -174,20 +213,37 @@ pub fn render(r: &Report) -> String {
             s.percent,
             s.blocks,
             s.category.name(),
-            s.site_ref().label_full(),
+            label,
             origin
         );
         if s.stack.len() > 1 {
             let _ = writeln!(out, "  {:>41}called from {}", "", s.stack[1..].join(" <- "));
         }
     }
+    if let Some(n) = &r.no_stack {
+        let _ = writeln!(
+            out,
+            "  no stack: {} ({}% of live) in {} block(s), {}",
+            human(n.bytes),
+            n.percent,
+            n.blocks,
+            n.meaning
+        );
+        let _ = writeln!(out, "    fix: {}", n.fix);
+    }
     if !r.categories.is_empty() {
+        let with_stack: u64 = r.categories.values().sum();
         let parts: Vec<String> = r
             .categories
             .iter()
-            .map(|(c, b)| format!("{} {}", c.name(), human(*b)))
+            .map(|(c, b)| format!("{} {} ({}%)", c.name(), human(*b), pct(*b, with_stack)))
             .collect();
-        let _ = writeln!(out, "  by category: {}", parts.join(", "));
+        let of = if r.no_stack.is_some() {
+            format!(" (of the {} with a stack)", human(with_stack))
+        } else {
+            String::new()
+        };
+        let _ = writeln!(out, "  by category{of}: {}", parts.join(", "));
     }
 
     render_trace(&mut out, r);
@@ -262,13 +318,19 @@ fn render_trace(out: &mut String, r: &Report) {
             stream_name(p.stream)
         );
     }
+    if t.counts
+        .iter()
+        .any(|(k, v)| k.starts_with("segment_") && *v > 0)
+    {
+        let _ = writeln!(
+            out,
+            "  reserved: {} at the window start, peak {}",
+            human(t.reserved_at_start_bytes),
+            human(t.peak_reserved_bytes)
+        );
+    }
     if let Some(s) = &t.steps {
-        let marker = s
-            .marker
-            .as_ref()
-            .map(|m| format!(" (each starts at {})", m.label()))
-            .unwrap_or_default();
-        let _ = writeln!(out, "  steps: {} found by {}{}", s.count, s.method, marker);
+        let _ = writeln!(out, "  steps: {}, {}", s.count, s.note);
     }
     for u in &t.repeated_unfreed {
         let _ = writeln!(

@@ -38,6 +38,53 @@ impl Builder {
         }
     }
 
+    /// `external_annotations`: a list of dicts (`name`, `stage`, `device`, `time_us`, as
+    /// torch's `recordAnnotation` writes them). Entries of another shape are skipped:
+    /// they only ever add step boundaries, so a missing one costs nothing.
+    fn annotations(&self, v: PV) -> Vec<Annotation> {
+        let mut out = Vec::new();
+        let Some(r) = self.peek(v).as_obj() else {
+            return out;
+        };
+        let Some(Body::List(ListRepr::Generic(items))) = self.slot_of(r).map(|s| &s.body) else {
+            return out;
+        };
+        let key = |k: &str| self.strings.lookup(k);
+        let (name_k, stage_k) = (Some(K_NAME), key("stage"));
+        for &item in items {
+            let Some(Body::Dict(kv)) = self
+                .peek(item)
+                .as_obj()
+                .and_then(|r| self.slot_of(r))
+                .map(|s| &s.body)
+            else {
+                continue;
+            };
+            let mut a = Annotation {
+                name: String::new(),
+                stage: String::new(),
+                device: None,
+                time_us: None,
+            };
+            for &(k, v) in kv {
+                let k = k.str_id();
+                match (self.val(self.peek(v)), k) {
+                    (Value::Str(s), k) if k == name_k => a.name = self.strings.get(s).to_string(),
+                    (Value::Str(s), k) if k.is_some() && k == stage_k => {
+                        a.stage = self.strings.get(s).to_string()
+                    }
+                    (Value::Int(i), Some(K_DEVICE)) => a.device = Some(i),
+                    (Value::Int(i), Some(K_TIME_US)) => a.time_us = Some(i),
+                    _ => {}
+                }
+            }
+            if !a.name.is_empty() {
+                out.push(a);
+            }
+        }
+        out
+    }
+
     pub fn finish(mut self, top: PV, mut layout: Layout, file_bytes: u64) -> BResult<Snapshot> {
         let top = self.resolve(top)?;
         let items = match self.val(top) {
@@ -67,6 +114,7 @@ impl Builder {
         let mut segments = Vec::new();
         let mut traces = Vec::new();
         let mut settings = Vec::new();
+        let mut annotations = Vec::new();
         let mut have_segments = false;
         for (k, v) in items {
             let Some(k) = k.str_id() else { continue };
@@ -105,7 +153,10 @@ impl Builder {
                         }
                     }
                 }
-                K_EXTERNAL_ANNOTATIONS => layout.external_annotations = true,
+                K_EXTERNAL_ANNOTATIONS => {
+                    layout.external_annotations = true;
+                    annotations = self.annotations(v);
+                }
                 _ => {}
             }
         }
@@ -128,6 +179,7 @@ impl Builder {
             segments,
             traces,
             allocator_settings: settings,
+            annotations,
             layout,
             file_bytes,
             read_ahead_events: 0,

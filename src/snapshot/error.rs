@@ -1,0 +1,56 @@
+//! Why a snapshot could not be analysed. The engine returns these; the command line
+//! (src/cli/snapshot.rs) decides the exit code. Each message is one line that names the
+//! file and, for pickles, the byte offset.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum SnapshotError {
+    /// The file cannot be opened (missing, no permission).
+    #[error("cannot open {path}: {source}")]
+    Open {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// Reading failed after the file was opened (a disk or network error).
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path} is a directory")]
+    IsDirectory { path: String },
+    #[error("{path}: empty file, not a snapshot")]
+    Empty { path: String },
+    /// A pickle that is truncated, malformed, refused (an opcode that imports or calls)
+    /// or not a snapshot; `offset` is the byte of the opcode.
+    #[error("{path}byte {offset}: {msg}")]
+    Pickle {
+        /// The file name and `: `, or nothing for bytes read from memory.
+        path: String,
+        offset: u64,
+        msg: String,
+    },
+    #[error("{path}not a readable JSON snapshot: {msg}")]
+    Json { path: String, msg: String },
+    #[error("{path}: device {device} is not in this snapshot ({available})")]
+    UnknownDevice {
+        path: String,
+        device: i64,
+        available: String,
+    },
+    #[error("{path} is a directory: --diff compares two snapshot files")]
+    DiffOfDirectory { path: String },
+    #[error(
+        "{dir}: no rank-local snapshots found (expected names such as snapshot-rank00003.pickle, memory_snapshot_rank3_step0.pickle or rank3_memory_snapshot.pickle)"
+    )]
+    NoRanks { dir: String },
+    #[error("cannot list {dir}: {source}")]
+    ListDir {
+        dir: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
