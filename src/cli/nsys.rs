@@ -379,10 +379,9 @@ fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
 }
 
 fn run_diff(args: &ReportArgs, opts: &analyze::Options, window: &str) -> anyhow::Result<u8> {
-    use crate::nsys::ranks::diff;
     let before = exports::report(&args.files, opts, window).map_err(engine)?;
     let after = exports::report(&args.diff, opts, window).map_err(engine)?;
-    let d = diff::diff(&before, &after, args.gate);
+    let d = exports::compare(&before, &after, args.gate);
     if let Some(path) = &args.html {
         super::output::write_atomically(
             path,

@@ -164,23 +164,27 @@ fn analyze_export(path: &Path, opts: &Options) -> Result<Report> {
         .map(|(i, &g)| (g, i as u16))
         .collect();
 
-    // The per-rank figures first: they need only the launch times, and what they hold is freed
-    // before the projection's own.
-    let ranks = ranks::analyze(&db, &ops, &opts.conventions, opts.window)?;
-
-    // NVTX projection (ops by launching thread and launch time).
+    // Ops by process, launching thread and launch time: each process's ops and each thread's
+    // launches are contiguous. One read of NVTX_EVENTS projects the ranges onto the ops and
+    // feeds the per-rank figures' scan (which needs only the launch times, taken before).
     ops.ops
-        .sort_unstable_by_key(|o| (o.thread, o.launch_start, o.corr));
-    let mut proj = nvtx::project(
-        &db,
-        &mut ops,
-        &mut proc_index,
-        classifier,
-        &nvtx::Options {
-            grouping: opts.grouping,
-            timeline: opts.timeline_buckets.is_some(),
-        },
-    )?;
+        .sort_unstable_by_key(|o| (o.proc, o.thread, o.launch_start, o.corr));
+    let conv = &opts.conventions;
+    let pending = ranks::Pending::new(&ops, conv);
+    let (mut proj, scanned) = pending.scan_along(&db, conv, |scanner| {
+        nvtx::project(
+            &db,
+            &mut ops,
+            &mut proc_index,
+            classifier,
+            &nvtx::Options {
+                grouping: opts.grouping,
+                timeline: opts.timeline_buckets.is_some(),
+            },
+            Some(scanner),
+        )
+    })?;
+    let ranks = scanned.finish(&ops, conv, opts.window);
     build(&db, &meta, ops, &mut proj, ranks, opts)
 }
 

@@ -24,6 +24,9 @@ pub enum Error {
         #[source]
         source: rusqlite::Error,
     },
+    /// A failure of ours (a worker thread that stopped): exit 3.
+    #[error("internal error: {0}")]
+    Internal(String),
     #[error("{}: {source}", path.display())]
     Io {
         path: PathBuf,
@@ -51,7 +54,7 @@ impl Error {
                 source.sqlite_error_code(),
                 Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
             ),
-            Error::Io { .. } => false,
+            Error::Io { .. } | Error::Internal(_) => false,
         }
     }
 

@@ -10,7 +10,9 @@ use crate::nsys::analyze::{self, Options};
 use crate::nsys::ops;
 use crate::nsys::sqlite;
 use crate::nsys::error::{Error, Result};
-use crate::nsys::ranks::across;
+use crate::gate::Gate;
+use crate::nsys::ranks::diff::{self, Diff};
+use crate::nsys::ranks::{RankView, across};
 use crate::nsys::report::{Document, Process, Report, SCHEMA};
 
 /// Two captures of one run start within this of each other (the nodes' nsys sessions start
@@ -244,12 +246,45 @@ pub fn check_one_run(reports: &[Report]) -> Result<()> {
     Ok(())
 }
 
+/// Every process of the exports as the comparisons see it.
+pub fn views(exports: &[Report]) -> Vec<RankView> {
+    exports
+        .iter()
+        .enumerate()
+        .flat_map(|(e, r)| {
+            r.processes.iter().enumerate().map(move |(i, p)| RankView {
+                file: r.file.clone(),
+                export: e,
+                index: i,
+                pid: p.pid,
+                rank: p.rank,
+                mesh: p.mesh.clone(),
+                window: p.window.name.clone(),
+                totals: p.window.totals.clone(),
+                stages: p.stages.clone(),
+                chunks: p.chunks.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Two runs' documents compared (`--diff`), with the gate.
+pub fn compare(before: &Document, after: &Document, gate: Option<Gate>) -> Diff {
+    let (vb, va) = (views(&before.exports), views(&after.exports));
+    let run = |d: &'_ Document, v| diff::Run {
+        window: &before.window,
+        files: d.exports.iter().map(|r| r.file.clone()).collect(),
+        views: v,
+    };
+    diff::diff(&run(before, &vb), &run(after, &va), gate)
+}
+
 /// Read the exports of one run into the document the renderings print.
 pub fn report(paths: &[PathBuf], opts: &Options, window: &str) -> Result<Document> {
     let files = files(paths)?;
     let exports = analyze_all(&files, opts)?;
     check_one_run(&exports)?;
-    let across = across::across(&exports, &opts.conventions.balance_axis);
+    let across = across::across(&views(&exports), &opts.conventions.balance_axis);
     Ok(Document {
         schema: SCHEMA,
         conventions: opts.conventions.origin.clone(),

@@ -123,6 +123,22 @@ pub struct Options {
     pub timeline: bool,
 }
 
+/// Another reader of every NVTX event (the per-rank figures' scan), fed each row (of any event
+/// type) as this pass reads the table, so the table is read once for both.
+pub trait RowObserver {
+    fn row(
+        &mut self,
+        db: &Db,
+        start: i64,
+        end: Option<i64>,
+        global_tid: i64,
+        text_id: Option<i64>,
+        text: ValueRef<'_>,
+    ) -> Result<()>;
+    /// The projection reads the table again, in another order: what was fed is void.
+    fn abandon(&mut self);
+}
+
 struct ThreadState {
     /// The thread's ops in `ops` (sorted by launch time), when it launched any.
     slice: Option<(usize, usize)>,
@@ -283,26 +299,31 @@ fn style_of(event_type: i64) -> Option<Style> {
     }
 }
 
-/// Project every same-thread NVTX range onto the ops. `ops.ops` must be sorted by
-/// (thread, launch_start, corr); `procs`/`proc_index` get the processes that only have NVTX.
+/// Project every same-thread NVTX range onto the ops. `ops.ops` must hold each launching
+/// thread's ops together, sorted by (launch_start, corr) (as sorting by (proc, thread,
+/// launch_start, corr) does); `procs`/`proc_index` get the processes that only have NVTX.
 pub fn project(
     db: &Db,
     ops: &mut Ops,
     proc_index: &mut IntMap<i64, u16>,
     classifier: &Classifier,
     opts: &Options,
+    mut observer: Option<&mut (dyn RowObserver + '_)>,
 ) -> Result<Projection> {
     if !db.has(NVTX_EVENTS) {
         return Ok(Projection::default());
     }
-    match pass(db, ops, proc_index, classifier, opts, false)? {
+    match pass(db, ops, proc_index, classifier, opts, false, observer.as_deref_mut())? {
         Ok(p) => Ok(p),
         Err(OutOfOrder) => {
+            if let Some(o) = observer {
+                o.abandon();
+            }
             for o in ops.ops.iter_mut() {
                 o.innermost = NONE;
                 o.set_coll(0);
             }
-            match pass(db, ops, proc_index, classifier, opts, true)? {
+            match pass(db, ops, proc_index, classifier, opts, true, None)? {
                 Ok(mut p) => {
                     p.reordered = true;
                     Ok(p)
@@ -320,6 +341,7 @@ fn pass(
     classifier: &Classifier,
     opts: &Options,
     ordered: bool,
+    mut observer: Option<&mut (dyn RowObserver + '_)>,
 ) -> Result<std::result::Result<Projection, OutOfOrder>> {
     let cols = db.columns(NVTX_EVENTS)?.unwrap_or_default();
     db.require(NVTX_EVENTS, &cols, &["start", "end", "eventType"])?;
@@ -354,8 +376,16 @@ fn pass(
         i = j;
     }
 
+    // An observer reads every event type; the projection only ranges and domain names.
+    let types = if observer.is_some() {
+        String::new()
+    } else {
+        format!(
+            " WHERE eventType IN ({NVTX_PUSHPOP_RANGE}, {NVTX_STARTEND_RANGE}, {NVTXT_PUSHPOP_RANGE}, {NVTXT_STARTEND_RANGE}, {NVTX_DOMAIN_CREATE})"
+        )
+    };
     let sql = format!(
-        "SELECT start, end, eventType, {}, {}, {}, {}, {} FROM {NVTX_EVENTS} WHERE eventType IN ({NVTX_PUSHPOP_RANGE}, {NVTX_STARTEND_RANGE}, {NVTXT_PUSHPOP_RANGE}, {NVTXT_STARTEND_RANGE}, {NVTX_DOMAIN_CREATE}){}",
+        "SELECT start, end, eventType, {}, {}, {}, {}, {} FROM {NVTX_EVENTS}{types}{}",
         col_or_null(&cols, "globalTid"),
         col_or_null(&cols, "endGlobalTid"),
         col_or_null(&cols, "textId"),
@@ -379,6 +409,19 @@ fn pass(
         let gtid = int(row.get_ref(3)?).unwrap_or(0);
         let domain = int(row.get_ref(7)?).unwrap_or(0);
         let text_id = int(row.get_ref(5)?);
+        if let Some(o) = observer.as_deref_mut() {
+            o.row(db, start, int(row.get_ref(1)?), gtid, text_id, row.get_ref(6)?)?;
+            if !matches!(
+                event_type,
+                NVTX_PUSHPOP_RANGE
+                    | NVTX_STARTEND_RANGE
+                    | NVTXT_PUSHPOP_RANGE
+                    | NVTXT_STARTEND_RANGE
+                    | NVTX_DOMAIN_CREATE
+            ) {
+                continue;
+            }
+        }
         if event_type == NVTX_DOMAIN_CREATE {
             let name = match text_id {
                 Some(t) => db.string(t)?,

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::mesh::Mesh;
-use crate::nsys::report::{Process, Report};
+use crate::nsys::ranks::RankView;
 
 /// Slower than its peers: a chunk time more than this share above the peers' median.
 pub const SLOWER_THAN_PEERS: f64 = 0.05;
@@ -103,7 +103,7 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-fn overlap(p: &Process) -> f64 {
+fn overlap(p: &RankView) -> f64 {
     let comm: i64 = p.stages.iter().map(|s| s.comm_ns).sum();
     let exposed: i64 = p.stages.iter().map(|s| s.exposed_ns).sum();
     if comm > 0 {
@@ -113,32 +113,29 @@ fn overlap(p: &Process) -> f64 {
     }
 }
 
-pub fn across(exports: &[Report], balance_axis: &str) -> Across {
-    let mut procs: Vec<(&Report, &Process)> = exports
-        .iter()
-        .flat_map(|r| r.processes.iter().map(move |p| (r, p)))
-        .collect();
+pub fn across(views: &[RankView], balance_axis: &str) -> Across {
+    let mut procs: Vec<&RankView> = views.iter().collect();
     // By mesh coordinates; processes without one after, by file and pid.
-    procs.sort_by(|(ra, a), (rb, b)| {
-        (a.mesh.is_none(), &a.mesh, a.rank, &ra.file, a.pid).cmp(&(
+    procs.sort_by(|a, b| {
+        (a.mesh.is_none(), &a.mesh, a.rank, &a.file, a.pid).cmp(&(
             b.mesh.is_none(),
             &b.mesh,
             b.rank,
-            &rb.file,
+            &b.file,
             b.pid,
         ))
     });
     let ranks = procs
         .iter()
-        .map(|(r, p)| RankRow {
+        .map(|p| RankRow {
             rank: p.rank,
             mesh: p.mesh.clone(),
-            file: r.file.clone(),
+            file: p.file.clone(),
             pid: p.pid,
-            window: p.window.name.clone(),
-            compute_ns: p.window.totals.compute_ns,
-            comm_ns: p.window.totals.comm_ns,
-            exposed_ns: p.window.totals.exposed_ns,
+            window: p.window.clone(),
+            compute_ns: p.totals.compute_ns,
+            comm_ns: p.totals.comm_ns,
+            exposed_ns: p.totals.exposed_ns,
             overlap: overlap(p),
             chunk_ns: p.chunks.median_ns,
             worst_stage: p
@@ -150,33 +147,33 @@ pub fn across(exports: &[Report], balance_axis: &str) -> Across {
         })
         .collect();
 
-    let mut by_stage: BTreeMap<&str, Vec<(&Report, &Process, usize)>> = BTreeMap::new();
-    for (r, p) in &procs {
+    let mut by_stage: BTreeMap<&str, Vec<(&RankView, usize)>> = BTreeMap::new();
+    for p in &procs {
         for (i, s) in p.stages.iter().enumerate() {
-            by_stage.entry(s.stage.as_str()).or_default().push((r, p, i));
+            by_stage.entry(s.stage.as_str()).or_default().push((p, i));
         }
     }
     let stages = by_stage
         .into_iter()
         .filter_map(|(stage, v)| {
             // The first in mesh order wins a tie.
-            let (wi, &(r, p, i)) = v
+            let (wi, &(p, i)) = v
                 .iter()
                 .enumerate()
                 .rev()
-                .max_by_key(|(_, (_, p, i))| p.stages[*i].exposed_ns)?;
+                .max_by_key(|(_, (p, i))| p.stages[*i].exposed_ns)?;
             let s = &p.stages[i];
             let others: Vec<i64> = v
                 .iter()
                 .enumerate()
                 .filter(|(k, _)| *k != wi)
-                .map(|(_, (_, p, i))| p.stages[*i].exposed_ns)
+                .map(|(_, (p, i))| p.stages[*i].exposed_ns)
                 .collect();
             Some(WorstStage {
                 stage: stage.to_string(),
                 rank: p.rank,
                 mesh: p.mesh.clone(),
-                file: r.file.clone(),
+                file: p.file.clone(),
                 pid: p.pid,
                 exposed_ns: s.exposed_ns,
                 comm_ns: s.comm_ns,
@@ -194,9 +191,9 @@ pub fn across(exports: &[Report], balance_axis: &str) -> Across {
     }
 }
 
-fn balance(procs: &[(&Report, &Process)], axis: &str) -> Option<Balance> {
-    let mut groups: BTreeMap<u32, Vec<&Process>> = BTreeMap::new();
-    for (_, p) in procs {
+fn balance(procs: &[&RankView], axis: &str) -> Option<Balance> {
+    let mut groups: BTreeMap<u32, Vec<&RankView>> = BTreeMap::new();
+    for p in procs {
         if let Some((c, _)) = p.mesh.as_ref().and_then(|m| m.get(axis))
             && p.chunks.count > 0
         {
@@ -216,7 +213,7 @@ fn balance(procs: &[(&Report, &Process)], axis: &str) -> Option<Balance> {
                 chunk_ns: median(chunk.clone()),
                 min_chunk_ns: chunk.iter().copied().fold(f64::INFINITY, f64::min),
                 max_chunk_ns: chunk.iter().copied().fold(f64::NEG_INFINITY, f64::max),
-                compute_ns: median(ps.iter().map(|p| p.window.totals.compute_ns as f64).collect()),
+                compute_ns: median(ps.iter().map(|p| p.totals.compute_ns as f64).collect()),
             }
         })
         .collect();

@@ -9,7 +9,15 @@ use serde::Serialize;
 
 use crate::gate::{Gate, change_percent};
 use crate::mesh::Mesh;
-use crate::nsys::report::{Document, Process};
+use crate::nsys::ranks::RankView;
+use crate::nsys::ranks::figures::StageRow;
+
+/// One run as the comparison reads it.
+pub struct Run<'a> {
+    pub window: &'a str,
+    pub files: Vec<String>,
+    pub views: &'a [RankView],
+}
 
 pub const SCHEMA: &str = "instrument.nsys.diff/1";
 
@@ -97,22 +105,25 @@ enum Key {
     Position(usize, usize),
 }
 
-fn keyed(doc: &Document) -> Vec<(Key, String, &Process)> {
+fn keyed<'a>(views: &'a [RankView]) -> Vec<(Key, String, &'a RankView)> {
     let mut out = Vec::new();
-    for (e, r) in doc.exports.iter().enumerate() {
-        for (i, p) in r.processes.iter().enumerate() {
-            let (key, label) = match (p.rank, &p.mesh) {
-                (Some(rank), Some(m)) if !m.is_empty() => {
-                    (Key::Rank(rank), format!("rank {rank} ({})", m.short()))
-                }
-                (Some(rank), _) => (Key::Rank(rank), format!("rank {rank}")),
-                _ => (
-                    Key::Position(e, i),
-                    format!("process {} of {} (pid {})", i + 1, file_name(&r.file), p.pid),
+    for p in views {
+        let (key, label) = match (p.rank, &p.mesh) {
+            (Some(rank), Some(m)) if !m.is_empty() => {
+                (Key::Rank(rank), format!("rank {rank} ({})", m.short()))
+            }
+            (Some(rank), _) => (Key::Rank(rank), format!("rank {rank}")),
+            _ => (
+                Key::Position(p.export, p.index),
+                format!(
+                    "process {} of {} (pid {})",
+                    p.index + 1,
+                    file_name(&p.file),
+                    p.pid
                 ),
-            };
-            out.push((key, label, p));
-        }
+            ),
+        };
+        out.push((key, label, p));
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
@@ -124,19 +135,19 @@ fn file_name(f: &str) -> String {
         .map_or(f.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-fn side(doc: &Document) -> Side {
+fn side(run: &Run) -> Side {
     Side {
-        files: doc.exports.iter().map(|r| r.file.clone()).collect(),
-        processes: doc.exports.iter().map(|r| r.processes.len() as u64).sum(),
+        files: run.files.clone(),
+        processes: run.views.len() as u64,
     }
 }
 
-pub fn diff(before: &Document, after: &Document, gate: Option<Gate>) -> Diff {
-    let b = keyed(before);
-    let a = keyed(after);
+pub fn diff(before: &Run, after: &Run, gate: Option<Gate>) -> Diff {
+    let b = keyed(before.views);
+    let a = keyed(after.views);
     let mut ranks = Vec::new();
     let mut grew = Vec::new();
-    let find = |v: &[(Key, String, &'_ Process)], k: &Key| v.iter().position(|x| &x.0 == k);
+    let find = |v: &[(Key, String, &RankView)], k: &Key| v.iter().position(|x| &x.0 == k);
     for (key, label, pb) in &b {
         let Some(j) = find(&a, key) else { continue };
         let pa = a[j].2;
@@ -150,12 +161,9 @@ pub fn diff(before: &Document, after: &Document, gate: Option<Gate>) -> Diff {
         let stages: Vec<StageDiff> = names
             .into_iter()
             .map(|n| {
-                let get = |p: &Process| p.stages.iter().find(|s| s.stage == n).cloned();
+                let get = |p: &RankView| p.stages.iter().find(|s| s.stage == n).cloned();
                 let (sb, sa) = (get(pb), get(pa));
-                let f = |s: &Option<crate::nsys::ranks::figures::StageRow>,
-                         g: fn(&crate::nsys::ranks::figures::StageRow) -> f64| {
-                    s.as_ref().map_or(0.0, g)
-                };
+                let f = |s: &Option<StageRow>, g: fn(&StageRow) -> f64| s.as_ref().map_or(0.0, g);
                 StageDiff {
                     stage: n.to_string(),
                     exposed_ns: Change::new(
@@ -193,21 +201,20 @@ pub fn diff(before: &Document, after: &Document, gate: Option<Gate>) -> Diff {
                 });
             }
         }
-        let t = |p: &Process, f: fn(&crate::nsys::report::WindowInfo) -> i64| {
-            f(&p.window) as f64
-        };
+        let (tb, ta) = (&pb.totals, &pa.totals);
+        let ch = |b: i64, a: i64| Change::new(b as f64, a as f64);
         ranks.push(RankDiff {
             label: label.clone(),
             rank: pb.rank,
             mesh: pb.mesh.clone(),
             chunk_ns: chunk,
-            exposed_ns: Change::new(t(pb, |w| w.totals.exposed_ns), t(pa, |w| w.totals.exposed_ns)),
-            comm_ns: Change::new(t(pb, |w| w.totals.comm_ns), t(pa, |w| w.totals.comm_ns)),
-            compute_ns: Change::new(t(pb, |w| w.totals.compute_ns), t(pa, |w| w.totals.compute_ns)),
+            exposed_ns: ch(tb.exposed_ns, ta.exposed_ns),
+            comm_ns: ch(tb.comm_ns, ta.comm_ns),
+            compute_ns: ch(tb.compute_ns, ta.compute_ns),
             stages,
         });
     }
-    let only = |x: &[(Key, String, &Process)], y: &[(Key, String, &Process)]| -> Vec<String> {
+    let only = |x: &[(Key, String, &RankView)], y: &[(Key, String, &RankView)]| -> Vec<String> {
         x.iter()
             .filter(|e| find(y, &e.0).is_none())
             .map(|e| e.1.clone())
@@ -215,7 +222,7 @@ pub fn diff(before: &Document, after: &Document, gate: Option<Gate>) -> Diff {
     };
     Diff {
         schema: SCHEMA,
-        window: before.window.clone(),
+        window: before.window.to_string(),
         before: side(before),
         after: side(after),
         gate: gate.map(|g| g.percent()),

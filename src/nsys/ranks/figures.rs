@@ -109,23 +109,23 @@ struct StageAcc {
     max: Option<f64>,
 }
 
-/// Where the kernels of the figures come from: kernel `i` of a process (read on demand, so no
-/// copy of a process's kernels is held).
+/// Where the kernels of the figures come from: item `i` of a process's work, `None` when it is
+/// not a kernel the figures read (read on demand, so no copy of a process's kernels is held).
 pub trait Kernels {
-    fn kernel(&self, i: u32) -> Kernel;
+    fn kernel(&self, i: u32) -> Option<Kernel>;
 }
 
 impl Kernels for [Kernel] {
-    fn kernel(&self, i: u32) -> Kernel {
-        self[i as usize]
+    fn kernel(&self, i: u32) -> Option<Kernel> {
+        self.get(i as usize).copied()
     }
 }
 
-/// The figures of the kernels `which` (one process's, by their index in `source`) in
+/// The figures of the kernels among `which` (one process's, by their index in `source`) in
 /// `[start, end]`; `streams` maps stream indexes to ids, `stages` stage indexes to names.
 pub fn figures(
     source: &(impl Kernels + ?Sized),
-    which: &[u32],
+    which: std::ops::Range<u32>,
     start: i64,
     end: i64,
     streams: &[i64],
@@ -133,14 +133,13 @@ pub fn figures(
     conv: &Conventions,
 ) -> Figures {
     let inside: Vec<u32> = which
-        .iter()
-        .copied()
         .filter(|&i| {
-            let k = source.kernel(i);
-            k.start >= start && k.end <= end
+            source
+                .kernel(i)
+                .is_some_and(|k| k.start >= start && k.end <= end)
         })
         .collect();
-    let kernels = || inside.iter().map(|&i| source.kernel(i));
+    let kernels = || inside.iter().filter_map(|&i| source.kernel(i));
     let mut acc: BTreeMap<i64, StreamAcc> = BTreeMap::new();
     for k in kernels() {
         let a = acc.entry(stream_id(streams, k.stream)).or_default();
@@ -283,8 +282,8 @@ mod tests {
             k(150, 170, 1, true, 1, 1),
             k(190, 230, 1, true, 1, 1),
         ];
-        let all: Vec<u32> = (0..ks.len() as u32).collect();
-        let f = figures(&ks[..], &all, 0, 200, &streams, &stages, &conv);
+        let all = 0..ks.len() as u32;
+        let f = figures(&ks[..], all.clone(), 0, 200, &streams, &stages, &conv);
         let t = &f.totals;
         assert_eq!((t.compute_ns, t.barrier_ns, t.comm_ns), (100, 4, 60));
         assert_eq!(f.streams[0].purpose, "compute");
@@ -296,7 +295,7 @@ mod tests {
         // One kernel without a purpose makes the stream mixed.
         let mut ks2 = ks.to_vec();
         ks2[3].tag.purpose = 0;
-        let f = figures(&ks2[..], &all, 0, 200, &streams, &stages, &conv);
+        let f = figures(&ks2[..], all, 0, 200, &streams, &stages, &conv);
         assert_eq!(f.streams[1].purpose, "mixed");
     }
 

@@ -145,6 +145,24 @@ impl ProcRank {
     }
 }
 
+/// One process as the comparisons across ranks (`across`) and runs (`diff`) see it, taken from
+/// its export's report.
+#[derive(Debug, Clone)]
+pub struct RankView {
+    pub file: String,
+    /// Its export's index among those given, and its own among the export's processes.
+    pub export: usize,
+    pub index: usize,
+    pub pid: i64,
+    pub rank: Option<u64>,
+    pub mesh: Option<Mesh>,
+    /// The window's name, and its sums.
+    pub window: String,
+    pub totals: figures::WindowTotals,
+    pub stages: Vec<figures::StageRow>,
+    pub chunks: Chunks,
+}
+
 /// The per-rank figures of the processes of one export, by globalPid.
 pub struct Ranks {
     pub by_gpid: HashMap<i64, ProcRank>,
@@ -160,87 +178,170 @@ impl Ranks {
             .remove(&gpid)
             .unwrap_or_else(|| {
                 let none: &[Kernel] = &[];
-                proc_rank(none, &[], None, &[], &[], conv, pick)
+                proc_rank(none, 0..0, None, &[], &[], conv, pick)
             })
     }
 }
 
-/// Read the conventions' view of every process of an export. `ops` may be in any order; only
-/// launch times are needed (run it before the NVTX projection, so the two never hold their
-/// memory at once). Per communication kernel 24 bytes are held, per kernel of the process being
-/// summed another 24.
-pub fn analyze(db: &Db, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Result<Ranks> {
-    // What the figures read of each kernel name: the short name, like pithtrain's scripts.
-    let names: Vec<Option<(bool, bool)>> = ops
-        .kernel_names
-        .iter()
-        .map(|k| {
-            k.short.as_deref().map(|s| {
-                (
-                    conv.communication.matches(s),
-                    s.starts_with(conv.not_compute_prefix.as_str()),
-                )
-            })
-        })
-        .collect();
-    let flags = |op: &crate::nsys::ops::Op| -> Option<(bool, bool)> {
-        if !ops.classes.is_kernel(op.class) {
-            return None;
-        }
-        names.get(op.name as usize).copied().flatten()
-    };
-    // The launch time of every communication-like kernel: the innermost range is looked up there
-    // (the kernel's start when the runtime call is missing, or at 0, as the skill does).
-    let mut queries: Vec<Query> = ops
-        .ops
-        .iter()
-        .enumerate()
-        .filter(|(_, op)| flags(op).is_some_and(|f| f.0))
-        .map(|(i, op)| Query {
-            t: if op.launch_start == i64::MIN || op.launch_start == 0 {
-                op.start
-            } else {
-                op.launch_start
-            },
-            op: i as u32,
-            tag: Tag::default(),
-        })
-        .collect();
-    let proc_of = |q: &Query| ops.procs[ops.ops[q.op as usize].proc as usize];
-    queries.sort_unstable_by_key(|q| (proc_of(q), q.t, q.op));
-    let scanned = scan::scan(db, conv, &proc_of, &mut queries)?;
-    queries.sort_unstable_by_key(|q| q.op);
-    let source = OpsKernels {
-        ops: &ops.ops,
-        flags: &flags,
-        queries: &queries,
-    };
+/// What the figures read of each kernel name (by `Ops::kernel_names` index): whether its short
+/// name is like the communication pattern, and whether it starts with the not-compute prefix
+/// (`None`: no short name, the kernel is not read, as in the skill's join on `StringIds`).
+type NameFlags = Vec<Option<(bool, bool)>>;
 
-    let mut by_gpid = HashMap::new();
-    for (p, &gpid) in ops.procs.iter().enumerate() {
-        let which: Vec<u32> = ops
+fn flags_of(names: &NameFlags, ops: &Ops, op: &Op) -> Option<(bool, bool)> {
+    if !ops.classes.is_kernel(op.class) {
+        return None;
+    }
+    names.get(op.name as usize).copied().flatten()
+}
+
+/// The first half of the per-rank figures: the communication kernels' launch times, to look up
+/// in the NVTX events (`scan`) while the NVTX projection runs on the same ops (it changes no op's
+/// place, only what it writes into them). Holds 16 bytes per communication kernel; borrows
+/// nothing, so the scan can run on another thread.
+pub struct Pending {
+    names: NameFlags,
+    /// Sorted by process and time; `groups` gives each process's globalPid and slice.
+    queries: Vec<Query>,
+    groups: Vec<(i64, usize, usize)>,
+}
+
+impl Pending {
+    /// The launch time of every communication-like kernel: the innermost range is looked up
+    /// there (the kernel's start when the runtime call is missing, or at 0, as the skill does).
+    /// Op indexes stay valid as long as the ops are not reordered.
+    pub fn new(ops: &Ops, conv: &Conventions) -> Pending {
+        let names: NameFlags = ops
+            .kernel_names
+            .iter()
+            .map(|k| {
+                k.short.as_deref().map(|s| {
+                    (
+                        conv.communication.matches(s),
+                        s.starts_with(conv.not_compute_prefix.as_str()),
+                    )
+                })
+            })
+            .collect();
+        let mut keyed: Vec<(u16, Query)> = ops
             .ops
             .iter()
             .enumerate()
-            .filter(|(_, o)| o.proc as usize == p && flags(o).is_some())
-            .map(|(i, _)| i as u32)
+            .filter(|(_, op)| flags_of(&names, ops, op).is_some_and(|f| f.0))
+            .map(|(i, op)| {
+                let t = if op.launch_start == i64::MIN || op.launch_start == 0 {
+                    op.start
+                } else {
+                    op.launch_start
+                };
+                let q = Query {
+                    t,
+                    op: i as u32,
+                    tag: Tag::default(),
+                };
+                (op.proc, q)
+            })
             .collect();
-        let nvtx = scanned.procs.get(&gpid);
-        by_gpid.insert(
-            gpid,
-            proc_rank(&source, &which, nvtx, &ops.streams, &scanned.stages, conv, pick),
-        );
+        keyed.sort_unstable_by_key(|(p, q)| (*p, q.t, q.op));
+        let mut groups: Vec<(i64, usize, usize)> = Vec::new();
+        for (i, (p, _)) in keyed.iter().enumerate() {
+            let g = ops.procs[*p as usize];
+            match groups.last_mut() {
+                Some(last) if last.0 == g => last.2 = i + 1,
+                _ => groups.push((g, i, i + 1)),
+            }
+        }
+        Pending {
+            names,
+            queries: keyed.into_iter().map(|(_, q)| q).collect(),
+            groups,
+        }
     }
-    // Processes with NVTX events and no GPU work.
-    for (gpid, nvtx) in &scanned.procs {
-        by_gpid.entry(*gpid).or_insert_with(|| {
-            proc_rank(&source, &[], Some(nvtx), &ops.streams, &scanned.stages, conv, pick)
-        });
+
+    /// Read the NVTX events and find every query's innermost range.
+    pub fn scan(self, db: &Db, conv: &Conventions) -> Result<Scanned> {
+        Ok(self.scan_along(db, conv, |_| Ok(()))?.1)
     }
-    Ok(Ranks {
-        by_gpid,
-        reordered: scanned.reordered,
-    })
+
+    /// Find every query's innermost range from the rows another pass over `NVTX_EVENTS` feeds
+    /// the scanner (`feed`, e.g. the NVTX projection); where those rows were not usable (not in
+    /// start order), the table is read again for it alone.
+    pub fn scan_along<R>(
+        mut self,
+        db: &Db,
+        conv: &Conventions,
+        feed: impl FnOnce(&mut scan::Scanner<'_>) -> Result<R>,
+    ) -> Result<(R, Scanned)> {
+        let mut sc = scan::Scanner::new(conv, &self.groups, &mut self.queries);
+        let r = feed(&mut sc)?;
+        let scanned = match sc.finish() {
+            Some(s) => s,
+            None => scan::scan(db, conv, &self.groups, &mut self.queries, false)?,
+        };
+        self.queries.sort_unstable_by_key(|q| q.op);
+        Ok((
+            r,
+            Scanned {
+                names: self.names,
+                queries: self.queries,
+                scan: scanned,
+            },
+        ))
+    }
+}
+
+/// The scan's answers, ready to be summed with the ops (in the order `Pending::new` saw).
+pub struct Scanned {
+    names: NameFlags,
+    /// Sorted by op index.
+    queries: Vec<Query>,
+    scan: scan::Scan,
+}
+
+impl Scanned {
+    /// The figures of every process. `ops` in the order `Pending::new` saw, each process's ops
+    /// together (sorted by process first).
+    pub fn finish(self, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Ranks {
+        let names = &self.names;
+        let flags = |o: &Op| flags_of(names, ops, o);
+        let source = OpsKernels {
+            ops: &ops.ops,
+            flags: &flags,
+            queries: &self.queries,
+            cursor: std::cell::Cell::new(0),
+        };
+        let scanned = &self.scan;
+        let mut by_gpid = HashMap::new();
+        let v = &ops.ops;
+        let mut lo = 0;
+        while lo < v.len() {
+            let p = v[lo].proc;
+            let hi = lo + v[lo..].partition_point(|o| o.proc == p);
+            let gpid = ops.procs[p as usize];
+            let nvtx = scanned.procs.get(&gpid);
+            let which = lo as u32..hi as u32;
+            by_gpid.insert(
+                gpid,
+                proc_rank(&source, which, nvtx, &ops.streams, &scanned.stages, conv, pick),
+            );
+            lo = hi;
+        }
+        // Processes with NVTX events and no GPU work.
+        for (gpid, nvtx) in &scanned.procs {
+            by_gpid.entry(*gpid).or_insert_with(|| {
+                proc_rank(&source, 0..0, Some(nvtx), &ops.streams, &scanned.stages, conv, pick)
+            });
+        }
+        Ranks {
+            by_gpid,
+            reordered: scanned.reordered,
+        }
+    }
+}
+
+/// The per-rank figures of an export in one go (`Pending`, `scan`, `finish` on this thread).
+pub fn analyze(db: &Db, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Result<Ranks> {
+    Ok(Pending::new(ops, conv).scan(db, conv)?.finish(ops, conv, pick))
 }
 
 /// The kernels of the ops array as the figures read them, with their innermost ranges' tags.
@@ -249,34 +350,49 @@ struct OpsKernels<'a, F: Fn(&Op) -> Option<(bool, bool)>> {
     flags: &'a F,
     /// Sorted by op index.
     queries: &'a [Query],
+    /// Where the last tag was found: kernels are mostly read in op order, so the next one is
+    /// usually just after it.
+    cursor: std::cell::Cell<usize>,
 }
 
 impl<F: Fn(&Op) -> Option<(bool, bool)>> Kernels for OpsKernels<'_, F> {
-    fn kernel(&self, i: u32) -> Kernel {
-        let o = &self.ops[i as usize];
-        let (comm_like, not_compute) = (self.flags)(o).unwrap_or((false, false));
+    fn kernel(&self, i: u32) -> Option<Kernel> {
+        let o = self.ops.get(i as usize)?;
+        let (comm_like, not_compute) = (self.flags)(o)?;
         let tag = if comm_like {
-            match self.queries.binary_search_by_key(&i, |q| q.op) {
-                Ok(k) => self.queries[k].tag,
-                Err(_) => Tag::default(),
+            let q = self.queries;
+            let c = self.cursor.get();
+            let k = if c < q.len() && q[c].op == i {
+                Some(c)
+            } else if c + 1 < q.len() && q[c + 1].op == i {
+                Some(c + 1)
+            } else {
+                q.binary_search_by_key(&i, |q| q.op).ok()
+            };
+            match k {
+                Some(k) => {
+                    self.cursor.set(k);
+                    q[k].tag
+                }
+                None => Tag::default(),
             }
         } else {
             Tag::default()
         };
-        Kernel {
+        Some(Kernel {
             start: o.start,
             end: o.end,
             stream: o.stream,
             comm_like,
             not_compute,
             tag,
-        }
+        })
     }
 }
 
 fn proc_rank(
     source: &(impl Kernels + ?Sized),
-    which: &[u32],
+    which: std::ops::Range<u32>,
     nvtx: Option<&scan::ProcNvtx>,
     streams: &[i64],
     stages: &[String],
@@ -285,15 +401,15 @@ fn proc_rank(
 ) -> ProcRank {
     // The whole capture: the kernels that ran after it started.
     let (mut first, mut last) = (i64::MAX, i64::MIN);
-    for &i in which {
-        let k = source.kernel(i);
+    for k in which.clone().filter_map(|i| source.kernel(i)) {
         if k.start >= 0 {
             first = first.min(k.start);
             last = last.max(k.end);
         }
     }
     let whole = if first <= last { (first, last) } else { (0, 0) };
-    let fig = |(s, e): (i64, i64)| figures::figures(source, which, s, e, streams, stages, conv);
+    let fig =
+        |(s, e): (i64, i64)| figures::figures(source, which.clone(), s, e, streams, stages, conv);
     let chunks: &[scan::Chunk] = nvtx.map_or(&[], |n| &n.chunks);
     let mut lengths: Vec<i64> = chunks
         .iter()

@@ -186,109 +186,94 @@ impl Pass<'_> {
     }
 }
 
-struct OutOfOrder;
-
-/// Read the NVTX events and answer `queries` (sorted by process and time) in place; `proc_of`
-/// gives a query's globalPid.
-pub fn scan(
-    db: &Db,
-    conv: &Conventions,
-    proc_of: &dyn Fn(&Query) -> i64,
-    queries: &mut [Query],
-) -> Result<Scan> {
-    match pass(db, conv, proc_of, queries, false)? {
-        Ok(s) => Ok(s),
-        Err(OutOfOrder) => match pass(db, conv, proc_of, queries, true)? {
-            Ok(mut s) => {
-                s.reordered = true;
-                Ok(s)
-            }
-            Err(OutOfOrder) => unreachable!("rows are read in start order"),
-        },
-    }
+/// The pass over the rows: fed one row at a time, by its own read of the table (`scan`) or by
+/// the NVTX projection's (`nvtx::RowObserver`), so the table can be read once for both.
+pub struct Scanner<'a> {
+    pass: Pass<'a>,
+    states: IntMap<i64, State>,
+    strings: IntMap<i64, Option<String>>,
+    n_queries: usize,
+    last_gtid: i64,
+    last_gpid: i64,
+    /// A process's rows came out of start order: what was read is void, read again sorted.
+    out_of_order: bool,
 }
 
-fn pass(
-    db: &Db,
-    conv: &Conventions,
-    proc_of: &dyn Fn(&Query) -> i64,
-    queries: &mut [Query],
-    ordered: bool,
-) -> Result<std::result::Result<Scan, OutOfOrder>> {
-    for q in queries.iter_mut() {
-        q.tag = Tag::default();
-    }
-    let n_queries = queries.len();
-    let mut states: IntMap<i64, State> = IntMap::default();
-    let new_state = |next: usize, hi: usize| State {
-        ring: Ring {
-            items: Vec::new(),
-            head: 0,
-            cap: conv.scan,
-        },
-        next,
-        hi,
-    };
-    let mut i = 0;
-    while i < queries.len() {
-        let g = proc_of(&queries[i]);
-        let mut j = i;
-        while j < queries.len() && proc_of(&queries[j]) == g {
-            j += 1;
+impl<'a> Scanner<'a> {
+    pub fn new(
+        conv: &'a Conventions,
+        groups: &[(i64, usize, usize)],
+        queries: &'a mut [Query],
+    ) -> Scanner<'a> {
+        for q in queries.iter_mut() {
+            q.tag = Tag::default();
         }
-        states.insert(g, new_state(i, j));
-        i = j;
-    }
-    let mut p = Pass {
-        conv,
-        queries,
-        out: Scan::default(),
-        stage_index: HashMap::new(),
-    };
-    let cols = match db.columns(NVTX_EVENTS)? {
-        Some(c) if c.iter().any(|x| x == "globalTid") && c.iter().any(|x| x == "start") => c,
-        _ => return Ok(Ok(p.out)),
-    };
-    let sql = format!(
-        "SELECT start, {}, globalTid, {}, {} FROM {NVTX_EVENTS} WHERE start >= 0{}",
-        col_or_null(&cols, "end"),
-        col_or_null(&cols, "textId"),
-        col_or_null(&cols, "text"),
-        if ordered { " ORDER BY start, rowid" } else { "" }
-    );
-    let mut strings: IntMap<i64, Option<String>> = IntMap::default();
-    let mut stmt = db.conn.prepare(&sql)?;
-    let mut rows = stmt.raw_query();
-    let (mut last_gtid, mut last_gpid) = (i64::MIN, i64::MIN);
-    while let Some(row) = rows.next()? {
-        let Some(start) = int(row.get_ref(0)?) else {
-            continue;
-        };
-        let end = int(row.get_ref(1)?);
-        let gtid = int(row.get_ref(2)?).unwrap_or(0);
-        if gtid != last_gtid {
-            last_gtid = gtid;
-            last_gpid = ids::global_pid(gtid);
+        let n_queries = queries.len();
+        let mut states: IntMap<i64, State> = IntMap::default();
+        for &(g, lo, hi) in groups {
+            states.insert(g, State::new(conv.scan, lo, hi));
         }
+        Scanner {
+            pass: Pass {
+                conv,
+                queries,
+                out: Scan::default(),
+                stage_index: HashMap::new(),
+            },
+            states,
+            strings: IntMap::default(),
+            n_queries,
+            last_gtid: i64::MIN,
+            last_gpid: i64::MIN,
+            out_of_order: false,
+        }
+    }
+
+    /// Whether the rows fed so far were usable (in start order within each process).
+    pub fn usable(&self) -> bool {
+        !self.out_of_order
+    }
+
+    /// One event of `NVTX_EVENTS` (any type), in table order. Events before the capture
+    /// (`start < 0`) are skipped here.
+    pub fn row(
+        &mut self,
+        db: &Db,
+        start: i64,
+        end: Option<i64>,
+        gtid: i64,
+        text_id: Option<i64>,
+        text: ValueRef<'_>,
+    ) -> Result<()> {
+        if start < 0 || self.out_of_order {
+            return Ok(());
+        }
+        if gtid != self.last_gtid {
+            self.last_gtid = gtid;
+            self.last_gpid = ids::global_pid(gtid);
+        }
+        let gpid = self.last_gpid;
+        let conv = self.pass.conv;
         // COALESCE(text, StringIds.value), as the skill reads a name.
-        let name: Option<Cow<'_, str>> = match row.get_ref(4)? {
+        let name: Option<Cow<'_, str>> = match text {
             ValueRef::Text(b) => Some(String::from_utf8_lossy(b)),
-            _ => match int(row.get_ref(3)?) {
+            _ => match text_id {
                 Some(id) => {
-                    if !strings.contains_key(&id) {
-                        strings.insert(id, db.string(id)?);
+                    if !self.strings.contains_key(&id) {
+                        self.strings.insert(id, db.string(id)?);
                     }
-                    strings[&id].as_deref().map(Cow::Borrowed)
+                    self.strings[&id].as_deref().map(Cow::Borrowed)
                 }
                 None => None,
             },
         };
-        let proc = p.out.procs.entry(last_gpid).or_insert_with(|| ProcNvtx {
+        let proc = self.pass.out.procs.entry(gpid).or_insert_with(|| ProcNvtx {
             last_start: i64::MIN,
             ..Default::default()
         });
         if start < proc.last_start {
-            return Ok(Err(OutOfOrder));
+            self.out_of_order = true;
+            return Ok(());
         }
         proc.last_start = start;
         match proc.first_start {
@@ -301,7 +286,7 @@ fn pass(
             }
             _ => {}
         }
-        let Some(name) = name else { continue };
+        let Some(name) = name else { return Ok(()) };
         if conv.window.matches(&name) {
             proc.chunks.push(Chunk {
                 start,
@@ -311,22 +296,126 @@ fn pass(
         }
         if conv.is_setup(&name) {
             proc.setup.get_or_insert_with(|| (start, name.to_string()));
-            continue;
+            return Ok(());
         }
         if !conv.can_enclose(&name) {
-            continue;
+            return Ok(());
         }
-        let st = states
-            .entry(last_gpid)
-            .or_insert_with(|| new_state(n_queries, n_queries));
-        p.answer(st, Some(start));
+        let n = self.n_queries;
+        let st = self
+            .states
+            .entry(gpid)
+            .or_insert_with(|| State::new(conv.scan, n, n));
+        self.pass.answer(st, Some(start));
         st.ring.push(start, end.unwrap_or(start), &name);
+        Ok(())
+    }
+
+    /// Answer what is left and hand over the result (`None` when the rows were not usable).
+    pub fn finish(mut self) -> Option<Scan> {
+        if self.out_of_order {
+            return None;
+        }
+        for st in self.states.values_mut() {
+            self.pass.answer(st, None);
+        }
+        Some(self.pass.out)
+    }
+}
+
+impl crate::nsys::nvtx::RowObserver for Scanner<'_> {
+    fn row(
+        &mut self,
+        db: &Db,
+        start: i64,
+        end: Option<i64>,
+        global_tid: i64,
+        text_id: Option<i64>,
+        text: ValueRef<'_>,
+    ) -> Result<()> {
+        Scanner::row(self, db, start, end, global_tid, text_id, text)
+    }
+
+    fn abandon(&mut self) {
+        self.out_of_order = true;
+    }
+}
+
+impl State {
+    fn new(cap: usize, next: usize, hi: usize) -> State {
+        State {
+            ring: Ring {
+                items: Vec::new(),
+                head: 0,
+                cap,
+            },
+            next,
+            hi,
+        }
+    }
+}
+
+/// The columns the scan reads, for a `SELECT` (NULL where the export lacks one).
+fn columns(db: &Db) -> Result<Option<String>> {
+    Ok(match db.columns(NVTX_EVENTS)? {
+        Some(c) if c.iter().any(|x| x == "globalTid") && c.iter().any(|x| x == "start") => Some(
+            format!(
+                "start, {}, globalTid, {}, {}",
+                col_or_null(&c, "end"),
+                col_or_null(&c, "textId"),
+                col_or_null(&c, "text")
+            ),
+        ),
+        _ => None,
+    })
+}
+
+/// Read the NVTX events and answer `queries` (sorted by process and time) in place; `groups`
+/// gives each process's globalPid and slice of them. `sorted`: read them sorted by start (what
+/// is done when the table's own order is not start order within each process).
+pub fn scan(
+    db: &Db,
+    conv: &Conventions,
+    groups: &[(i64, usize, usize)],
+    queries: &mut [Query],
+    sorted: bool,
+) -> Result<Scan> {
+    let Some(cols) = columns(db)? else {
+        return Ok(Scan::default());
+    };
+    let sql = format!(
+        "SELECT {cols} FROM {NVTX_EVENTS} WHERE start >= 0{}",
+        if sorted { " ORDER BY start, rowid" } else { "" }
+    );
+    let mut sc = Scanner::new(conv, groups, queries);
+    let mut stmt = db.conn.prepare(&sql)?;
+    let mut rows = stmt.raw_query();
+    while let Some(row) = rows.next()? {
+        let Some(start) = int(row.get_ref(0)?) else {
+            continue;
+        };
+        sc.row(
+            db,
+            start,
+            int(row.get_ref(1)?),
+            int(row.get_ref(2)?).unwrap_or(0),
+            int(row.get_ref(3)?),
+            row.get_ref(4)?,
+        )?;
+        if !sc.usable() {
+            break;
+        }
     }
     drop(rows);
-    for st in states.values_mut() {
-        p.answer(st, None);
+    match sc.finish() {
+        Some(s) => Ok(s),
+        None if !sorted => {
+            let mut s = scan(db, conv, groups, queries, true)?;
+            s.reordered = true;
+            Ok(s)
+        }
+        None => unreachable!("rows read sorted by start are in start order"),
     }
-    Ok(Ok(p.out))
 }
 
 #[cfg(test)]
