@@ -662,3 +662,34 @@ fn bad_arguments_are_one_line_and_exit_2() {
     assert_eq!(code, 2);
     assert!(err.contains("/no/such/run: no such file"), "{err}");
 }
+
+/// NVTX_EVENTS out of start order (tools/gen_nsys_sqlite.py --shuffle-nvtx): the projection
+/// reads it again by thread, the per-rank scan sorted by start, and the figures are the
+/// scripts' still.
+#[test]
+fn an_nvtx_table_out_of_order_gives_the_same_figures() {
+    let d = tempfile::tempdir().unwrap();
+    let db = d.path().join("pithtrain_node0.sqlite");
+    let o = Command::new(python())
+        .arg(repo().join("tools/gen_nsys_sqlite.py"))
+        .arg("--out")
+        .arg(&db)
+        .args(["--scenario", "dualpipe", "--ranks", "4", "--node", "0", "--shuffle-nvtx"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let e = report_json_with(&db, &["--top", "1"]);
+    let kinds: Vec<&str> = e["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["kind"].as_str().unwrap())
+        .collect();
+    assert!(kinds.contains(&"nvtx_reordered") && kinds.contains(&"nvtx_read_sorted"), "{kinds:?}");
+    let streams = script_table("base.node0.classify_streams.txt");
+    let stages = script_table("base.node0.compute_overlap.txt");
+    for p in e["processes"].as_array().unwrap() {
+        let pid = p["pid"].to_string();
+        check_figures(p, &rows_of(&streams, &pid), &rows_of(&stages, &pid), &format!("pid {pid}"));
+    }
+}
