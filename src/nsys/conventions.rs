@@ -15,6 +15,15 @@ use crate::nsys::error::{Error, Result};
 /// The built-in table (pithtrain's).
 pub const BUILTIN: &str = include_str!("conventions.toml");
 
+/// The keys of a process in the report's JSON (`report::Process`), which setup fields join.
+const PROCESS_KEYS: &[&str] = &[
+    "global_pid", "pid", "name", "rank", "mesh", "setup", "mesh_unknown", "setup_note",
+    "window", "streams", "stages", "chunks", "whole_capture", "devices", "first_ns", "last_ns",
+    "gpu_ns", "kernel_ns", "kernel_count", "graph_ns", "graph_count", "memcpy_ns",
+    "memcpy_count", "memset_ns", "memset_count", "categories", "communication", "overlap",
+    "kernels", "kernels_rest", "nvtx", "nvtx_rest", "unattributed_ns",
+];
+
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct File {
@@ -139,6 +148,15 @@ impl Conventions {
                 return Err(bad(
                     "[stages] name",
                     format!("{{{n}}} names no group of the pattern (it has {groups})"),
+                ));
+            }
+        }
+        // The setup fields become keys of each process in the JSON: none may be one already.
+        for field in &f.setup.fields {
+            if PROCESS_KEYS.contains(&field.as_str()) {
+                return Err(bad(
+                    "[setup] fields",
+                    format!("{field:?} is a key the report already gives each process"),
                 ));
             }
         }
@@ -361,6 +379,7 @@ mod tests {
             ("scan = 256", "scan = 0", "[innermost] scan"),
             ("name = \"ep_a2a\"", "name = \"mixed\"", "what the report itself says"),
             ("[balance]", "[balanse]", "not a conventions table"),
+            ("fields = [\"mbs\", \"seq\"]", "fields = [\"pid\"]", "a key the report already gives"),
         ] {
             let t = base.replace(from, to);
             assert_ne!(t, base, "{from}");
