@@ -17,6 +17,21 @@ fn dry_run_diff_of_the_fixture() {
     insta::assert_snapshot!("add_qwen3_moe_summary", stderr(&out));
 }
 
+/// Every model of the fixture, the one written from pithtrain's add-new-model outline
+/// (`olmoe`, which no rule names) included: the whole diff and the report, pinned. With
+/// the real trees' digests (`codemod_real`), what pins `add`'s output byte for byte.
+#[test]
+fn dry_run_diff_of_every_model() {
+    for model in ["qwen35-moe", "deepseek-v2", "gpt-oss", "olmoe"] {
+        let dir = scratch_copy(&fixture());
+        let out = instrument(&["add", model, "--ranks", "3,14", "--dry-run"], dir.path());
+        assert_eq!(out.status.code(), Some(0), "{model}: {}", stderr(&out));
+        let name = model.replace('-', "_");
+        insta::assert_snapshot!(format!("add_{name}_ranks_3_14.diff"), stdout(&out));
+        insta::assert_snapshot!(format!("add_{name}_summary"), stderr(&out));
+    }
+}
+
 #[test]
 fn status_lists_groups_files_ranks_and_layers() {
     let dir = scratch_copy(&fixture());

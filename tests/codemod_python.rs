@@ -169,6 +169,17 @@ fn instrumented_fixture_passes_ruff_like_the_original() {
         ],
     );
     assert_ruff_clean(&ruff, dir.path(), None);
+    // The model written from pithtrain's add-new-model outline, which no rule names.
+    let dir = scratch_copy(&fixture());
+    add_ok_model(dir.path(), "olmoe", &["--ranks", "3,14"]);
+    assert_ruff_clean(&ruff, dir.path(), None);
+}
+
+fn add_ok_model(root: &Path, model: &str, extra: &[&str]) {
+    let mut args = vec!["add", model];
+    args.extend_from_slice(extra);
+    let out = instrument(&args, root);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]
@@ -633,6 +644,8 @@ fn every_model_computes_the_same_and_prints_its_experts() {
             "1, 6",
         ),
         ("gpt-oss", "gpt-oss-tiny", "experts:", "0, 1"),
+        // Written from pithtrain's add-new-model outline; no rule names it.
+        ("olmoe", "olmoe-tiny", "experts: after down_proj", "0, 1"),
     ];
     for (model, config, expert_line, layers) in models {
         let (dir, snaps) = instrumented_model(model, &["--ranks", "3"]);

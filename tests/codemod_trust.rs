@@ -395,6 +395,31 @@ fn two_runs_at_once_take_turns() {
 }
 
 #[test]
+fn a_checkout_that_cannot_be_locked_is_worked_on_with_a_warning() {
+    // As on NFS without a lock daemon: flock fails with ENOLCK, not "would block".
+    let dir = scratch_copy(&fixture());
+    let enolck = [("INSTRUMENT_TEST_LOCK_ERRNO", "37")];
+    for args in [&["add", "qwen3-moe"][..], &["status"][..], &["remove"][..]] {
+        let out = run_env(args, dir.path(), &enolck);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        let warning = stderr(&out)
+            .lines()
+            .find(|l| l.starts_with("warning: "))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("{args:?}: {}", stderr(&out)));
+        assert!(
+            warning.contains("cannot lock the checkout (No locks available")
+                && warning.contains("its file system (")
+                && warning.contains("going on without the lock"),
+            "{warning}"
+        );
+    }
+    // A run the lock keeps out is told so, not warned.
+    let out = run_env(&["status"], dir.path(), &[]);
+    assert!(!stderr(&out).contains("warning:"), "{}", stderr(&out));
+}
+
+#[test]
 fn a_remove_killed_mid_write_is_reported_and_finished_by_running_it_again() {
     let dir = scratch_copy(&fixture());
     let clean = snapshot_tree(dir.path());

@@ -201,6 +201,16 @@ template = '''
 print(f"MEM r{rank} step {step}: {torch.cuda.memory_allocated() / 2**20:.1f} MiB")
 '''
 
+# test-rules wants every group to carry an example (issue #19).
+[[rule.examples]]
+before = '''
+import torch
+
+rank, optimizer = 0, None
+for step in range(3):
+    optimizer.step()
+'''
+
 [[rule.prints]]
 kind = "timeline"
 label = "step {step}"

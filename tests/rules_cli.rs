@@ -124,7 +124,7 @@ fn test_rules_passes_on_the_shipped_rules_and_fails_on_a_wrong_expectation() {
     );
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&repo_root().join("rules/memory-prints"), dir.path());
-    let path = dir.path().join("5-model-qwen3-moe.toml");
+    let path = dir.path().join("5-model.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let wrong = text.replacen(
         "        _out = self.down_proj(_gu, **kwargs)\n",
@@ -142,5 +142,93 @@ fn test_rules_passes_on_the_shipped_rules_and_fails_on_a_wrong_expectation() {
         stdout(&out).contains("FAIL 5D.return example 1"),
         "{}",
         stdout(&out)
+    );
+}
+
+/// A rule set of one's own with one rule (group 1) and, optionally, examples.
+fn one_rule_set(dir: &std::path::Path, rule: &str) {
+    std::fs::write(
+        dir.join("ruleset.toml"),
+        "name = \"own\"\ndescription = \"own\"\nsource_dir = \"pithtrain\"\n[params.N]\nkind = \"int\"\ndefault = \"2\"\nhelp = \"n\"\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("rules.toml"), rule).unwrap();
+}
+
+const PRINTING_RULE: &str = r#"[[rule]]
+id = "1.hello"
+group = "1"
+file = "pithtrain/x.py"
+summary = "say hello"
+scope = ["def f"]
+position = "body-start"
+template = '''
+_rank = 0
+print(f"[rank={_rank}] hello n={len(str({N}))}", flush=True)
+'''
+"#;
+
+#[test]
+fn test_rules_fails_on_a_group_without_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    one_rule_set(
+        dir.path(),
+        &format!(
+            "{PRINTING_RULE}\n[[rule.prints]]\nkind = \"note\"\nlabel = \"hello\"\nline = \"[rank={{rank}}] hello n={{n}}\"\nfields = {{ n = \"int\" }}\n"
+        ),
+    );
+    let out = instrument(
+        &["test-rules", "--rules", dir.path().to_str().unwrap()],
+        &repo_root(),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL group 1: none of its 1 rule(s) has examples"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn a_prints_line_is_derived_from_its_f_string_where_it_is_not_written() {
+    let dir = tempfile::tempdir().unwrap();
+    // No `line`: the f-string gives it, the value after `n=` named `n`.
+    one_rule_set(
+        dir.path(),
+        &format!(
+            "{PRINTING_RULE}\n[[rule.examples]]\nbefore = '''\ndef f():\n    return 1\n'''\n\n[[rule.prints]]\nkind = \"note\"\nlabel = \"hello\"\nfields = {{ n = \"int\" }}\n"
+        ),
+    );
+    let out = instrument(
+        &["test-rules", "--rules", dir.path().to_str().unwrap()],
+        &repo_root(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "prints: 1 of 1 lines the templates of 1 rules print read back through 1 declarations"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    // A print the naming cannot name is refused at load, asking for `line`.
+    one_rule_set(
+        dir.path(),
+        &format!(
+            "{}\n[[rule.examples]]\nbefore = '''\ndef f():\n    return 1\n'''\n\n[[rule.prints]]\nkind = \"note\"\nlabel = \"hello\"\n",
+            PRINTING_RULE.replace("n={len", "{len")
+        ),
+    );
+    let out = instrument(
+        &["test-rules", "--rules", dir.path().to_str().unwrap()],
+        &repo_root(),
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("rule 1.hello print 1: its `line` cannot be derived from")
+            && stderr(&out).contains("has no name")
+            && stderr(&out).contains("write `line`"),
+        "{}",
+        stderr(&out)
     );
 }

@@ -12,33 +12,16 @@ use crate::codemod::add::{self, AddOptions, AddReport, Verdict};
 use crate::codemod::diff;
 use crate::codemod::remove::{self, RemoveOptions};
 use crate::codemod::status::{self, TreeStatus};
-use crate::exit::{self, user_error};
-use crate::rules::DEFAULT_SET;
+use crate::exit::{self, Error};
+use crate::rules::{DEFAULT_SET, Manifest, ParamDefault, ParamKind};
 
 #[derive(Args, Debug)]
 pub struct AddArgs {
     /// The model, as named in pithtrain/models/ (`qwen3-moe`, `deepseek-v2`, ...); with
-    /// `--rules nvtx`, the functions to wrap (`*.forward`, `DualPipeV.step`, `layer_forward`).
-    #[arg(required = true, num_args = 1..)]
+    /// `--rules nvtx`, the functions to wrap (`*.forward`, `DualPipeV.step`, `layer_forward`);
+    /// none for a rule set that works on the checkout as a whole.
+    #[arg(num_args = 0..)]
     pub targets: Vec<String>,
-    /// Global ranks that print, comma-separated (e.g. `3,14`; memory-prints default: 0).
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub ranks: Option<String>,
-    /// Layer indices profiled in detail, comma-separated; by default each profiled rank takes
-    /// the first two MoE layers it holds (chosen at run time).
-    #[arg(long, allow_hyphen_values = true, value_name = "LIST")]
-    pub detail_layers: Option<String>,
-    /// The training step that prints per-step detail and takes the snapshot; by default the
-    /// first step the process runs (0, or the step a resumed run starts from).
-    #[arg(long, allow_hyphen_values = true, value_name = "N")]
-    pub step: Option<String>,
-    /// Where the memory snapshots are written (memory-prints default: /tmp).
-    #[arg(long, allow_hyphen_values = true, value_name = "DIR")]
-    pub snapshot_dir: Option<String>,
-    /// The frames memory history records: `python` (default; fast to dump) or `all` (adds
-    /// C++ frames, which torch symbolizes when the snapshot is taken: minutes on large models).
-    #[arg(long, value_name = "python|all")]
-    pub stacks: Option<String>,
     /// Set a rule-set parameter that has no flag of its own (repeatable).
     #[arg(long = "param", value_name = "NAME=VALUE", value_parser = parse_param)]
     pub params: Vec<(String, String)>,
@@ -60,6 +43,66 @@ pub struct AddArgs {
     /// Print the report as JSON (schema `instrument.add/1`) instead of text.
     #[arg(long)]
     pub json: bool,
+    /// The rule set's parameter flags given (`ranks` -> `3,14`): built from its
+    /// `[params]` (see `param_args`), read from the matches by `cli::run`.
+    #[arg(skip)]
+    pub flags: BTreeMap<String, String>,
+}
+
+/// The flags of `add` that a rule set's parameters declare (`[params.RANKS] flag = "ranks"`
+/// is `--ranks`), with the rule set's help; defaults are the rule set's, applied by the
+/// engine (a flag not given is not set here).
+pub fn param_args(manifest: &Manifest) -> Vec<clap::Arg> {
+    manifest
+        .params
+        .iter()
+        .filter_map(|(name, spec)| {
+            let flag = spec.flag.as_ref()?;
+            let value_name = match spec.kind {
+                ParamKind::IntSet | ParamKind::IntTuple => "LIST".to_string(),
+                ParamKind::Int => "N".to_string(),
+                ParamKind::Path => "PATH".to_string(),
+                ParamKind::String => "TEXT".to_string(),
+                ParamKind::Choice => spec.choices.join("|"),
+            };
+            let default = match &spec.default {
+                Some(ParamDefault::Text(t)) => format!(" (default: {t})"),
+                Some(ParamDefault::Computed { .. }) => {
+                    " (default: worked out from the checkout)".to_string()
+                }
+                _ => String::new(),
+            };
+            let mut help = spec.help.clone();
+            if let Some(first) = help.get(..1) {
+                help = format!("{}{}", first.to_uppercase(), &help[1..]);
+            }
+            Some(
+                clap::Arg::new(flag.clone())
+                    .long(flag.clone())
+                    .value_name(value_name)
+                    .allow_hyphen_values(true)
+                    .action(clap::ArgAction::Set)
+                    .help(format!("{help}{default} [{name}]"))
+                    .help_heading(format!("Parameters of rule set {}", manifest.name)),
+            )
+        })
+        .collect()
+}
+
+/// The values given for the flags of `param_args`, by flag.
+pub fn given_flags(manifest: &Manifest, matches: &clap::ArgMatches) -> BTreeMap<String, String> {
+    manifest
+        .params
+        .values()
+        .filter_map(|spec| spec.flag.as_ref())
+        .filter_map(|flag| {
+            matches
+                .try_get_one::<String>(flag)
+                .ok()
+                .flatten()
+                .map(|v| (flag.clone(), v.clone()))
+        })
+        .collect()
 }
 
 fn parse_param(text: &str) -> Result<(String, String), String> {
@@ -113,7 +156,7 @@ pub struct CheckArgs {
     pub json: bool,
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+fn print_json<T: serde::Serialize>(value: &T) -> Result<(), Error> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
 }
@@ -130,30 +173,18 @@ fn print_diffs(changes: &[diff::FileChange], colour: Colour) {
     }
 }
 
-pub fn add(args: AddArgs, colour: Colour) -> anyhow::Result<u8> {
-    let mut flags = BTreeMap::new();
-    for (flag, value) in [
-        ("ranks", &args.ranks),
-        ("detail-layers", &args.detail_layers),
-        ("step", &args.step),
-        ("snapshot-dir", &args.snapshot_dir),
-        ("stacks", &args.stacks),
-    ] {
-        if let Some(v) = value {
-            flags.insert(flag.to_string(), v.clone());
-        }
-    }
+pub fn add(args: AddArgs, colour: Colour) -> Result<u8, Error> {
     let opts = AddOptions {
         rules: args.rules,
         root: args.root,
         targets: args.targets,
-        flags,
+        flags: args.flags,
         params: args.params,
         config: args.config,
         partial: args.partial,
         dry_run: args.dry_run,
     };
-    let report = add::run(&opts).map_err(user_error)?;
+    let report = add::run(&opts)?;
     let code = if report.verdict == Verdict::Refused {
         exit::USER_ERROR
     } else {
@@ -174,6 +205,9 @@ pub fn add(args: AddArgs, colour: Colour) -> anyhow::Result<u8> {
 
 fn render_add(r: &AddReport) {
     let mut err = std::io::stderr().lock();
+    for w in &r.warnings {
+        let _ = writeln!(err, "{w}");
+    }
     for s in &r.selection {
         let _ = writeln!(err, "{s}");
     }
@@ -261,7 +295,7 @@ fn render_add(r: &AddReport) {
     );
 }
 
-pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
+pub fn remove(args: RemoveArgs, colour: Colour) -> Result<u8, Error> {
     let opts = RemoveOptions {
         root: args.root,
         paths: args.paths,
@@ -269,7 +303,7 @@ pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
         force: args.force,
         dry_run: args.dry_run,
     };
-    let report = remove::run(&opts).map_err(user_error)?;
+    let report = remove::run(&opts)?;
     let code = if report.refused {
         exit::USER_ERROR
     } else {
@@ -280,6 +314,9 @@ pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
         return Ok(code);
     }
     let mut err = std::io::stderr().lock();
+    for w in &report.warnings {
+        let _ = writeln!(err, "{w}");
+    }
     if let Some(r) = &report.recovered {
         let _ = writeln!(err, "instrument remove: {r}");
     }
@@ -310,10 +347,12 @@ pub fn remove(args: RemoveArgs, colour: Colour) -> anyhow::Result<u8> {
     Ok(code)
 }
 
-fn scan(root: Option<PathBuf>, paths: &[PathBuf]) -> anyhow::Result<TreeStatus> {
-    let scope = status::scope(root.as_deref(), paths).map_err(user_error)?;
-    let _lock = crate::codemod::lock::lock(&scope.root, crate::codemod::lock::Mode::Shared)
-        .map_err(user_error)?;
+fn scan(root: Option<PathBuf>, paths: &[PathBuf]) -> Result<TreeStatus, Error> {
+    let scope = status::scope(root.as_deref(), paths)?;
+    let lock = crate::codemod::lock::lock(&scope.root, crate::codemod::lock::Mode::Shared)?;
+    if let Some(w) = &lock.warning {
+        eprintln!("{w}");
+    }
     Ok(status::scan(&scope))
 }
 
@@ -341,7 +380,7 @@ fn leftovers(s: &TreeStatus) -> Vec<String> {
     out
 }
 
-pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
+pub fn status(args: StatusArgs) -> Result<u8, Error> {
     let s = scan(args.root, &args.paths)?;
     if args.json {
         print_json(&s)?;
@@ -401,7 +440,7 @@ pub fn status(args: StatusArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub fn check(args: CheckArgs) -> anyhow::Result<u8> {
+pub fn check(args: CheckArgs) -> Result<u8, Error> {
     let s = scan(args.root, &args.paths)?;
     let code = if s.dirty() { exit::FOUND } else { exit::OK };
     if args.json {

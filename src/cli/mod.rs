@@ -5,7 +5,9 @@ use std::process::ExitCode;
 
 use std::io::IsTerminal;
 
-use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
+
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::exit;
 
@@ -89,10 +91,91 @@ pub enum Command {
     Completions(CompletionsArgs),
 }
 
+/// The rule set `add` will use, when the arguments are an `add` command: its `--rules`
+/// value, else the default. Its parameters are flags of `add`, so they are known before
+/// the arguments are parsed.
+fn add_rules(args: &[OsString]) -> Option<String> {
+    let words: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
+    let mut i = 0;
+    // Global options before the subcommand.
+    while i < words.len() && words[i].starts_with("--color") {
+        i += if words[i] == "--color" { 2 } else { 1 };
+    }
+    if words.get(i) != Some(&"add") {
+        return None;
+    }
+    let rest = &words[i + 1..];
+    for (k, w) in rest.iter().enumerate() {
+        if *w == "--" {
+            break;
+        }
+        if *w == "--rules" {
+            return rest.get(k + 1).map(|v| v.to_string());
+        }
+        if let Some(v) = w.strip_prefix("--rules=") {
+            return Some(v.to_string());
+        }
+    }
+    Some(crate::rules::DEFAULT_SET.to_string())
+}
+
+/// The command line, with the parameter flags of `manifest`'s rule set on `add`.
+pub fn command(manifest: Option<&crate::rules::Manifest>) -> clap::Command {
+    let cmd = Cli::command();
+    match manifest {
+        Some(m) => cmd.mut_subcommand("add", |add| add.args(codemod::param_args(m))),
+        None => cmd,
+    }
+}
+
 /// Parse the arguments, run the command, print errors as one line, return the exit code.
 pub fn run() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let rules_spec = add_rules(&args);
+    let manifest = match rules_spec.as_deref().map(crate::rules::load::load_manifest) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return ExitCode::from(exit::USER_ERROR);
+        }
+    };
+    let parsed = command(manifest.as_ref())
+        .try_get_matches_from(args)
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let cli = match parsed {
+        Ok((mut cli, matches)) => {
+            if let (Command::Add(add), Some(m), Some(("add", sub))) =
+                (&mut cli.command, &manifest, matches.subcommand())
+            {
+                add.flags = codemod::given_flags(m, sub);
+            }
+            cli
+        }
+        Err(e) if e.kind() == clap::error::ErrorKind::UnknownArgument && manifest.is_some() => {
+            // A flag the chosen rule set does not declare: say which flags it has.
+            let m = manifest.as_ref().expect("checked");
+            let arg = e
+                .get(clap::error::ContextKind::InvalidArg)
+                .map(|v| v.to_string())
+                .unwrap_or_default();
+            let flags: Vec<String> = m
+                .params
+                .iter()
+                .map(|(n, p)| format!("{n} ({})", crate::codemod::params::shown(n, p)))
+                .collect();
+            eprintln!(
+                "error: {arg}: rule set {} has no parameter it sets and add has no such flag (its parameters: {}; `instrument add --rules {} --help` lists the flags)",
+                m.name,
+                if flags.is_empty() {
+                    "none".to_string()
+                } else {
+                    flags.join(", ")
+                },
+                rules_spec.as_deref().unwrap_or(&m.name)
+            );
+            return ExitCode::from(exit::USER_ERROR);
+        }
         Err(e) => {
             let code = if e.use_stderr() {
                 exit::USER_ERROR
@@ -112,29 +195,28 @@ pub fn run() -> ExitCode {
         Command::Rules(args) => rules::list(args),
         Command::Explain(args) => rules::explain(args),
         Command::TestRules(args) => rules::test_rules(args),
-        Command::Snapshot(args) => snapshot::run(args),
-        Command::Nsys(cmd) => nsys::run(cmd),
-        Command::Log(args) => log::run(args),
+        // Not yet on typed errors: their anyhow errors map by what they hold.
+        Command::Snapshot(args) => snapshot::run(args).map_err(exit::Error::from),
+        Command::Nsys(cmd) => nsys::run(cmd).map_err(exit::Error::from),
+        Command::Log(args) => log::run(args).map_err(exit::Error::from),
         Command::Completions(args) => {
+            // The default rule set's parameters are `add`'s flags in the completions.
+            let manifest = crate::rules::load::load_manifest(crate::rules::DEFAULT_SET).ok();
             clap_complete::generate(
                 args.shell,
-                &mut Cli::command(),
+                &mut command(manifest.as_ref()),
                 "instrument",
                 &mut std::io::stdout(),
             );
             Ok(exit::OK)
         }
     };
+    // The one place an error becomes an exit code (see `exit`).
     match result {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            let code = if err.downcast_ref::<exit::UserError>().is_some() {
-                exit::USER_ERROR
-            } else {
-                exit::INTERNAL
-            };
-            eprintln!("error: {err:#}");
-            ExitCode::from(code)
+            eprintln!("error: {err}");
+            ExitCode::from(err.code())
         }
     }
 }
@@ -146,7 +228,8 @@ mod tests {
     /// Every flag and argument of the codemod commands says what it is for.
     #[test]
     fn every_flag_has_help() {
-        let cli = Cli::command();
+        let manifest = crate::rules::load::load_manifest(crate::rules::DEFAULT_SET).unwrap();
+        let cli = command(Some(&manifest));
         for sub in cli.get_subcommands() {
             if matches!(sub.get_name(), "snapshot" | "nsys") {
                 continue;

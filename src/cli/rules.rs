@@ -5,11 +5,11 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::codemod::{checkout, explain, params, selftest};
-use crate::exit::{self, user_error};
+use crate::exit::{self, Error};
 use crate::rules::{DEFAULT_SET as DEFAULT_RULES, RuleSet};
 
-fn load_rules(spec: &str) -> anyhow::Result<RuleSet> {
-    crate::rules::load_rule_set(spec).map_err(user_error)
+fn load_rules(spec: &str) -> Result<RuleSet, Error> {
+    Ok(crate::rules::load_rule_set(spec)?)
 }
 
 #[derive(Args, Debug)]
@@ -47,7 +47,7 @@ pub struct TestRulesArgs {
     pub print: bool,
 }
 
-pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
+pub fn list(args: RulesArgs) -> Result<u8, Error> {
     let set = load_rules(&args.rules)?;
     if args.json {
         let rules: Vec<serde_json::Value> = set
@@ -56,15 +56,18 @@ pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
             .map(|r| {
                 serde_json::json!({
                     "id": r.id, "group": r.group, "file": r.file, "models": r.models,
+                    "extends": r.extends, "replaces": r.replaces, "after": r.after,
                     "scope": r.scope, "anchor": r.anchor.as_ref().map(|a| a.describe()), "following": r.following,
                     "contains": r.contains, "position": r.position.name(),
                     "summary": r.summary, "note": r.note, "examples": r.examples.len(),
                 })
             })
             .collect();
+        let roles = set.manifest.models.as_ref().map(|m| &m.roles);
         let doc = serde_json::json!({
             "rule_set": set.manifest.name, "origin": set.origin,
-            "description": set.manifest.description, "params": set.manifest.params, "rules": rules,
+            "description": set.manifest.description, "params": set.manifest.params,
+            "roles": roles, "rules": rules,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(exit::OK);
@@ -73,11 +76,35 @@ pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
         "{} ({}): {}",
         set.manifest.name, set.origin, set.manifest.description
     );
+    // The classes the rules scope into, and how a model file's are found.
+    for (name, role) in set.manifest.models.iter().flat_map(|m| &m.roles) {
+        let mut how = Vec::new();
+        if !role.defines.is_empty() {
+            how.push(format!("defines {}", role.defines.join(", ")));
+        }
+        if let Some(t) = &role.takes {
+            how.push(format!("has {t}"));
+        }
+        if let Some(h) = &role.holds {
+            how.push(format!("holds `{h}`"));
+        }
+        println!(
+            "role {{{name}}}: {}: the class that {}",
+            role.about,
+            how.join(" and ")
+        );
+    }
     for r in &set.rules {
         let models = if r.models.is_empty() {
             String::new()
         } else {
-            format!(" [{}]", r.models.join(", "))
+            let place = match (&r.extends, r.replaces.as_slice(), &r.after) {
+                (Some(b), _, _) => format!("; stands in for {b}"),
+                (_, [_, ..], _) => format!("; stands in for {}", r.replaces.join(", ")),
+                (_, _, Some(a)) => format!("; after {a}"),
+                _ => String::new(),
+            };
+            format!(" [{}{place}]", r.models.join(", "))
         };
         let mut place: Vec<String> = r.scope.clone();
         if let Some(a) = &r.anchor {
@@ -100,12 +127,19 @@ pub fn list(args: RulesArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
+pub fn explain(args: ExplainArgs) -> Result<u8, Error> {
     let set = load_rules(&args.rules)?;
-    let root = checkout::root_for(args.root.as_deref(), &set.manifest).map_err(user_error)?;
-    let model = checkout::resolve_model(&root, &set.manifest, &args.model).map_err(user_error)?;
-    let rules = set.rules_for_model(Some(&model));
-    let landings = explain::explain(&root, &set, &rules, Some(&model));
+    let root = checkout::root_for(args.root.as_deref(), &set.manifest)?;
+    let model = checkout::resolve_model(&root, &set.manifest, &args.model)?;
+    let (mut model_rules, blocked) = crate::codemod::roles::model_rules(&root, &set, &model)?;
+    model_rules.set.retain_and_compile(|_| true)?;
+    let set = model_rules.set;
+    let rules: Vec<&crate::rules::Rule> = set.rules.iter().collect();
+    let mut landings = explain::explain(&root, &set, &rules, Some(&model));
+    for (i, b) in &blocked {
+        landings[*i].error = Some(b.message.clone());
+        landings[*i].line = None;
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&landings)?);
     } else {
@@ -138,7 +172,7 @@ pub fn explain(args: ExplainArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
+pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
     let set = load_rules(&args.rules)?;
     // Examples use the parameters' defaults for what they do not set.
     let defaults = params::example_defaults(&set.manifest);
@@ -158,6 +192,14 @@ pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
             r.problem.as_deref().unwrap_or("")
         );
     }
+    // Every group carries examples.
+    let untested = selftest::groups_without_examples(&set);
+    for g in &untested {
+        let n = set.rules.iter().filter(|r| &r.group == g).count();
+        println!(
+            "FAIL group {g}: none of its {n} rule(s) has examples; write [[rule.examples]] for one of them"
+        );
+    }
     let with_examples = set.rules.iter().filter(|r| !r.examples.is_empty()).count();
     println!(
         "rule set {}: {} examples on {with_examples} of {} rules",
@@ -166,7 +208,7 @@ pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
         set.rules.len()
     );
     // Each printed line must read back through the rule's print declarations.
-    let prints = crate::log::readback::check(&set).map_err(user_error)?;
+    let prints = crate::log::readback::check(&set).map_err(exit::UserError)?;
     for line in crate::log::readback::report(&prints) {
         println!("{line}");
     }
@@ -174,8 +216,8 @@ pub fn test_rules(args: TestRulesArgs) -> anyhow::Result<u8> {
         "prints: {} of {} lines the templates of {} rules print read back through {} declarations",
         prints.read_back, prints.lines, prints.rules, prints.declarations
     );
-    let checked = results.len() + prints.read_back + prints.problems.len();
-    let failures = failed.len() + prints.problems.len();
+    let checked = results.len() + prints.read_back + prints.problems.len() + untested.len();
+    let failures = failed.len() + prints.problems.len() + untested.len();
     println!("{} passed, {} failed", checked - failures, failures);
     Ok(if failures == 0 { exit::OK } else { exit::FOUND })
 }

@@ -9,17 +9,18 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::diff::FileChange;
+use super::error::Error;
 use super::expand::{self, FunctionTarget};
 use super::failure::{Failure, FailureKind};
 use super::lock::{self, Mode};
-use super::params::{self, Given, Param, Value};
+use super::params::{self, Given, Param};
 use super::session::{self, AddRequest, GroupOutcome};
 use super::transaction::{self, Change};
-use super::{checkout, layers};
+use super::{checkout, computed};
 use crate::python::scan::Tree;
 use crate::python::select::{self, Problem, Severity};
 use crate::python::style::Style;
-use crate::rules::{self, ComputedDefault, RuleSet, TargetKind};
+use crate::rules::{self, RuleSet, TargetKind};
 
 /// What the user asked for, as parsed from the command line (nothing checked yet).
 #[derive(Debug, Clone, Default)]
@@ -78,6 +79,13 @@ pub struct AddReport {
     pub verdict: Verdict,
     /// What to do next when refused.
     pub advice: Option<String>,
+    /// What the user must know that does not stop the run (a checkout that cannot be
+    /// locked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    /// The flags of the parameters behind `problems` (`--detail-layers`), for the advice.
+    #[serde(skip)]
+    pub problem_flags: Vec<String>,
 }
 
 impl AddReport {
@@ -87,9 +95,9 @@ impl AddReport {
 }
 
 /// Plan `add` and, unless it is a dry run or refused, write it.
-pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
+pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     // Patterns are compiled once the model is known, for its rules only.
-    let mut set = rules::load_rule_set_lazy(&opts.rules)?;
+    let mut set = rules::load::load_rules_only(&opts.rules)?;
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
     let style = Style::of_checkout(&root);
     let mode = if opts.dry_run {
@@ -97,7 +105,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
     } else {
         Mode::Exclusive
     };
-    let _lock = lock::lock(&root, mode)?;
+    let lock = lock::lock(&root, mode)?;
     let mut report = AddReport {
         schema: "instrument.add/1",
         command: String::new(),
@@ -116,7 +124,10 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         partial: opts.partial,
         verdict: Verdict::Refused,
         advice: None,
+        problem_flags: Vec::new(),
+        warnings: Vec::new(),
     };
+    report.warnings.extend(lock.warning.clone());
     let scope = checkout::Scope {
         root: root.clone(),
         targets: vec![root.clone()],
@@ -139,56 +150,71 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         flags: &opts.flags,
         params: &opts.params,
     };
-    let (expanded, model, literals);
-    let mut problems: Vec<(String, String)> = Vec::new();
-    let rule_set = if set.manifest.targets == TargetKind::Functions {
-        report.command = format!("instrument add --rules {}", set.manifest.name);
-        set.retain_and_compile(|_| true)?;
-        let filled = params::fill(&set.manifest, &given, &style, no_computed, |_, _| Ok(None))?;
-        literals = filled.literals();
-        report.params = filled.params;
-        let targets = select_targets(&set, &root, &opts.targets, &mut report)?;
-        let Some(targets) = targets else {
-            report.advice = Some("fix the selection above; nothing was changed".into());
-            return Ok(report);
-        };
-        report.functions = targets.iter().map(FunctionTarget::name).collect();
-        expanded = expand::for_functions(&set, &targets)?;
-        model = None;
-        &expanded
-    } else {
-        let m = check_model(&set, &root, &opts.targets)?;
-        set.retain_and_compile(|r| r.models.is_empty() || r.models.contains(&m))?;
-        report.command = format!("instrument add {}", checkout::display_model(&m));
-        let config = opts.config.as_deref();
-        let filled = params::fill(
-            &set.manifest,
-            &given,
-            &style,
-            |c| match c {
-                ComputedDefault::DetailLayers => layers::auto(&root, &set.manifest, &m, config)
-                    .map(|choice| {
-                        (
-                            Value::Ints(choice.layers),
-                            choice.reason.unwrap_or_default(),
-                        )
-                    }),
-            },
-            |c, value| match (c, value) {
-                (ComputedDefault::DetailLayers, Value::Ints(l)) => {
-                    layers::check_explicit(&root, &set.manifest, &m, config, l)
-                }
-                _ => Ok(None),
-            },
-        )?;
-        literals = filled.literals();
-        report.params = filled.params;
-        report.notes.extend(filled.notes);
-        problems = filled.problems;
-        report.model = Some(checkout::display_model(&m));
-        model = Some(m);
-        &set
+    // What the rules are applied to: a model (one file under the model folder), functions
+    // (a rule set written per target), or the checkout as a whole.
+    let model = match (set.manifest.targets, &set.manifest.models) {
+        (TargetKind::Functions, _) => {
+            report.command = format!("instrument add --rules {}", set.manifest.name);
+            None
+        }
+        (TargetKind::Model, Some(_)) => {
+            let m = check_model(&set, &root, &opts.targets)?;
+            report.command = format!("instrument add {}", checkout::display_model(&m));
+            Some(m)
+        }
+        (TargetKind::Model, None) => {
+            if !opts.targets.is_empty() {
+                return Err(Error::Usage(format!(
+                    "rule set {} works on the checkout as a whole (it has no [models]); omit {}",
+                    set.manifest.name,
+                    opts.targets.join(" ")
+                )));
+            }
+            report.command = format!("instrument add --rules {}", set.manifest.name);
+            None
+        }
     };
+    let ctx = computed::Context {
+        root: &root,
+        manifest: &set.manifest,
+        model: model.as_deref(),
+        config: opts.config.as_deref(),
+    };
+    let filled = params::fill(
+        &set.manifest,
+        &given,
+        &style,
+        |name, flag| computed::compute(&ctx, name, flag),
+        |name, flag, value| computed::check_given(&ctx, name, flag, value),
+    )?;
+    let literals = filled.literals();
+    report.params = filled.params;
+    report.notes.extend(filled.notes);
+    let problems = filled.problems;
+    let mut blocked = BTreeMap::new();
+    let rule_set = match &model {
+        None if set.manifest.targets == TargetKind::Functions => {
+            let Some(targets) = select_targets(&set, &root, &opts.targets, &mut report)? else {
+                report.advice = Some("fix the selection above; nothing was changed".into());
+                return Ok(report);
+            };
+            report.functions = targets.iter().map(FunctionTarget::name).collect();
+            expand::for_functions(&set, &targets)?
+        }
+        None => {
+            set.retain_and_compile(|_| true)?;
+            set
+        }
+        Some(m) => {
+            let (model_rules, blocked_rules) = super::roles::model_rules(&root, &set, m)?;
+            blocked = blocked_rules;
+            let mut rules = model_rules.set;
+            rules.retain_and_compile(|_| true)?;
+            report.model = Some(checkout::display_model(m));
+            rules
+        }
+    };
+    let rule_set = &rule_set;
     let req = AddRequest {
         root: &root,
         rule_set,
@@ -196,6 +222,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         params: &literals,
         partial: opts.partial,
         style,
+        blocked,
     };
     let outcome = session::plan_add(&req);
     // A parameter that could not be worked out matters only to the groups that apply:
@@ -210,6 +237,9 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
         });
         if needed || !opts.partial {
             report.problems.push(problem);
+            if let Some(spec) = rule_set.manifest.params.get(&name) {
+                report.problem_flags.push(params::shown(&name, spec));
+            }
         } else {
             report.notes.push(format!(
                 "{problem} (not needed: the groups that use it are skipped)"
@@ -252,39 +282,58 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, String> {
     Ok(report)
 }
 
-fn no_computed(_: ComputedDefault) -> params::Computed {
-    Err("this rule set has no [detail_layers]; pass the value".into())
-}
-
 /// The model `targets` names, if this rule set has rules for it.
-fn check_model(
-    set: &RuleSet,
-    root: &std::path::Path,
-    targets: &[String],
-) -> Result<String, String> {
+fn check_model(set: &RuleSet, root: &std::path::Path, targets: &[String]) -> Result<String, Error> {
+    if targets.is_empty() {
+        let models: Vec<String> = checkout::available_models(root, &set.manifest)
+            .iter()
+            .map(|m| checkout::display_model(m))
+            .collect();
+        return Err(Error::Usage(format!(
+            "name the model: instrument add MODEL (rule set {} works per model; models in this checkout: {})",
+            set.manifest.name,
+            if models.is_empty() {
+                "none".to_string()
+            } else {
+                models.join(", ")
+            }
+        )));
+    }
     let [typed] = targets else {
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "rule set {} takes one model, got {} arguments ({})",
             set.manifest.name,
             targets.len(),
             targets.join(" ")
-        ));
+        )));
     };
     let model = checkout::resolve_model(root, &set.manifest, typed)?;
-    let mut supported: Vec<&String> = set.rules.iter().flat_map(|r| r.models.iter()).collect();
-    supported.sort();
-    supported.dedup();
-    if !supported.is_empty() && !supported.contains(&&model) {
+    // Rules for model files are written for every model (scoping into role classes) or
+    // for some; a set with model-file rules of which none is for this model has no rules
+    // for it.
+    let per_model: Vec<&crate::rules::Rule> = set
+        .rules
+        .iter()
+        .filter(|r| r.file.contains("{MODEL}"))
+        .collect();
+    if !per_model.is_empty()
+        && !per_model
+            .iter()
+            .any(|r| r.models.is_empty() || r.models.contains(&model))
+    {
+        let mut supported: Vec<&String> = per_model.iter().flat_map(|r| r.models.iter()).collect();
+        supported.sort();
+        supported.dedup();
         let names: Vec<String> = supported
             .iter()
             .map(|m| checkout::display_model(m))
             .collect();
-        return Err(format!(
+        return Err(Error::Usage(format!(
             "rule set {} has no rules for model {} yet (it has rules for: {})",
             set.manifest.name,
             checkout::display_model(&model),
             names.join(", ")
-        ));
+        )));
     }
     Ok(model)
 }
@@ -296,7 +345,7 @@ fn select_targets(
     root: &std::path::Path,
     selectors: &[String],
     report: &mut AddReport,
-) -> Result<Option<Vec<FunctionTarget>>, String> {
+) -> Result<Option<Vec<FunctionTarget>>, Error> {
     let tree = Tree::scan(&[root.join(&set.manifest.source_dir)], None)?;
     let compilers: Vec<String> = set
         .manifest
@@ -338,24 +387,32 @@ fn advice(report: &AddReport) -> String {
         .chain(report.groups.iter().flat_map(|g| g.failures.iter()))
         .collect();
     let has = |k: FailureKind| failures.iter().any(|f| f.kind == k);
-    let mut steps: Vec<&str> = Vec::new();
+    let mut steps: Vec<String> = Vec::new();
     if has(FailureKind::Markers) {
-        steps.push("review the region edited by hand, then undo the edit or run `instrument remove --force` (it restores the original from the marker)");
+        steps.push("review the region edited by hand, then undo the edit or run `instrument remove --force` (it restores the original from the marker)".into());
     }
     if has(FailureKind::Encoding) {
-        steps.push("save the file as UTF-8 (Python reads source as UTF-8), then run add again");
+        steps.push(
+            "save the file as UTF-8 (Python reads source as UTF-8), then run add again".into(),
+        );
+    }
+    if has(FailureKind::Role) {
+        steps.push("name the class of each role above in the rule set's model table (the `[models.known.<model>.roles]` lines shown; for a built-in set, in a copy of its folder passed with --rules DIR), or pass --partial to apply the other groups".into());
     }
     if has(FailureKind::Anchor) || has(FailureKind::Name) || has(FailureKind::File) {
-        steps.push("`instrument explain` shows where each anchor resolves; pass --partial to apply the groups that fit, or --rules DIR with rules for this revision");
+        steps.push("`instrument explain` shows where each anchor resolves; pass --partial to apply the groups that fit, or --rules DIR with rules for this revision".into());
     }
     if has(FailureKind::Syntax) {
-        steps.push("fix the syntax error (or check that the file is Python)");
+        steps.push("fix the syntax error (or check that the file is Python)".into());
     }
     if !report.problems.is_empty() {
-        steps.push("pass --detail-layers (or --config FILE for the model's config)");
+        steps.push(format!(
+            "pass {} (or --config FILE for the model's config)",
+            report.problem_flags.join(", ")
+        ));
     }
     if steps.is_empty() {
-        steps.push("fix what is reported above");
+        steps.push("fix what is reported above".into());
     }
     let failing = report.groups.iter().filter(|g| !g.applies()).count();
     let what = if failing > 0 {

@@ -2,6 +2,7 @@
 //! placed against, with the metavariables the patterns bound. When a pattern finds
 //! nothing, the closest statements are collected so the error can show them.
 
+use crate::python::KindOf;
 use tree_sitter::Node;
 
 use crate::python::pattern::{Bindings, Pattern};
@@ -53,7 +54,7 @@ pub fn reachable_statements(container: Node) -> Vec<Node> {
 /// The blocks a scope holds: the module itself, a definition's body, or the blocks of a
 /// compound statement.
 fn bodies(container: Node) -> Vec<Node> {
-    match container.kind() {
+    match container.kind_of() {
         "module" => vec![container],
         "decorated_definition" => bodies(python::undecorated(container)),
         "function_definition" | "class_definition" => {
@@ -67,7 +68,7 @@ fn walk_block<'t>(block: Node<'t>, out: &mut Vec<Node<'t>>) {
     for stmt in python::statements_of(block) {
         out.push(stmt);
         let inner = python::undecorated(stmt);
-        match inner.kind() {
+        match inner.kind_of() {
             "class_definition" => {
                 if let Some(body) = inner.child_by_field_name("body") {
                     walk_block(body, out);
@@ -93,7 +94,7 @@ fn summary(src: &Source, node: Node, header: bool) -> String {
     let node = python::undecorated(node);
     let text = src.text_of(node);
     let s = if header {
-        match (node.kind(), python::definition_name(src, node)) {
+        match (node.kind_of(), python::definition_name(src, node)) {
             ("function_definition", Some(name)) => format!("def {name}"),
             ("class_definition", Some(name)) => format!("class {name}"),
             _ => text
@@ -150,7 +151,7 @@ fn closest(src: &Source, pool: &[Node], pattern: &Pattern) -> Vec<(usize, String
     let wanted = squash(&pattern.text).replace('$', "");
     let same_kind: Vec<&Node> = pool
         .iter()
-        .filter(|n| python::undecorated(**n).kind() == pattern.node_kind())
+        .filter(|n| python::undecorated(**n).kind_of() == pattern.node_kind())
         .collect();
     let pool: Vec<&Node> = if same_kind.is_empty() {
         pool.iter().collect()
@@ -179,7 +180,7 @@ fn all_definitions(root: Node) -> Vec<Node> {
     let mut out = Vec::new();
     let mut stack = vec![root];
     while let Some(n) = stack.pop() {
-        if matches!(n.kind(), "function_definition" | "class_definition") {
+        if matches!(n.kind_of(), "function_definition" | "class_definition") {
             out.push(n);
         }
         let mut c = n.walk();
@@ -221,7 +222,7 @@ fn failure(
     scope: Node,
     problem: Problem,
 ) -> AnchorFailure {
-    let is_module = scope.kind() == "module";
+    let is_module = scope.kind_of() == "module";
     AnchorFailure {
         pattern: pattern.text.clone(),
         role,

@@ -5,28 +5,32 @@ use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
 
+use super::error::Error;
 use crate::rules::Manifest;
 
 /// The checkout a rule set works on: `root` (or the current folder), walked up to the rule
 /// set's marker; without a marker, `root` (or the current folder) itself.
-pub fn root_for(root: Option<&Path>, manifest: &Manifest) -> Result<PathBuf, String> {
+pub fn root_for(root: Option<&Path>, manifest: &Manifest) -> Result<PathBuf, Error> {
     let start = root.unwrap_or(Path::new("."));
     if !start.is_dir() {
-        return Err(format!("--root {}: no such folder", start.display()));
+        return Err(Error::Checkout(format!(
+            "--root {}: no such folder",
+            start.display()
+        )));
     }
     match &manifest.root_marker {
         Some(marker) => find_root(start, marker),
         None => start
             .canonicalize()
-            .map_err(|e| format!("{}: {e}", start.display())),
+            .map_err(|e| Error::io(start.display(), e)),
     }
 }
 
 /// Walk up from `start` to the first folder holding `marker` (e.g. `pithtrain/__init__.py`).
-pub fn find_root(start: &Path, marker: &str) -> Result<PathBuf, String> {
+pub fn find_root(start: &Path, marker: &str) -> Result<PathBuf, Error> {
     let start = start
         .canonicalize()
-        .map_err(|e| format!("{}: {e}", start.display()))?;
+        .map_err(|e| Error::io(start.display(), e))?;
     let mut dir: Option<&Path> = Some(&start);
     while let Some(d) = dir {
         if d.join(marker).is_file() {
@@ -34,10 +38,10 @@ pub fn find_root(start: &Path, marker: &str) -> Result<PathBuf, String> {
         }
         dir = d.parent();
     }
-    Err(format!(
+    Err(Error::Checkout(format!(
         "{} is not inside a checkout this rule set applies to (no {marker} here or above); run from the checkout or pass --root DIR",
         start.display()
-    ))
+    )))
 }
 
 /// Folders never worth scanning: version control, environments, caches, build output.
@@ -132,22 +136,22 @@ pub struct Scope {
 /// `paths`, those are scanned, else the whole checkout. Below a folder that is no
 /// checkout, `--root` or paths are needed: a bare `remove` in a home folder must not
 /// reach every checkout below it.
-pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Result<Scope, String> {
+pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Result<Scope, Error> {
     for p in paths {
         if !p.exists() {
-            return Err(format!("{}: no such file or folder", p.display()));
+            return Err(Error::Checkout(format!(
+                "{}: no such file or folder",
+                p.display()
+            )));
         }
     }
-    let absolute = |p: &Path| {
-        p.canonicalize()
-            .map_err(|e| format!("{}: {e}", p.display()))
-    };
-    let targets = |root: &Path| -> Result<Vec<PathBuf>, String> {
+    let absolute = |p: &Path| p.canonicalize().map_err(|e| Error::io(p.display(), e));
+    let targets = |root: &Path| -> Result<Vec<PathBuf>, Error> {
         if paths.is_empty() {
             Ok(vec![root.to_path_buf()])
         } else {
             // Keep the path as given under the root (a symlinked folder stays one).
-            let cwd = std::env::current_dir().map_err(|e| e.to_string())?;
+            let cwd = std::env::current_dir().map_err(|e| Error::io("the current folder", e))?;
             paths
                 .iter()
                 .map(|p| {
@@ -163,7 +167,10 @@ pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Resu
     };
     if let Some(r) = root {
         if !r.is_dir() {
-            return Err(format!("--root {}: no such folder", r.display()));
+            return Err(Error::Checkout(format!(
+                "--root {}: no such folder",
+                r.display()
+            )));
         }
         let root = absolute(r)?;
         return Ok(Scope {
@@ -192,11 +199,11 @@ pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Resu
     }
     let cwd = absolute(Path::new("."))?;
     if paths.is_empty() {
-        return Err(format!(
+        return Err(Error::Checkout(format!(
             "{} is not inside a checkout (no {} here or above); pass --root DIR, or the files and folders to look at",
             cwd.display(),
             markers.join(" or ")
-        ));
+        )));
     }
     Ok(Scope {
         targets: targets(&cwd)?,
@@ -257,12 +264,11 @@ pub fn display_model(stem: &str) -> String {
 }
 
 /// Map what the user typed (`qwen3-moe`, `qwen3.5-moe`, `qwen3_moe`) onto a model file stem.
-pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<String, String> {
+pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<String, Error> {
     let models = available_models(root, manifest);
-    let spec = manifest
-        .models
-        .as_ref()
-        .ok_or("this rule set does not work per model; omit the model name")?;
+    let spec = manifest.models.as_ref().ok_or_else(|| {
+        Error::Usage("this rule set does not work per model; omit the model name".into())
+    })?;
     let lowered = typed.trim().to_lowercase();
     let mut candidates = vec![
         lowered.replace('-', "_"),
@@ -276,7 +282,7 @@ pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<St
         return Ok(found.clone());
     }
     let listed: Vec<String> = models.iter().map(|m| display_model(m)).collect();
-    Err(format!(
+    Err(Error::Usage(format!(
         "unknown model `{typed}`: no {}/{}.py (models in this checkout: {})",
         spec.dir,
         candidates[0],
@@ -285,7 +291,7 @@ pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<St
         } else {
             listed.join(", ")
         }
-    ))
+    )))
 }
 
 /// Top-level packages and modules of a checkout, as ruff finds first-party code: folders

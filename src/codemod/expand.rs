@@ -66,7 +66,10 @@ fn instantiate(rule: &Rule, file: &str, target: Option<&FunctionTarget>) -> Rule
 
 /// The concrete rule set for `targets`: per-file rules once for each file holding a
 /// target (first), then per-function rules for each target, in order.
-pub fn for_functions(set: &RuleSet, targets: &[FunctionTarget]) -> Result<RuleSet, String> {
+pub fn for_functions(
+    set: &RuleSet,
+    targets: &[FunctionTarget],
+) -> Result<RuleSet, crate::rules::Error> {
     let files: BTreeSet<&str> = targets.iter().map(|t| t.file.as_str()).collect();
     let mut rules = Vec::new();
     let mut rule_files = Vec::new();
@@ -92,7 +95,10 @@ pub fn for_functions(set: &RuleSet, targets: &[FunctionTarget]) -> Result<RuleSe
     }
     let patterns = rules
         .iter()
-        .map(|r| compile_patterns(r).map_err(|e| format!("{}: {e}", set.origin)))
+        .map(|r| {
+            compile_patterns(r)
+                .map_err(|e| crate::rules::Error::invalid(format!("{}: {e}", set.origin)))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(RuleSet {
         manifest: set.manifest.clone(),

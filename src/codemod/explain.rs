@@ -79,7 +79,7 @@ pub fn explain(root: &Path, set: &RuleSet, rules: &[&Rule], model: Option<&str>)
             ) {
                 Ok(r) => {
                     let node = r.anchor.unwrap_or(r.scope);
-                    let clean_line = src.line_of(node.start_byte());
+                    let clean_line = node.start_position().row + 1;
                     landing.line = Some(origin.get(clean_line - 1).map_or(clean_line, |l| l + 1));
                     landing.matched = Some(first_line(src, node));
                     landing.bindings = r.bindings;

@@ -11,6 +11,8 @@ use serde::Serialize;
 pub enum FailureKind {
     /// A scope, anchor, `following` or `capture` pattern matched nothing or too much.
     Anchor,
+    /// A role class (`class {EXPERTS}`) the rules scope into is not in the model file.
+    Role,
     /// The target does not parse (before editing), or the edit broke it.
     Syntax,
     /// Inserted code reads a name that is not defined where it lands.

@@ -1,6 +1,7 @@
 //! Adding a module-level import where isort (ruff's `I` rules) would put it, and only
 //! when the names it binds are not bound in the module already.
 
+use crate::python::KindOf;
 use tree_sitter::Node;
 
 use super::markers::Blank;
@@ -91,11 +92,11 @@ fn section(module: &str, first_party: &[String]) -> u8 {
 
 /// (section, `from` imports after plain ones, module lowercased): isort's order.
 fn sort_key(src: &Source, stmt: Node, first_party: &[String]) -> Option<(u8, u8, String)> {
-    let (is_from, module) = match stmt.kind() {
+    let (is_from, module) = match stmt.kind_of() {
         "import_statement" => (
             0,
             stmt.named_child(0).map(|n| {
-                let n = if n.kind() == "aliased_import" {
+                let n = if n.kind_of() == "aliased_import" {
                     n.child_by_field_name("name").unwrap_or(n)
                 } else {
                     n
@@ -122,8 +123,8 @@ fn sort_key(src: &Source, stmt: Node, first_party: &[String]) -> Option<(u8, u8,
 fn bound_names(import: &Source) -> Vec<String> {
     let mut out = Vec::new();
     for stmt in python::statements_of(import.root()) {
-        let plain = stmt.kind() == "import_statement";
-        if !plain && stmt.kind() != "import_from_statement" {
+        let plain = stmt.kind_of() == "import_statement";
+        if !plain && stmt.kind_of() != "import_from_statement" {
             continue;
         }
         let module = stmt.child_by_field_name("module_name").map(|m| m.id());
@@ -132,7 +133,7 @@ fn bound_names(import: &Source) -> Vec<String> {
             if Some(c.id()) == module {
                 continue;
             }
-            match c.kind() {
+            match c.kind_of() {
                 "aliased_import" => {
                     if let Some(a) = c.child_by_field_name("alias") {
                         out.push(import.text_of(a).to_string());
@@ -167,7 +168,7 @@ pub fn plan_import(
     if parsed.first_error().is_some()
         || stmts.len() != 1
         || !matches!(
-            stmts[0].kind(),
+            stmts[0].kind_of(),
             "import_statement" | "import_from_statement"
         )
     {

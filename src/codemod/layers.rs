@@ -5,6 +5,7 @@
 //! guess: when the decision cannot be found or evaluated, the error says so and asks for
 //! the flag. Work is bounded whatever the config claims (`MAX_LAYERS`).
 
+use crate::python::KindOf;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -50,9 +51,8 @@ fn read_config(path: &Path) -> Result<Value, String> {
 }
 
 /// Example configs under the checkout whose `model_type` is the model's.
-fn example_configs(root: &Path, spec: &DetailLayersSpec, model: &str) -> Vec<Config> {
-    let (Some(glob), Some(model_type)) = (&spec.example_configs, spec.model_types.get(model))
-    else {
+fn example_configs(root: &Path, spec: &DetailLayersSpec, model_type: Option<&str>) -> Vec<Config> {
+    let (Some(glob), Some(model_type)) = (&spec.example_configs, model_type) else {
         return Vec::new();
     };
     let Some((dir, file)) = glob.split_once("/*/") else {
@@ -70,8 +70,7 @@ fn example_configs(root: &Path, spec: &DetailLayersSpec, model: &str) -> Vec<Con
         .into_iter()
         .filter_map(|p| {
             let value = read_config(&p).ok()?;
-            let matches =
-                value.get("model_type").and_then(|t| t.as_str()) == Some(model_type.as_str());
+            let matches = value.get("model_type").and_then(|t| t.as_str()) == Some(model_type);
             matches.then(|| Config {
                 value,
                 path: p.strip_prefix(root).unwrap_or(&p).display().to_string(),
@@ -80,8 +79,22 @@ fn example_configs(root: &Path, spec: &DetailLayersSpec, model: &str) -> Vec<Con
         .collect()
 }
 
+/// The `model_type` of `model`'s configs: the model table's, else `[detail_layers]`'s,
+/// else the model's file stem (HuggingFace names most model types as pithtrain names
+/// the files: `olmoe`, `qwen3_moe`).
+fn model_type<'m>(manifest: &'m Manifest, spec: &'m DetailLayersSpec, model: &'m str) -> &'m str {
+    manifest
+        .models
+        .as_ref()
+        .and_then(|m| m.known.get(model))
+        .and_then(|k| k.model_type.as_deref())
+        .or_else(|| spec.model_types.get(model).map(String::as_str))
+        .unwrap_or(model)
+}
+
 fn configs(
     root: &Path,
+    manifest: &Manifest,
     spec: &DetailLayersSpec,
     model: &str,
     explicit: Option<&Path>,
@@ -91,7 +104,11 @@ fn configs(
             value: read_config(p)?,
             path: p.display().to_string(),
         }]),
-        None => Ok(example_configs(root, spec, model)),
+        None => Ok(example_configs(
+            root,
+            spec,
+            Some(model_type(manifest, spec, model)),
+        )),
     }
 }
 
@@ -142,7 +159,7 @@ fn node_at<'s>(
         .root()
         .descendant_for_byte_range(range.start, range.end)?;
     loop {
-        if n.byte_range() == *range && kind.is_none_or(|k| n.kind() == k) {
+        if n.byte_range() == *range && kind.is_none_or(|k| n.kind_of() == k) {
             return Some(n);
         }
         n = n.parent()?;
@@ -156,7 +173,7 @@ fn unconditional(stmt: Node, func: Node) -> bool {
         if n.id() == func.id() {
             return true;
         }
-        if python::is_compound(n.kind()) || n.kind().ends_with("_statement") {
+        if python::is_compound(n.kind_of()) || n.kind_of().ends_with("_statement") {
             return false;
         }
         cur = n.parent();
@@ -169,6 +186,7 @@ fn find_decision(
     manifest: &Manifest,
     spec: &DetailLayersSpec,
     model: &str,
+    flag: &str,
 ) -> Result<Found, String> {
     let dir = manifest
         .models
@@ -183,9 +201,10 @@ fn find_decision(
         .unwrap_or(bytes);
     let text = String::from_utf8(clean)
         .map_err(|_| format!("{rel} is not UTF-8 (see the error above)"))?;
-    let src = Source::parse(text);
+    let src = Source::parse_reusing(text);
     src.share();
-    let ask = "pass --detail-layers";
+    let ask = format!("pass {flag}");
+    let ask = ask.as_str();
     let index = Pattern::compile(&spec.index)?;
     let hits: Vec<_> = python::all_statements(src.root())
         .into_iter()
@@ -218,7 +237,7 @@ fn find_decision(
             let cond_node =
                 find_bound(&src, *stmt, &p).ok_or("a condition pattern must bind $COND")?;
             let cond_text = src.text_of(cond_node).to_string();
-            let mut line = src.line_of(stmt.start_byte());
+            let mut line = stmt.start_position().row + 1;
             let mut shown = cond_text.clone();
             // `has_experts` in `MoE() if has_experts else MLP()`: show its assignment.
             if cond_text
@@ -234,7 +253,7 @@ fn find_decision(
                 {
                     shown = b["VALUE"].split_whitespace().collect::<Vec<_>>().join(" ");
                     shown = shown.replace("( ", "(").replace(" )", ")");
-                    line = src.line_of(s.start_byte());
+                    line = s.start_position().row + 1;
                 }
             }
             decision = Some((
@@ -256,7 +275,7 @@ fn find_decision(
                 .find(|s| p.match_statement(&src, **s).is_some() && unconditional(**s, func))
             {
                 decision = Some((
-                    format!("{rel}:{}", src.line_of(s.start_byte())),
+                    format!("{rel}:{}", (s.start_position().row + 1)),
                     Decision::Always,
                 ));
                 break;
@@ -266,7 +285,7 @@ fn find_decision(
     let Some((at, decision)) = decision else {
         return Err(format!(
             "cannot find the MoE-vs-dense decision in {rel} (looked in the function around line {} for {}); {ask}",
-            src.line_of(func.start_byte()),
+            (func.start_position().row + 1),
             spec.conditions
                 .iter()
                 .chain(&spec.always_moe)
@@ -308,7 +327,7 @@ fn start_env(found: &Found, func: Node, config: &Config, i: u64) -> Env {
     if let Some(params) = func.child_by_field_name("parameters") {
         let mut cursor = params.walk();
         for p in params.named_children(&mut cursor) {
-            let (name, annotation, default) = match p.kind() {
+            let (name, annotation, default) = match p.kind_of() {
                 "identifier" => (Some(p), None, None),
                 "typed_parameter" => (p.named_child(0), p.child_by_field_name("type"), None),
                 "default_parameter" | "typed_default_parameter" => (
@@ -361,16 +380,13 @@ fn moe_layers(
     found: &Found,
     config: &Config,
     count: usize,
+    flag: &str,
 ) -> Result<(Vec<u64>, Vec<String>), String> {
     let Decision::Condition { cond, stop, shown } = &found.decision else {
         unreachable!("only conditions are evaluated");
     };
-    let n = num_layers(config).ok_or_else(|| {
-        format!(
-            "{} has no num_hidden_layers; pass --detail-layers",
-            config.path
-        )
-    })?;
+    let n = num_layers(config)
+        .ok_or_else(|| format!("{} has no num_hidden_layers; pass {flag}", config.path))?;
     let src = &found.src;
     let func = node_at(src, &found.func, Some("function_definition")).ok_or("lost the decoder")?;
     let body = func
@@ -400,7 +416,7 @@ fn moe_layers(
             format!("its {n} layers")
         };
         return Err(format!(
-            "`{shown}` ({}) selects {} MoE layer(s) among {scope} with {}, fewer than {count}; pass --detail-layers",
+            "`{shown}` ({}) selects {} MoE layer(s) among {scope} with {}, fewer than {count}; pass {flag}",
             found.at,
             out.len(),
             config.path
@@ -409,28 +425,26 @@ fn moe_layers(
     Ok((out, reads.into_iter().collect()))
 }
 
-/// The default detail layers for `model`.
+/// The layers `spec` chooses for `model` (`flag` is how the user gives them instead).
 pub fn auto(
     root: &Path,
     manifest: &Manifest,
+    spec: &DetailLayersSpec,
     model: &str,
     config: Option<&Path>,
+    flag: &str,
 ) -> Result<LayerChoice, String> {
-    let spec = manifest
-        .detail_layers
-        .as_ref()
-        .ok_or("this rule set has no rule for choosing detail layers; pass --detail-layers")?;
-    let found = find_decision(root, manifest, spec, model)?;
-    let configs = configs(root, spec, model, config)?;
+    let found = find_decision(root, manifest, spec, model, flag)?;
+    let configs = configs(root, manifest, spec, model, config)?;
     let count = spec.count;
     let several = |what: &str| {
         if configs.len() > 1 {
             format!(
-                "{what}; the example configs for this model are {}: pass --config FILE with the one you train, or --detail-layers",
+                "{what}; the example configs for this model are {}: pass --config FILE with the one you train, or {flag}",
                 listed(&configs)
             )
         } else {
-            format!("{what}; pass --config FILE or --detail-layers")
+            format!("{what}; pass --config FILE or {flag}")
         }
     };
     match &found.decision {
@@ -472,13 +486,13 @@ pub fn auto(
         Decision::Condition { shown, .. } => {
             if configs.is_empty() {
                 return Err(format!(
-                    "the layer condition `{shown}` ({}) needs the model config: pass --config config.json, or --detail-layers",
+                    "the layer condition `{shown}` ({}) needs the model config: pass --config config.json, or {flag}",
                     found.at
                 ));
             }
             let mut results = Vec::new();
             for c in &configs {
-                results.push((c, moe_layers(&found, c, count)?));
+                results.push((c, moe_layers(&found, c, count, flag)?));
             }
             let (first_cfg, (layers, reads)) = &results[0];
             if let Some((other, (l2, _))) = results.iter().find(|(_, (l, _))| l != layers) {
@@ -514,14 +528,13 @@ pub fn auto(
 pub fn check_explicit(
     root: &Path,
     manifest: &Manifest,
+    spec: &DetailLayersSpec,
     model: &str,
     config: Option<&Path>,
     layers: &[u64],
+    flag: &str,
 ) -> Result<Option<String>, String> {
-    let Some(spec) = &manifest.detail_layers else {
-        return Ok(None);
-    };
-    let configs = configs(root, spec, model, config)?;
+    let configs = configs(root, manifest, spec, model, config)?;
     let sized: Vec<&Config> = configs.iter().filter(|c| num_layers(c).is_some()).collect();
     let Some(&largest) = sized.iter().max_by_key(|c| num_layers(c)) else {
         return Ok(None);
@@ -534,7 +547,7 @@ pub fn check_explicit(
             String::new()
         };
         return Err(format!(
-            "--detail-layers {bad}: the model has {n} layers (0..{}) per {}{others}; pass layers below {n}, or --config FILE with the config you train",
+            "{flag} {bad}: the model has {n} layers (0..{}) per {}{others}; pass layers below {n}, or --config FILE with the config you train",
             n - 1,
             largest.path
         ));
@@ -546,7 +559,7 @@ pub fn check_explicit(
         .collect();
     Ok((!short.is_empty()).then(|| {
         format!(
-            "note: {} has fewer layers than --detail-layers asks for (its runs print no detail there); pass --config FILE to check against the config you train",
+            "note: {} has fewer layers than {flag} asks for (its runs print no detail there); pass --config FILE to check against the config you train",
             short.join(", ")
         )
     }))

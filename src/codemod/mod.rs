@@ -4,13 +4,18 @@
 
 pub mod add;
 pub mod anchor;
+mod check;
 pub mod checkout;
+pub mod computed;
 pub mod diff;
 pub mod edit;
+pub mod error;
 pub mod expand;
 pub mod explain;
+pub use error::Error;
 pub mod failure;
 pub mod fault;
+mod fix;
 pub mod imports;
 pub mod layers;
 pub mod lock;
@@ -18,6 +23,7 @@ pub mod markers;
 pub mod params;
 pub mod plan;
 pub mod remove;
+pub mod roles;
 pub mod selftest;
 pub mod session;
 pub mod signature;

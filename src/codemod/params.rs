@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use super::error::Error;
 use crate::python::{literal, style::Style};
-use crate::rules::{ComputedDefault, Manifest, ParamDefault, ParamKind, ParamSpec};
+use crate::rules::{Manifest, ParamDefault, ParamKind, ParamSpec};
 
 /// A checked value.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,7 +50,12 @@ pub fn shown(name: &str, spec: &ParamSpec) -> String {
 }
 
 /// Check `text` as given for a parameter of `spec`'s kind.
-pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String> {
+pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, Error> {
+    parse_text(spec, flag, text).map_err(Error::Usage)
+}
+
+/// `parse`, the reason as text.
+fn parse_text(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String> {
     let ints = |text: &str| -> Result<Vec<u64>, String> {
         if text.trim().is_empty() {
             return Err(format!(
@@ -150,15 +156,16 @@ impl Filled {
 /// Outcome of a computed default: the value and why, or why it could not be chosen.
 pub type Computed = Result<(Value, String), String>;
 
-/// Fill in every parameter `manifest` declares. `compute` works out computed defaults;
-/// `check_given` checks a given value that has one (against the model, say).
+/// Fill in every parameter `manifest` declares. `compute` works out a computed default
+/// (by its `[computed]` name, for the parameter set by the flag given); `check_given`
+/// checks a given value that has one (against the model, say).
 pub fn fill(
     manifest: &Manifest,
     given: &Given,
     style: &Style,
-    mut compute: impl FnMut(ComputedDefault) -> Computed,
-    mut check_given: impl FnMut(ComputedDefault, &Value) -> Result<Option<String>, String>,
-) -> Result<Filled, String> {
+    mut compute: impl FnMut(&str, &str) -> Computed,
+    mut check_given: impl FnMut(&str, &str, &Value) -> Result<Option<String>, String>,
+) -> Result<Filled, Error> {
     let set = &manifest.name;
     for flag in given.flags.keys() {
         if !manifest
@@ -166,18 +173,18 @@ pub fn fill(
             .values()
             .any(|p| p.flag.as_deref() == Some(flag.as_str()))
         {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "--{flag}: rule set {set} has no parameter it sets (its parameters: {})",
                 names(manifest)
-            ));
+            )));
         }
     }
     for (name, _) in given.params {
         if !manifest.params.contains_key(name) {
-            return Err(format!(
+            return Err(Error::Usage(format!(
                 "--param {name}=: rule set {set} has no parameter {name} (its parameters: {})",
                 names(manifest)
-            ));
+            )));
         }
     }
     let mut filled = Filled {
@@ -197,24 +204,21 @@ pub fn fill(
         let (value, origin) = match (text, &spec.default) {
             (Some(t), default) => {
                 let v = parse(spec, &flag, t)?;
-                let checked = match default {
-                    Some(ParamDefault::Computed { computed }) => Some(*computed),
-                    Some(ParamDefault::RunTime { preview, .. }) => *preview,
-                    _ => None,
-                };
+                let checked = default.as_ref().and_then(ParamDefault::computed);
                 if let Some(c) = checked
-                    && let Some(note) = check_given(c, &v)?
+                    && let Some(note) = check_given(c, &flag, &v).map_err(Error::Usage)?
                 {
                     filled.notes.push(note);
                 }
                 (v, Origin::Flag)
             }
             (None, Some(ParamDefault::Text(t))) => (
-                parse(spec, &flag, t)
-                    .map_err(|e| format!("rule set {set}: the default of {name}: {e}"))?,
+                parse(spec, &flag, t).map_err(|e| {
+                    Error::Usage(format!("rule set {set}: the default of {name}: {e}"))
+                })?,
                 Origin::Default,
             ),
-            (None, Some(ParamDefault::Computed { computed })) => match compute(*computed) {
+            (None, Some(ParamDefault::Computed { computed })) => match compute(computed, &flag) {
                 Ok((v, why)) => {
                     filled.notes.push(format!(
                         "{} {}: {why}",
@@ -241,7 +245,7 @@ pub fn fill(
                 let mut note = format!("{} chosen at run time: {run_time}", name_of(name));
                 // The preview is for the user to check; when it cannot be worked out the
                 // code still decides at run time, so that is no problem, only said.
-                match preview.map(&mut compute) {
+                match preview.as_deref().map(|p| compute(p, &flag)) {
                     Some(Ok((v, why))) => {
                         let v = render(spec, &v, style);
                         note.push_str(&format!("; a rank holding every layer takes {v}: {why}"));
@@ -254,10 +258,10 @@ pub fn fill(
             }
             (None, None) if spec.optional => (Value::None, Origin::Unset),
             (None, None) => {
-                return Err(format!(
+                return Err(Error::Usage(format!(
                     "rule set {set} needs {name} ({}): pass {flag}",
                     spec.help
-                ));
+                )));
             }
         };
         filled.params.push(Param {
@@ -294,8 +298,8 @@ fn placeholder(spec: &ParamSpec) -> Value {
     }
 }
 
-/// The values rule examples get for what they do not set: each parameter's default,
-/// the first layers for a computed one, `None` for an optional one.
+/// The values rule examples get for what they do not set: each parameter's default, a
+/// stand-in of its kind for a computed one, `None` for an optional one.
 pub fn example_defaults(manifest: &Manifest) -> BTreeMap<String, String> {
     let style = Style::default();
     manifest
@@ -306,7 +310,7 @@ pub fn example_defaults(manifest: &Manifest) -> BTreeMap<String, String> {
                 Some(ParamDefault::Text(t)) => {
                     parse(spec, name, t).unwrap_or_else(|_| placeholder(spec))
                 }
-                Some(ParamDefault::Computed { .. }) => Value::Ints(vec![0, 1]),
+                Some(ParamDefault::Computed { .. }) => placeholder(spec),
                 Some(ParamDefault::RunTime { .. }) => Value::None,
                 None if spec.optional => Value::None,
                 None => placeholder(spec),
@@ -340,7 +344,9 @@ mod tests {
         assert!(parse(&set, "--ranks", "3,,4").is_err());
         assert!(parse(&set, "--ranks", "99999999999999999999999").is_err());
         let path = spec(ParamKind::Path);
-        let e = parse(&path, "--snapshot-dir", "/tmp/x\r").unwrap_err();
+        let e = parse(&path, "--snapshot-dir", "/tmp/x\r")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("control character") && e.contains("CRLF"), "{e}");
         let v = parse(&path, "--snapshot-dir", "/tmp/x\"; STEP=5").unwrap();
         assert_eq!(render(&path, &v, &style), "'/tmp/x\"; STEP=5'");
@@ -365,6 +371,10 @@ flag = "detail-layers"
 default = { computed = "detail-layers" }
 optional = true
 help = "layers"
+[computed.detail-layers]
+method = "layer-condition"
+count = 2
+index = "self.idx = $LAYER"
 [params.STACKS]
 kind = "choice"
 choices = ["python", "all"]
@@ -386,8 +396,8 @@ help = "stacks"
             &manifest,
             &given,
             &style,
-            |_| Err("no config".into()),
-            |_, _| Ok(None),
+            |_, _| Err("no config".into()),
+            |_, _, _| Ok(None),
         )
         .unwrap();
         let lits = filled.literals();
@@ -404,8 +414,8 @@ help = "stacks"
             &manifest,
             &given,
             &style,
-            |_| Ok((Value::Ints(vec![0, 1]), "why".into())),
-            |_, _| Ok(None),
+            |_, _| Ok((Value::Ints(vec![0, 1]), "why".into())),
+            |_, _, _| Ok(None),
         )
         .unwrap();
         assert_eq!(filled.literals()["DETAIL_LAYERS"], "(5, 6)");

@@ -34,11 +34,15 @@ pub struct RemoveReport {
     pub changes: Vec<FileChange>,
     pub dry_run: bool,
     pub refused: bool,
+    /// What the user must know that does not stop the run (a checkout that cannot be
+    /// locked).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
-pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, String> {
+pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, super::Error> {
     let only = match &opts.rules {
-        Some(spec) => Some(crate::rules::load_rule_set_lazy(spec)?),
+        Some(spec) => Some(crate::rules::load::load_rules_only(spec)?),
         None => None,
     };
     let scope = super::checkout::scope(
@@ -51,7 +55,7 @@ pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, String> {
     } else {
         Mode::Exclusive
     };
-    let _lock = lock::lock(&scope.root, mode)?;
+    let lock = lock::lock(&scope.root, mode)?;
     let (recovered, cleaned) = if opts.dry_run {
         (None, 0)
     } else {
@@ -74,6 +78,7 @@ pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, String> {
         failures,
         changes: Vec::new(),
         dry_run: opts.dry_run,
+        warnings: lock.warning.clone().into_iter().collect(),
     };
     if report.refused {
         return Ok(report);

@@ -61,6 +61,24 @@ fn run_example(
     example: &Example,
 ) -> (Option<String>, String) {
     let mut output = String::new();
+    let roles = crate::rules::models::roles_of(rule, set);
+    if rule.per.is_none() && !roles.is_empty() {
+        // A rule scoping into role classes: the example's snippet is a model file, its
+        // roles found as `add` finds them (or named by the example).
+        let concrete = match with_roles(set, rule, example, &roles) {
+            Ok(c) => c,
+            Err(e) => return (Some(e), output),
+        };
+        let problem = check_example(
+            &concrete,
+            defaults,
+            0,
+            &concrete.rules[0],
+            example,
+            &mut output,
+        );
+        return (problem, output);
+    }
     if rule.per.is_none() {
         let problem = check_example(set, defaults, index, rule, example, &mut output);
         return (problem, output);
@@ -93,7 +111,7 @@ fn run_example(
         }],
     ) {
         Ok(c) => c,
-        Err(e) => return (Some(e), output),
+        Err(e) => return (Some(e.to_string()), output),
     };
     let problem = check_example(
         &concrete,
@@ -104,6 +122,54 @@ fn run_example(
         &mut output,
     );
     (problem, output)
+}
+
+/// `rule` alone, its role placeholders filled from the example's snippet.
+fn with_roles(
+    set: &RuleSet,
+    rule: &Rule,
+    example: &Example,
+    roles: &[String],
+) -> Result<RuleSet, String> {
+    let mut spec = set
+        .manifest
+        .models
+        .clone()
+        .unwrap_or_else(|| crate::rules::ModelsSpec {
+            dir: String::new(),
+            exclude: Vec::new(),
+            aliases: Default::default(),
+            roles: Default::default(),
+            known: Default::default(),
+        });
+    spec.known.insert(
+        "example".into(),
+        crate::rules::KnownModel {
+            roles: example.roles.clone(),
+            ..Default::default()
+        },
+    );
+    let src = crate::python::Source::parse(example.before.clone());
+    let found = super::roles::find(&src, "the example", "example", &spec);
+    if let Some(role) = roles.iter().find(|r| !found.classes.contains_key(*r)) {
+        let why = found
+            .unplaced
+            .get(role)
+            .map_or_else(|| "not found".to_string(), |u| u.why.clone());
+        return Err(format!(
+            "role {role} is not in the example ({why}); write the class as a model file has it, or name it with roles = {{ {role} = \"...\" }}"
+        ));
+    }
+    let mut concrete = rule.clone();
+    crate::rules::models::fill_roles(&mut concrete, &found.classes);
+    let patterns = crate::rules::load::compile_patterns(&concrete)?;
+    Ok(RuleSet {
+        manifest: set.manifest.clone(),
+        rules: vec![concrete],
+        patterns: vec![patterns],
+        origin: set.origin.clone(),
+        rule_files: vec![String::new()],
+    })
 }
 
 fn check_example(
@@ -128,6 +194,7 @@ fn check_example(
         rule_set: set,
         params: &params,
         style: &style,
+        blocked: &BTreeMap::new(),
     };
     let file = rule.file.replace(
         "{MODEL}",
@@ -173,6 +240,26 @@ fn check_example(
         }
         Err(e) => Some(format!("the output's markers do not read back: {e}")),
     }
+}
+
+/// The groups of `set` no rule of which has examples: a rule set carries its tests, so
+/// `test-rules` fails on these.
+pub fn groups_without_examples(set: &RuleSet) -> Vec<String> {
+    let mut groups: Vec<&str> = Vec::new();
+    for r in &set.rules {
+        if !groups.contains(&r.group.as_str()) {
+            groups.push(&r.group);
+        }
+    }
+    groups
+        .into_iter()
+        .filter(|g| {
+            !set.rules
+                .iter()
+                .any(|r| r.group == *g && !r.examples.is_empty())
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// Run every example of every rule in `set`, with `defaults` for the parameters an

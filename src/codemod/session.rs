@@ -26,6 +26,8 @@ pub struct AddRequest<'a> {
     pub partial: bool,
     /// The checkout's formatting settings, which inserted code follows.
     pub style: Style,
+    /// Rules that cannot be planned (a role not placed), by index in `rule_set`.
+    pub blocked: BTreeMap<usize, super::roles::Blocked>,
 }
 
 /// How one group fared.
@@ -137,6 +139,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             rule_set: set,
             params: req.params,
             style: &req.style,
+            blocked: &req.blocked,
         };
         let mut plans = Vec::new();
         let mut failures: Vec<Failure> = Vec::new();

@@ -1,10 +1,11 @@
 //! Adding a parameter to a function's signature (`position = "add-parameter"`), laid out
 //! as ruff format lays it out, whatever layout the signature had.
 
+use crate::python::KindOf;
 use tree_sitter::Node;
 
 use super::anchor;
-use super::edit::{Edit, PlanContext, line_start, next_line_start};
+use super::edit::{Edit, PlanContext, Shape, line_start, next_line_start};
 use super::markers;
 use super::template;
 use crate::python::Source;
@@ -25,7 +26,7 @@ pub(super) fn plan_add_parameter(
     unit: &str,
 ) -> Result<Vec<Edit>, String> {
     let func = resolved.scope;
-    if func.kind() != "function_definition" {
+    if func.kind_of() != "function_definition" {
         return Err("add-parameter needs a `def` scope".into());
     }
     let params = func
@@ -34,7 +35,7 @@ pub(super) fn plan_add_parameter(
     let mut cursor = params.walk();
     let items: Vec<Node> = params
         .named_children(&mut cursor)
-        .filter(|c| c.kind() != "comment")
+        .filter(|c| c.kind_of() != "comment")
         .collect();
     let text = &src.text;
     let one_per_line = items
@@ -53,7 +54,7 @@ pub(super) fn plan_add_parameter(
         .is_some_and(|last| last.end_position().row < params.end_position().row);
     let splat = items
         .iter()
-        .find(|n| n.kind() == "dictionary_splat_pattern");
+        .find(|n| n.kind_of() == "dictionary_splat_pattern");
     let base_of = |n: Node| text[line_start(text, n.start_byte())..n.start_byte()].to_string();
     let render_param = |base: &str| -> Result<(template::Rendered, Vec<(String, String)>), String> {
         let r = template::render(
@@ -102,13 +103,16 @@ pub(super) fn plan_add_parameter(
             checked: Vec::new(),
             rule_index: index,
             stash_eols: Vec::new(),
+            base,
+            shape: Shape::Parameters,
+            original: Vec::new(),
         }]);
     }
     // Rewrite the header from `def` to its colon.
     let mut cursor = func.walk();
     let colon = func
         .children(&mut cursor)
-        .find(|c| c.kind() == ":")
+        .find(|c| c.kind_of() == ":")
         .ok_or("the function has no colon")?;
     let body = func
         .child_by_field_name("body")
@@ -121,7 +125,7 @@ pub(super) fn plan_add_parameter(
     let mut pc = params.walk();
     if params
         .named_children(&mut pc)
-        .any(|c| c.kind() == "comment")
+        .any(|c| c.kind_of() == "comment")
     {
         return Err("the parameter list holds comments; put the parameters one per line with a trailing comma first (the layout ruff keeps)".into());
     }
@@ -210,5 +214,8 @@ pub(super) fn plan_add_parameter(
         checked: Vec::new(),
         rule_index: index,
         stash_eols,
+        base,
+        shape: Shape::Signature,
+        original: Vec::new(),
     }])
 }

@@ -83,7 +83,7 @@ pub fn checkout_markers(extra: Option<&RuleSet>) -> Vec<String> {
 }
 
 /// Find the scope the way `add` finds its checkout (see `checkout::scope`).
-pub fn scope(root: Option<&Path>, paths: &[PathBuf]) -> Result<Scope, String> {
+pub fn scope(root: Option<&Path>, paths: &[PathBuf]) -> Result<Scope, super::Error> {
     checkout::scope(root, paths, &checkout_markers(None))
 }
 
@@ -136,7 +136,7 @@ pub fn scan(scope: &Scope) -> TreeStatus {
         Err(e) => Interrupted {
             command: String::new(),
             files: Vec::new(),
-            error: Some(e),
+            error: Some(e.to_string()),
         },
     });
     let journal_temps: Vec<PathBuf> = transaction::pending(&scope.root)

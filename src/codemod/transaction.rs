@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::error::Error;
 use super::fault;
 
 /// The journal's file name, in the checkout root.
@@ -109,18 +110,18 @@ fn journal_path(root: &Path) -> PathBuf {
 }
 
 /// The journal of an interrupted run, if there is one.
-pub fn pending(root: &Path) -> Option<Result<Journal, String>> {
+pub fn pending(root: &Path) -> Option<Result<Journal, Error>> {
     let path = journal_path(root);
     let text = fs::read_to_string(&path).ok()?;
     Some(
         serde_json::from_str(&text)
-            .map_err(|e| format!("{}: unreadable journal ({e})", path.display())),
+            .map_err(|e| Error::Changed(format!("{}: unreadable journal ({e})", path.display()))),
     )
 }
 
 /// Replace every file of `changes` under `root`, all or nothing. `command` is recorded
 /// in the journal for the messages of an interrupted run.
-pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), String> {
+pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Error> {
     let mut entries: Vec<Entry> = Vec::new();
     let cleanup = |entries: &[Entry]| {
         for e in entries {
@@ -130,13 +131,16 @@ pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Stri
     };
     for c in changes {
         let shown = root.join(&c.file);
-        let staged = (|| -> Result<Entry, String> {
-            let target = fs::canonicalize(&shown).map_err(|e| format!("{}: {e}", c.file))?;
-            let meta = fs::metadata(&target).map_err(|e| format!("{}: {e}", c.file))?;
+        let staged = (|| -> Result<Entry, Error> {
+            let target = fs::canonicalize(&shown).map_err(|e| Error::io(&c.file, e))?;
+            let meta = fs::metadata(&target).map_err(|e| Error::io(&c.file, e))?;
             let temp = side_file(&target, "tmp");
             write_like(&temp, &c.after, &meta).map_err(|e| {
                 let _ = fs::remove_file(&temp);
-                format!("{}: cannot write ({e}); nothing was changed", c.file)
+                Error::Io {
+                    message: format!("{}: cannot write ({e}); nothing was changed", c.file),
+                    source: e,
+                }
             })?;
             Ok(Entry {
                 file: c.file.clone(),
@@ -161,19 +165,24 @@ pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Stri
         let now = fs::read(&e.target).unwrap_or_default();
         if now != c.before {
             cleanup(&entries);
-            return Err(format!(
+            return Err(Error::Changed(format!(
                 "{}: the file changed while instrument was working on it (an editor saved it?); nothing was written, run the command again",
                 c.file
-            ));
+            )));
         }
     }
     for e in &entries {
-        if fs::hard_link(&e.target, &e.orig).is_err() && fs::copy(&e.target, &e.orig).is_err() {
+        if fs::hard_link(&e.target, &e.orig).is_err()
+            && let Err(err) = fs::copy(&e.target, &e.orig)
+        {
             cleanup(&entries);
-            return Err(format!(
-                "{}: cannot keep a copy of the original next to it; nothing was changed",
-                e.file
-            ));
+            return Err(Error::Io {
+                message: format!(
+                    "{}: cannot keep a copy of the original next to it ({err}); nothing was changed",
+                    e.file
+                ),
+                source: err,
+            });
         }
     }
     let journal = Journal {
@@ -184,29 +193,33 @@ pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Stri
     let jpath = journal_path(root);
     let jtmp = root.join(format!(".instrument-journal-{}.tmp", std::process::id()));
     let written = serde_json::to_vec_pretty(&journal)
-        .map_err(|e| e.to_string())
+        .map_err(std::io::Error::other)
         .and_then(|bytes| {
-            let mut f = fs::File::create(&jtmp).map_err(|e| e.to_string())?;
-            f.write_all(&bytes).map_err(|e| e.to_string())?;
-            f.sync_all().map_err(|e| e.to_string())?;
-            fs::rename(&jtmp, &jpath).map_err(|e| e.to_string())
+            let mut f = fs::File::create(&jtmp)?;
+            f.write_all(&bytes)?;
+            f.sync_all()?;
+            fs::rename(&jtmp, &jpath)
         });
     if let Err(e) = written {
         let _ = fs::remove_file(&jtmp);
         cleanup(&entries);
-        return Err(format!(
-            "{}: cannot write the journal ({e}); nothing was changed",
-            jpath.display()
-        ));
+        return Err(Error::Io {
+            message: format!(
+                "{}: cannot write the journal ({e}); nothing was changed",
+                jpath.display()
+            ),
+            source: e,
+        });
     }
     sync_dir(root);
     fault::point("journal");
     for e in &entries {
-        fs::rename(&e.temp, &e.target).map_err(|err| {
-            format!(
+        fs::rename(&e.temp, &e.target).map_err(|err| Error::Io {
+            message: format!(
                 "{}: cannot replace it ({err}); run the same command again to finish (the journal {} says what is left)",
                 e.file, JOURNAL
-            )
+            ),
+            source: err,
         })?;
         fault::point("rename");
     }
@@ -233,7 +246,7 @@ pub enum Recovered {
 }
 
 /// Finish (or undo) an interrupted run, if its journal is there. Call with the lock held.
-pub fn recover(root: &Path) -> Result<Option<Recovered>, String> {
+pub fn recover(root: &Path) -> Result<Option<Recovered>, Error> {
     let Some(journal) = pending(root) else {
         return Ok(None);
     };
@@ -248,11 +261,11 @@ pub fn recover(root: &Path) -> Result<Option<Recovered>, String> {
         }
     }
     if !changed.is_empty() {
-        return Err(format!(
+        return Err(Error::Changed(format!(
             "an interrupted `{}` left {JOURNAL}, and since then {} changed; nothing was done: check those files (each should be as before or after that command), then delete {JOURNAL}",
             journal.command,
             changed.join(", ")
-        ));
+        )));
     }
     let left: Vec<&Entry> = journal
         .files
@@ -261,8 +274,10 @@ pub fn recover(root: &Path) -> Result<Option<Recovered>, String> {
         .collect();
     if left.iter().all(|e| temp_ok(e)) {
         for e in &left {
-            fs::rename(&e.temp, &e.target)
-                .map_err(|err| format!("{}: cannot replace it ({err})", e.file))?;
+            fs::rename(&e.temp, &e.target).map_err(|err| Error::Io {
+                message: format!("{}: cannot replace it ({err})", e.file),
+                source: err,
+            })?;
         }
         finish(root, &journal.files);
         return Ok(Some(Recovered::Completed {
@@ -274,13 +289,15 @@ pub fn recover(root: &Path) -> Result<Option<Recovered>, String> {
     for e in journal.files.iter().filter(|e| state(e) == e.after) {
         let orig_ok = fs::read(&e.orig).is_ok_and(|b| digest(&b) == e.before);
         if !orig_ok {
-            return Err(format!(
+            return Err(Error::Changed(format!(
                 "an interrupted `{}` left {JOURNAL}, but neither its new text nor the original of {} is there any more; restore that file from version control, then delete {JOURNAL}",
                 journal.command, e.file
-            ));
+            )));
         }
-        fs::rename(&e.orig, &e.target)
-            .map_err(|err| format!("{}: cannot restore it ({err})", e.file))?;
+        fs::rename(&e.orig, &e.target).map_err(|err| Error::Io {
+            message: format!("{}: cannot restore it ({err})", e.file),
+            source: err,
+        })?;
     }
     finish(root, &journal.files);
     Ok(Some(Recovered::RolledBack {
@@ -304,7 +321,7 @@ pub fn describe(r: &Recovered) -> String {
 /// Everything a writing command does before it plans, with the lock held: finish an
 /// interrupted run and delete the temporary files (`temps`, found by a walk of the tree)
 /// of killed ones. Says what it did.
-pub fn prepare(root: &Path, temps: &[PathBuf]) -> Result<(Option<String>, usize), String> {
+pub fn prepare(root: &Path, temps: &[PathBuf]) -> Result<(Option<String>, usize), Error> {
     let recovered = recover(root)?.map(|r| describe(&r));
     Ok((recovered, clean_stale(temps)))
 }
@@ -360,6 +377,8 @@ mod tests {
             }],
         )
         .unwrap_err();
+        assert!(matches!(err, Error::Changed(_)), "{err}");
+        let err = err.to_string();
         assert!(
             err.contains("changed while instrument was working"),
             "{err}"

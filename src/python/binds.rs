@@ -2,100 +2,23 @@
 //!
 //! Inserted code must bind only names of its own. Binding a name that the host function
 //! (or module) binds or reads changes the host: a later read sees the inserted value, an
-//! earlier read of a global becomes an unbound local, a loop variable is overwritten. This
-//! module finds every binding made by inserted code at the level of an existing scope —
-//! assignment and loop targets, `with`/`except` aliases, imports, `def`/`class` names,
-//! walrus targets — and reports those whose name the host's own code also uses anywhere
-//! in that scope (nested functions and comprehensions included, so closures count).
-//! Names bound inside scopes the inserted code opens itself (its own functions, lambdas,
-//! comprehensions) are its own. A replacement may bind again what the statement it
-//! replaced bound: that binding is the host's.
+//! earlier read of a global becomes an unbound local, a loop variable is overwritten. A
+//! binding inserted code (parsed on its own) makes at the level of the scope it lands in is
+//! a `LevelBinding` (found by `names::code_facts`: assignment and loop targets,
+//! `with`/`except` aliases, imports, `def`/`class` names, walrus targets, `global`s of its
+//! own functions); this module says whether the host's own code uses a name anywhere in
+//! that scope (`HostUses`,
+//! nested functions and comprehensions included, so closures count). Names bound inside
+//! scopes the inserted code opens itself (its functions, lambdas, comprehensions) are its
+//! own. What a replaced statement bound (`bound_names`) it may bind again.
 
+use super::KindOf;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
 use tree_sitter::Node;
 
 use super::Source;
-
-/// An inserted binding of a name the host scope uses.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Clash {
-    pub name: String,
-    /// Byte offset of the binding in the planned text.
-    pub at: usize,
-    /// The index of the inserted range it is in (or, from `check`, its rule's index).
-    pub index: usize,
-    /// The host scope, for messages: "`train_step`", "class `A`", "the module".
-    pub scope: String,
-}
-
-/// A clash found by `check`, with the rule it belongs to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RuleClash {
-    pub rule: usize,
-    pub name: String,
-    pub at: usize,
-    pub scope: String,
-}
-
-impl RuleClash {
-    pub fn message(&self) -> String {
-        format!(
-            "the inserted code binds `{}`, which {} uses too; inserted code must bind only names of its own (prefix it with `_`)",
-            self.name, self.scope
-        )
-    }
-}
-
-/// The check the planner runs on a file: `inserted` are the planned text's ranges of
-/// template code, each with its rule; `replaced` the ranges of the original text each
-/// rule replaced (what those bound, the rule may bind again). One clash per rule and name.
-pub fn check(
-    original: &Source,
-    planned: &Source,
-    inserted: &[(Range<usize>, usize)],
-    replaced: &[(usize, Range<usize>)],
-) -> Vec<RuleClash> {
-    // One range per run of a rule's lines (the planner gives one per line): lines of one
-    // rule separated only by blank lines or line ends are one piece of inserted code.
-    let mut merged: Vec<(Range<usize>, usize)> = Vec::new();
-    let mut sorted = inserted.to_vec();
-    sorted.sort_by_key(|(r, _)| r.start);
-    for (range, rule) in sorted {
-        match merged.last_mut() {
-            Some((last, last_rule))
-                if *last_rule == rule && planned.text[last.end..range.start].trim().is_empty() =>
-            {
-                last.end = range.end
-            }
-            _ => merged.push((range, rule)),
-        }
-    }
-    let mut by_rule: HashMap<usize, HashSet<String>> = HashMap::new();
-    for (rule, range) in replaced {
-        by_rule
-            .entry(*rule)
-            .or_default()
-            .extend(bound_names(original, range.clone()));
-    }
-    let ranges: Vec<Range<usize>> = merged.iter().map(|(r, _)| r.clone()).collect();
-    let rebinds: Vec<HashSet<String>> = merged
-        .iter()
-        .map(|(_, rule)| by_rule.get(rule).cloned().unwrap_or_default())
-        .collect();
-    let mut seen = HashSet::new();
-    clashes(planned, &ranges, &rebinds)
-        .into_iter()
-        .map(|c| RuleClash {
-            rule: merged[c.index].1,
-            name: c.name,
-            at: c.at,
-            scope: c.scope,
-        })
-        .filter(|c| seen.insert((c.rule, c.name.clone())))
-        .collect()
-}
 
 /// Names bound anywhere in `range` of `src` (any scope): what a replaced statement bound.
 pub fn bound_names(src: &Source, range: Range<usize>) -> HashSet<String> {
@@ -107,52 +30,94 @@ pub fn bound_names(src: &Source, range: Range<usize>) -> HashSet<String> {
     out
 }
 
-/// Bindings made by the code in `inserted` (byte ranges of `result`) at the level of a
-/// scope that is not their own, whose name that scope's other code uses. `rebinds[i]` are
-/// names range `i` may bind anyway (what the statement it replaced bound).
-pub fn clashes(
-    result: &Source,
-    inserted: &[Range<usize>],
-    rebinds: &[HashSet<String>],
-) -> Vec<Clash> {
-    let spans = Spans::new(inserted);
-    let mut bindings: Vec<(Node, usize, Node)> = Vec::new();
-    walk_bindings(result.root(), &spans, &mut |ident, construct| {
-        if let Some(index) = spans.holding(ident.start_byte()) {
-            bindings.push((ident, index, construct));
+/// A binding inserted code makes at the level of the scope it lands in (not inside a
+/// function, lambda or comprehension of its own), or, through a `global` in a function of
+/// its own, at the module's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelBinding {
+    pub name: String,
+    /// Byte offset in the inserted code's own text.
+    pub at: usize,
+    pub module: bool,
+}
+
+/// The scope of `src` that code landing at byte `at` is in: the innermost function or
+/// class whose body holds `at`, a lambda's body, a comprehension, or the module.
+pub fn scope_at(src: &Source, at: usize) -> Node<'_> {
+    let root = src.root();
+    let mut node = root.descendant_for_byte_range(at, at).unwrap_or(root);
+    loop {
+        let inside = match node.kind_of() {
+            "function_definition" | "class_definition" | "lambda" => node
+                .child_by_field_name("body")
+                .is_some_and(|b| b.start_byte() <= at && at < b.end_byte().max(b.start_byte() + 1)),
+            k => is_comprehension(k) || k == "module",
+        };
+        if inside {
+            return node;
         }
-    });
-    let mut globals: HashMap<usize, HashSet<String>> = HashMap::new();
-    let mut found: Vec<(Node, usize, Node)> = Vec::new();
-    for (ident, index, construct) in bindings {
-        let scope = binding_scope(result, construct, ident, &mut globals);
-        // A scope the inserted code opened itself is its own.
-        if scope.kind() != "module" && spans.holding(scope.start_byte()).is_some() {
-            continue;
-        }
-        found.push((ident, index, scope));
-    }
-    let mut used: HashMap<(usize, &str), bool> = HashMap::new();
-    let mut out = Vec::new();
-    for (ident, index, scope) in found {
-        let name = result.text_of(ident);
-        if rebinds.get(index).is_some_and(|r| r.contains(name)) {
-            continue;
-        }
-        let uses = *used
-            .entry((scope.id(), name))
-            .or_insert_with(|| host_uses(result, scope, name, &spans));
-        if uses {
-            out.push(Clash {
-                name: name.to_string(),
-                at: ident.start_byte(),
-                index,
-                scope: describe(result, scope),
-            });
+        match node.parent() {
+            Some(p) => node = p,
+            None => return root,
         }
     }
-    out.sort_by_key(|c| c.at);
-    out
+}
+
+/// Whether the host's own code uses a name in a scope: what an inserted binding there
+/// must not touch. Answers are kept (a function's `global`s are found once, each scope
+/// and name looked up once).
+pub struct HostUses<'a> {
+    src: &'a Source,
+    excluded: Spans,
+    globals: HashMap<usize, HashSet<String>>,
+    answers: HashMap<(usize, String), Option<String>>,
+}
+
+impl<'a> HostUses<'a> {
+    /// The host `src`, whose code in `excluded` is not its own any more (taken out).
+    pub fn new(src: &'a Source, excluded: &[Range<usize>]) -> Self {
+        HostUses {
+            src,
+            excluded: Spans::new(excluded),
+            globals: HashMap::new(),
+            answers: HashMap::new(),
+        }
+    }
+
+    /// Whether the host's own code in `scope` (nested scopes included) binds or reads
+    /// `name`. A function that declares the name `global` hands it to the module.
+    /// Returns the scope that uses it, described for the message.
+    pub fn uses(&mut self, scope: Node<'a>, name: &str) -> Option<String> {
+        let src = self.src;
+        let scope = if scope.kind_of() == "function_definition"
+            && self
+                .globals
+                .entry(scope.id())
+                .or_insert_with(|| declared_global(src, scope))
+                .contains(name)
+        {
+            src.root()
+        } else {
+            scope
+        };
+        let key = (scope.id(), name.to_string());
+        if let Some(a) = self.answers.get(&key) {
+            return a.clone();
+        }
+        let answer = host_uses(src, scope, name, &self.excluded).then(|| describe(src, scope));
+        self.answers.insert(key, answer.clone());
+        answer
+    }
+}
+
+/// `HostUses::uses` once.
+pub fn host_uses_name(
+    src: &Source,
+    scope: Node,
+    name: &str,
+    excluded: &[Range<usize>],
+) -> Option<String> {
+    HostUses::new(src, excluded).uses(scope, name)
 }
 
 /// Sorted, non-overlapping byte ranges, with their indices in the caller's list.
@@ -190,7 +155,7 @@ fn describe(src: &Source, scope: Node) -> String {
     let name = scope
         .child_by_field_name("name")
         .map(|n| src.text_of(n).to_string());
-    match (scope.kind(), name) {
+    match (scope.kind_of(), name) {
         ("function_definition", Some(n)) => format!("`{n}`"),
         ("class_definition", Some(n)) => format!("class `{n}`"),
         ("module", _) => "the module".to_string(),
@@ -198,7 +163,7 @@ fn describe(src: &Source, scope: Node) -> String {
     }
 }
 
-fn is_scope(kind: &str) -> bool {
+pub(crate) fn is_scope(kind: &str) -> bool {
     matches!(
         kind,
         "module"
@@ -212,7 +177,7 @@ fn is_scope(kind: &str) -> bool {
     )
 }
 
-fn is_comprehension(kind: &str) -> bool {
+pub(crate) fn is_comprehension(kind: &str) -> bool {
     matches!(
         kind,
         "list_comprehension"
@@ -222,59 +187,37 @@ fn is_comprehension(kind: &str) -> bool {
     )
 }
 
-/// The scope a binding lands in: the innermost scope around its construct (a `def` or
-/// `class` name binds outside the definition; a walrus skips comprehensions), or the
-/// module when that function declares the name `global`.
-fn binding_scope<'a>(
-    src: &Source,
-    construct: Node<'a>,
-    ident: Node<'a>,
-    globals: &mut HashMap<usize, HashSet<String>>,
-) -> Node<'a> {
-    let walrus = construct.kind() == "named_expression";
-    let mut cur = construct.parent();
-    let mut scope = construct;
-    while let Some(n) = cur {
-        if is_scope(n.kind()) && !(walrus && is_comprehension(n.kind())) {
-            scope = n;
-            break;
-        }
-        cur = n.parent();
-    }
-    if scope.kind() == "function_definition"
-        && globals
-            .entry(scope.id())
-            .or_insert_with(|| declared_global(src, scope))
-            .contains(src.text_of(ident))
-    {
-        let mut root = scope;
-        while let Some(p) = root.parent() {
-            root = p;
-        }
-        return root;
-    }
-    scope
-}
-
 /// The names a function declares `global` (not in functions nested in it).
-fn declared_global(src: &Source, func: Node) -> HashSet<String> {
+pub(crate) fn declared_global(src: &Source, func: Node) -> HashSet<String> {
     let mut out = HashSet::new();
     let Some(body) = func.child_by_field_name("body") else {
         return out;
     };
+    // Most functions declare nothing global: their text says so (`global_rank` is
+    // not `global x`).
+    let text = src.text_of(body);
+    let declares = text.match_indices("global").any(|(i, _)| {
+        let before = text[..i].chars().next_back();
+        let after = text[i + 6..].chars().next();
+        before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
+            && after.is_some_and(|c| c == ' ' || c == '\t')
+    });
+    if !declares {
+        return out;
+    }
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        if n.kind() == "global_statement" {
+        if n.kind_of() == "global_statement" {
             let mut c = n.walk();
             out.extend(
                 n.named_children(&mut c)
-                    .filter(|id| id.kind() == "identifier")
+                    .filter(|id| id.kind_of() == "identifier")
                     .map(|id| src.text_of(id).to_string()),
             );
             continue;
         }
         if matches!(
-            n.kind(),
+            n.kind_of(),
             "function_definition" | "class_definition" | "lambda"
         ) {
             continue;
@@ -305,7 +248,7 @@ fn host_uses(src: &Source, scope: Node, name: &str, inserted: &Spans) -> bool {
         let Some(node) = src.root().descendant_for_byte_range(at, from) else {
             continue;
         };
-        if node.kind() == "identifier" && node.start_byte() == at && is_name(node) {
+        if node.kind_of() == "identifier" && node.start_byte() == at && is_name(node) {
             return true;
         }
     }
@@ -322,7 +265,7 @@ fn is_name(ident: Node) -> bool {
         node.child_by_field_name(field)
             .is_some_and(|c| c.id() == ident.id())
     };
-    match parent.kind() {
+    match parent.kind_of() {
         "attribute" => !is_field(parent, "attribute"),
         "keyword_argument" => !is_field(parent, "name"),
         "dotted_name" => {
@@ -332,7 +275,7 @@ fn is_name(ident: Node) -> bool {
                 return false;
             };
             let first = parent.named_child(0).is_some_and(|c| c.id() == ident.id());
-            match holder.kind() {
+            match holder.kind_of() {
                 "import_statement" => first,
                 "import_from_statement" => holder
                     .child_by_field_name("module_name")
@@ -363,9 +306,9 @@ fn walk_bindings<'a>(root: Node<'a>, ranges: &Spans, f: &mut impl FnMut(Node<'a>
 }
 
 /// The identifiers `node` binds itself (not those of nested constructs).
-fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
+pub(crate) fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
     let field = |name: &str| node.child_by_field_name(name);
-    match node.kind() {
+    match node.kind_of() {
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
             if let Some(left) = field("left") {
                 targets(left, f);
@@ -389,7 +332,7 @@ fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
                 if Some(item.id()) == module {
                     continue;
                 }
-                match item.kind() {
+                match item.kind_of() {
                     "aliased_import" => {
                         if let Some(alias) = item.child_by_field_name("alias") {
                             f(alias);
@@ -398,7 +341,7 @@ fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
                     "dotted_name" => {
                         let mut c2 = item.walk();
                         let parts: Vec<Node> = item.named_children(&mut c2).collect();
-                        let bound = if node.kind() == "import_statement" {
+                        let bound = if node.kind_of() == "import_statement" {
                             parts.first()
                         } else {
                             parts.last()
@@ -418,7 +361,7 @@ fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
 /// The identifiers an assignment-like target binds: names, through tuples, lists and
 /// starred parts; `a.b` and `a[i]` bind nothing.
 fn targets<'a>(target: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
-    match target.kind() {
+    match target.kind_of() {
         "identifier" => f(target),
         "attribute" | "subscript" => {}
         _ => {
@@ -435,87 +378,56 @@ fn targets<'a>(target: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
 mod tests {
     use super::*;
 
-    /// Clashes of the code between `#>` and `#<` lines (the "inserted" part) with the rest.
-    fn clash_names(code: &str) -> Vec<(String, String)> {
-        let start = code.find("#>\n").expect("#>") + 3;
-        let end = code.find("#<\n").expect("#<");
-        let src = Source::parse(code.to_string());
-        clashes(&src, std::slice::from_ref(&(start..end)), &[HashSet::new()])
+    #[test]
+    fn level_bindings_leave_out_the_codes_own_scopes() {
+        let code = Source::parse(
+            "def _h(t):\n    y = t\n    global G\n    G = y\n_s = [u for u in range(3)]\nimport os.path\nfrom m import a as _a\n".into(),
+        );
+        let got: Vec<(String, bool)> = super::super::names::code_facts(&code)
+            .level
             .into_iter()
-            .map(|c| (c.name, c.scope))
-            .collect()
-    }
-
-    fn names(v: &[(&str, &str)]) -> Vec<(String, String)> {
-        v.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn a_name_the_host_binds_later_is_a_clash() {
-        let code = "def train_step(cfg):\n    #>\n    rank = 0\n    _ok = 1\n    #<\n    rank = cfg.rank\n";
-        assert_eq!(clash_names(code), names(&[("rank", "`train_step`")]));
-    }
-
-    #[test]
-    fn a_global_the_host_reads_is_a_clash() {
-        // Binding `G` locally would make the host's read of the module's `G` fail.
-        let code = "G = 1\n\ndef f():\n    #>\n    G = 2\n    #<\n    return G\n";
-        assert_eq!(clash_names(code), names(&[("G", "`f`")]));
-    }
-
-    #[test]
-    fn own_scopes_loops_imports_and_aliases() {
-        let code = concat!(
-            "import os\n\ndef f(x):\n    y = [t for t in x]\n    #>\n",
-            "    def _helper(t):\n        y = t\n        return y\n",
-            "    _s = sum(y for y in range(3))\n",
-            "    for x in range(2):\n        pass\n",
-            "    import os.path\n",
-            "    from m import y as _y, os\n",
-            "    with open('f') as t:\n        pass\n",
-            "    #<\n    return y\n",
-        );
-        // `y` and `t` inside the helper and the generator are their own, and the host's
-        // function does not use `os` or `_y`; the loop rebinds the parameter `x`, and the
-        // with target `t` is a name the host's comprehension uses (counted, to be safe).
-        assert_eq!(clash_names(code), names(&[("x", "`f`"), ("t", "`f`")]));
-    }
-
-    #[test]
-    fn attributes_and_keywords_are_not_names() {
-        let code =
-            "def f(a):\n    a.rank = 1\n    g(step=2)\n    #>\n    rank, step = 1, 2\n    #<\n";
-        assert!(clash_names(code).is_empty());
-    }
-
-    #[test]
-    fn module_level_definitions_and_globals() {
-        let code = concat!(
-            "from torch import nn\n\n#>\n",
-            "def nn():\n    pass\n\n_state = None\n",
-            "def _set():\n    global _state, nn\n    _state = 1\n    nn = 2\n",
-            "#<\n\ndef g():\n    return nn\n",
-        );
+            .map(|(name, _, module)| (name, module))
+            .collect();
+        let want = [
+            ("_h", false),
+            ("G", true),
+            ("_s", false),
+            ("os", false),
+            ("_a", false),
+        ];
         assert_eq!(
-            clash_names(code),
-            names(&[("nn", "the module"), ("nn", "the module")])
+            got,
+            want.iter()
+                .map(|(n, m)| (n.to_string(), *m))
+                .collect::<Vec<_>>()
         );
     }
 
     #[test]
-    fn a_replacement_may_bind_what_it_replaced() {
-        let before = "def f(x):\n    outs = g(x)\n    return outs\n";
-        let src = Source::parse(before.to_string());
-        let start = before.find("    outs").unwrap();
-        let end = before.find("    return").unwrap();
-        let allowed = bound_names(&src, start..end);
-        assert_eq!(allowed, HashSet::from(["outs".to_string()]));
-        let after = "def f(x):\n    outs = g(x, flag=1)\n    return outs\n";
-        let src = Source::parse(after.to_string());
-        let range = start..after.find("    return").unwrap();
-        assert!(clashes(&src, std::slice::from_ref(&range), &[allowed]).is_empty());
-        assert_eq!(clashes(&src, &[range], &[HashSet::new()]).len(), 1);
+    fn the_scope_at_a_byte_is_the_body_holding_it() {
+        let text = "class A:\n    def m(self):\n        x = 1\n\n\ndef f():\n    pass\n";
+        let src = Source::parse(text.into());
+        let at = |s: &str| scope_at(&src, text.find(s).unwrap()).kind_of();
+        assert_eq!(at("x = 1"), "function_definition");
+        // A `def` line is in the scope around the definition, not in its own.
+        assert_eq!(at("def m"), "class_definition");
+        assert_eq!(at("def f"), "module");
+    }
+
+    #[test]
+    fn host_uses_skip_attributes_keywords_and_what_is_taken_out() {
+        let text = "def f(a):\n    a.rank = 1\n    g(step=2)\n    n = 3\n    return n\n";
+        let src = Source::parse(text.into());
+        let f = scope_at(&src, text.find("a.rank").unwrap());
+        assert_eq!(host_uses_name(&src, f, "rank", &[]), None);
+        assert_eq!(host_uses_name(&src, f, "step", &[]), None);
+        assert_eq!(host_uses_name(&src, f, "a", &[]).as_deref(), Some("`f`"));
+        let n = text.find("    n = 3").unwrap();
+        let end = text.len();
+        let taken_out = n..end;
+        assert_eq!(
+            host_uses_name(&src, f, "n", std::slice::from_ref(&taken_out)),
+            None
+        );
     }
 }

@@ -6,6 +6,7 @@
 //! Callees are compared by qualified name, so `torch.compiler.disable` is not
 //! `torch.compile`.
 
+use super::KindOf;
 use std::collections::BTreeMap;
 
 use tree_sitter::Node;
@@ -92,7 +93,7 @@ pub fn run_inside(
                 .map(|x| src.text_of(x).to_string())
                 .unwrap_or_default()
         };
-        match inner.kind() {
+        match inner.kind_of() {
             "function_definition" => {
                 defs.insert((String::new(), name(inner)), inner);
             }
@@ -103,7 +104,7 @@ pub fn run_inside(
                 };
                 for m in statements_of(body) {
                     let mi = undecorated(m);
-                    if mi.kind() == "function_definition" {
+                    if mi.kind_of() == "function_definition" {
                         let method = name(mi);
                         if method == "__init__"
                             && let Some(b) = mi.child_by_field_name("body")
@@ -131,7 +132,7 @@ pub fn run_inside(
         let class = key.0.clone();
         let mut stack = vec![body];
         while let Some(n) = stack.pop() {
-            if n.kind() == "call"
+            if n.kind_of() == "call"
                 && let Some(f) = n.child_by_field_name("function")
                 && let Some(name) = dotted(src, f)
             {
@@ -161,7 +162,8 @@ pub fn run_inside(
                     }
                 }
             }
-            if matches!(n.kind(), "function_definition" | "class_definition") && n.id() != body.id()
+            if matches!(n.kind_of(), "function_definition" | "class_definition")
+                && n.id() != body.id()
             {
                 continue;
             }
@@ -176,7 +178,7 @@ pub fn run_inside(
 fn collect_self_attrs(src: &Source, body: Node, out: &mut BTreeMap<String, String>) {
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        if n.kind() == "assignment"
+        if n.kind_of() == "assignment"
             && let (Some(l), Some(r)) = (
                 n.child_by_field_name("left"),
                 n.child_by_field_name("right"),
@@ -185,12 +187,12 @@ fn collect_self_attrs(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
             && let Some(attr) = target.strip_prefix("self.")
         {
             let mut values = vec![r];
-            if r.kind() == "conditional_expression" {
+            if r.kind_of() == "conditional_expression" {
                 let mut c = r.walk();
                 values = r.named_children(&mut c).collect();
             }
             for v in values {
-                if v.kind() == "call"
+                if v.kind_of() == "call"
                     && let Some(k) = v
                         .child_by_field_name("function")
                         .and_then(|k| dotted(src, k))
@@ -201,7 +203,7 @@ fn collect_self_attrs(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
             }
             continue;
         }
-        if matches!(n.kind(), "function_definition" | "class_definition") {
+        if matches!(n.kind_of(), "function_definition" | "class_definition") {
             continue;
         }
         let mut c = n.walk();
@@ -210,7 +212,7 @@ fn collect_self_attrs(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
 }
 
 fn dotted(src: &Source, node: Node) -> Option<String> {
-    match node.kind() {
+    match node.kind_of() {
         "identifier" => Some(src.text_of(node).to_string()),
         "attribute" => Some(format!(
             "{}.{}",
@@ -237,7 +239,7 @@ pub fn qualify(aliases: &BTreeMap<String, String>, name: &str) -> String {
 /// and `X` of `X(...)(...)` (a decorator factory called twice).
 fn callee<'t>(node: Node<'t>) -> Node<'t> {
     let mut n = node;
-    while n.kind() == "call" {
+    while n.kind_of() == "call" {
         match n.child_by_field_name("function") {
             Some(f) => n = f,
             None => break,
@@ -248,11 +250,11 @@ fn callee<'t>(node: Node<'t>) -> Node<'t> {
 
 fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>) {
     for stmt in statements_of(root) {
-        match stmt.kind() {
+        match stmt.kind_of() {
             "import_statement" => {
                 let mut c = stmt.walk();
                 for n in stmt.named_children(&mut c) {
-                    match n.kind() {
+                    match n.kind_of() {
                         "dotted_name" => {
                             let t = src.text_of(n);
                             let head = t.split('.').next().unwrap_or(t);
@@ -280,7 +282,7 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
                 let module = src.text_of(module).to_string();
                 let mut c = stmt.walk();
                 for n in stmt.children_by_field_name("name", &mut c) {
-                    let (name, local) = match n.kind() {
+                    let (name, local) = match n.kind_of() {
                         "aliased_import" => (
                             n.child_by_field_name("name").map(|x| src.text_of(x)),
                             n.child_by_field_name("alias").map(|x| src.text_of(x)),
@@ -294,7 +296,7 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
             }
             "expression_statement" => {
                 // `_compiled = torch.compile` and `_c = torch.compile(fullgraph=True)`.
-                let Some(a) = stmt.named_child(0).filter(|a| a.kind() == "assignment") else {
+                let Some(a) = stmt.named_child(0).filter(|a| a.kind_of() == "assignment") else {
                     continue;
                 };
                 let (Some(left), Some(right)) = (
@@ -303,11 +305,11 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
                 ) else {
                     continue;
                 };
-                if left.kind() != "identifier" {
+                if left.kind_of() != "identifier" {
                     continue;
                 }
-                let factory = right.kind() == "call" && first_function_arg(src, right).is_none();
-                if (right.kind() == "attribute" || right.kind() == "identifier" || factory)
+                let factory = right.kind_of() == "call" && first_function_arg(src, right).is_none();
+                if (right.kind_of() == "attribute" || right.kind_of() == "identifier" || factory)
                     && let Some(name) = dotted(src, callee(right))
                 {
                     let q = qualify(out, &name);
@@ -326,8 +328,8 @@ fn first_function_arg<'t>(src: &Source, call: Node<'t>) -> Option<Node<'t>> {
     let mut c = args.walk();
     let first = args
         .named_children(&mut c)
-        .find(|n| n.kind() != "keyword_argument" && n.kind() != "comment")?;
-    let named = match first.kind() {
+        .find(|n| n.kind_of() != "keyword_argument" && n.kind_of() != "comment")?;
+    let named = match first.kind_of() {
         "identifier" | "attribute" => dotted(src, first).is_some(),
         "call" => first
             .child_by_field_name("function")
@@ -344,8 +346,50 @@ fn first_function_arg<'t>(src: &Source, call: Node<'t>) -> Option<Node<'t>> {
 
 /// The facts of one parsed module.
 pub fn facts(src: &Source) -> Facts {
+    facts_where(src, None)
+}
+
+/// `facts` for a caller that knows the compilers it asks about (qualified names): the
+/// bodies of functions that cannot compile anything (they name no compiler, no alias of
+/// one and hold no decorator) are not walked. `__init__` bodies always are: the classes
+/// of the attributes they set are what a wrapped attribute runs.
+pub fn facts_for(src: &Source, compilers: &[String]) -> Facts {
+    facts_where(src, Some(compilers))
+}
+
+fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
     let mut f = Facts::default();
     collect_aliases(src, src.root(), &mut f.aliases);
+    // What a body must hold to compile anything: a compiler's last name (`compile`), a
+    // module-level alias of one (`_tc`), a decorator.
+    let needles: Option<Vec<String>> = compilers.map(|cs| {
+        let mut n: Vec<String> = cs
+            .iter()
+            .map(|c| c.rsplit('.').next().unwrap_or(c).to_string())
+            .collect();
+        n.extend(
+            f.aliases
+                .iter()
+                .filter(|(_, q)| {
+                    cs.iter()
+                        .any(|c| c == *q || c.starts_with(&format!("{q}.")))
+                })
+                .map(|(k, _)| k.clone()),
+        );
+        n.push("@".to_string());
+        n
+    });
+    let worth_walking = |func: Node, body: Node| {
+        let Some(needles) = &needles else {
+            return true;
+        };
+        let name = func
+            .child_by_field_name("name")
+            .map(|x| src.text_of(x))
+            .unwrap_or_default();
+        let text = src.text_of(body);
+        name == "__init__" || needles.iter().any(|n| text.contains(n.as_str()))
+    };
     // Classes of this module, with each one's `self.x = K(...)` attributes and methods.
     let mut classes: BTreeMap<String, (Vec<String>, BTreeMap<String, String>)> = BTreeMap::new();
     let mut stack = vec![(src.root(), None::<String>)];
@@ -354,7 +398,7 @@ pub fn facts(src: &Source) -> Facts {
         let kids: Vec<Node> = node.named_children(&mut c).collect();
         for n in kids {
             let inner = undecorated(n);
-            match inner.kind() {
+            match inner.kind_of() {
                 "class_definition" => {
                     let name = inner
                         .child_by_field_name("name")
@@ -364,7 +408,7 @@ pub fn facts(src: &Source) -> Facts {
                     if let Some(body) = inner.child_by_field_name("body") {
                         for s in statements_of(body) {
                             let si = undecorated(s);
-                            if si.kind() == "function_definition"
+                            if si.kind_of() == "function_definition"
                                 && let Some(m) = si.child_by_field_name("name")
                             {
                                 entry.0.push(src.text_of(m).to_string());
@@ -378,11 +422,11 @@ pub fn facts(src: &Source) -> Facts {
                         .child_by_field_name("name")
                         .map(|x| src.text_of(x).to_string())
                         .unwrap_or_default();
-                    if n.kind() == "decorated_definition" {
+                    if n.kind_of() == "decorated_definition" {
                         let mut dc = n.walk();
                         for d in n
                             .named_children(&mut dc)
-                            .filter(|d| d.kind() == "decorator")
+                            .filter(|d| d.kind_of() == "decorator")
                         {
                             let Some(expr) = d.named_child(0) else {
                                 continue;
@@ -391,14 +435,16 @@ pub fn facts(src: &Source) -> Facts {
                                 f.decorated.push((
                                     class.clone(),
                                     name.clone(),
-                                    src.line_of(d.start_byte()),
+                                    (d.start_position().row + 1),
                                     src.text_of(d).to_string(),
                                     qualify(&f.aliases, &q),
                                 ));
                             }
                         }
                     }
-                    if let Some(body) = inner.child_by_field_name("body") {
+                    if let Some(body) = inner.child_by_field_name("body")
+                        && worth_walking(inner, body)
+                    {
                         stack.push((body, class.clone()));
                     }
                 }
@@ -431,7 +477,7 @@ fn wrapped_in(
     f: &mut Facts,
     classes: &mut BTreeMap<String, (Vec<String>, BTreeMap<String, String>)>,
 ) {
-    let Some(a) = stmt.named_child(0).filter(|a| a.kind() == "assignment") else {
+    let Some(a) = stmt.named_child(0).filter(|a| a.kind_of() == "assignment") else {
         return;
     };
     let (Some(left), Some(right)) = (
@@ -443,7 +489,7 @@ fn wrapped_in(
     // Remember `self.x = K(...)` for the class.
     if let (Some(cls), Some(target)) = (class, dotted(src, left))
         && let Some(attr) = target.strip_prefix("self.")
-        && right.kind() == "call"
+        && right.kind_of() == "call"
         && let Some(k) = right
             .child_by_field_name("function")
             .and_then(|k| dotted(src, k))
@@ -456,7 +502,7 @@ fn wrapped_in(
             .entry(attr.to_string())
             .or_insert(k);
     }
-    if right.kind() != "call" {
+    if right.kind_of() != "call" {
         return;
     }
     // `torch.compile(x)` and `torch._dynamo.optimize("inductor")(x)`: the outer call's
@@ -468,7 +514,7 @@ fn wrapped_in(
         return;
     };
     let q = qualify(&f.aliases, &callee_name);
-    let (target_class, function) = match arg.kind() {
+    let (target_class, function) = match arg.kind_of() {
         "call" => {
             let k = arg
                 .child_by_field_name("function")
@@ -496,8 +542,13 @@ fn wrapped_in(
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    f.wrapped
-        .push((q, target_class, function, src.line_of(a.start_byte()), text));
+    f.wrapped.push((
+        q,
+        target_class,
+        function,
+        (a.start_position().row + 1),
+        text,
+    ));
 }
 
 #[cfg(test)]
@@ -508,11 +559,23 @@ mod tests {
 
     fn compiled(code: &str) -> Names {
         let src = Source::parse(code.to_string());
-        facts(&src)
-            .compiled(&["torch.compile".into(), "torch._dynamo.optimize".into()])
+        let compilers = [
+            "torch.compile".to_string(),
+            "torch._dynamo.optimize".to_string(),
+        ];
+        let all: Names = facts(&src)
+            .compiled(&compilers)
             .into_iter()
             .map(|c| (c.class, c.function))
-            .collect()
+            .collect();
+        // The walk that skips bodies which cannot compile anything finds the same.
+        let pruned: Names = facts_for(&src, &compilers)
+            .compiled(&compilers)
+            .into_iter()
+            .map(|c| (c.class, c.function))
+            .collect();
+        assert_eq!(all, pruned, "{code}");
+        all
     }
 
     fn names(v: &[(Option<&str>, &str)]) -> Names {

@@ -6,6 +6,7 @@
 //! expression, never a guess. Work is bounded: expressions nest at most `MAX_DEPTH` deep,
 //! integers never overflow, and a statement walk stops after `MAX_STEPS` statements.
 
+use super::KindOf;
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -78,12 +79,12 @@ pub fn eval_bool(src: &Source, node: Node, env: &Env) -> Result<bool, String> {
 
 fn child<'t>(node: Node<'t>, field: &str) -> Result<Node<'t>, String> {
     node.child_by_field_name(field)
-        .ok_or_else(|| format!("malformed {}", node.kind()))
+        .ok_or_else(|| format!("malformed {}", node.kind_of()))
 }
 
 /// `name.attr.attr` as a dotted name, when the node is one.
 fn dotted(src: &Source, node: Node) -> Option<String> {
-    match node.kind() {
+    match node.kind_of() {
         "identifier" => Some(text_of(src, node).to_string()),
         "attribute" => {
             let obj = dotted(src, node.child_by_field_name("object")?)?;
@@ -121,7 +122,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
     }
     let next = |n: Node| eval_at(src, n, env, depth + 1);
     let text = text_of(src, node);
-    match node.kind() {
+    match node.kind_of() {
         "integer" => text
             .replace('_', "")
             .parse::<i64>()
@@ -193,7 +194,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
         "call" => call(src, node, env, depth),
         "unary_operator" => {
             let v = int(&next(child(node, "argument")?)?, "the operand")?;
-            match node.child(0).map(|c| c.kind()) {
+            match node.child(0).map(|c| c.kind_of()) {
                 Some("-") => v
                     .checked_neg()
                     .map(Value::from)
@@ -207,7 +208,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
             let left = next(child(node, "left")?)?;
             let op = node
                 .child_by_field_name("operator")
-                .map(|o| o.kind())
+                .map(|o| o.kind_of())
                 .unwrap_or("");
             match op {
                 "and" if !truthy(&left) => Ok(left),
@@ -221,7 +222,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
             let r = int(&next(child(node, "right")?)?, "the right operand")?;
             let op = node
                 .child_by_field_name("operator")
-                .map(|o| o.kind())
+                .map(|o| o.kind_of())
                 .unwrap_or("");
             let v = match op {
                 "+" => l.checked_add(r),
@@ -236,7 +237,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
                 .ok_or_else(|| format!("integer overflow in `{text}`"))
         }
         "comparison_operator" => compare(src, node, env, depth),
-        _ => Err(format!("cannot evaluate `{text}` ({})", node.kind())),
+        _ => Err(format!("cannot evaluate `{text}` ({})", node.kind_of())),
     }
 }
 
@@ -257,7 +258,7 @@ fn compare(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
             if !pending.is_empty() {
                 pending.push(' ');
             }
-            pending.push_str(c.kind());
+            pending.push_str(c.kind_of());
         }
     }
     let first = operands.first().ok_or("empty comparison")?;
@@ -307,18 +308,18 @@ fn call(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String
     let mut cursor = args.walk();
     let items: Vec<Node> = args
         .named_children(&mut cursor)
-        .filter(|n| n.kind() != "comment")
+        .filter(|n| n.kind_of() != "comment")
         .collect();
     if items
         .iter()
-        .any(|n| n.kind() != "keyword_argument" && !n.is_named())
+        .any(|n| n.kind_of() != "keyword_argument" && !n.is_named())
     {
         return Err(format!("cannot evaluate `{text}`"));
     }
     let positional: Vec<Node> = items
         .iter()
         .copied()
-        .filter(|n| n.kind() != "keyword_argument")
+        .filter(|n| n.kind_of() != "keyword_argument")
         .collect();
     let arg = |i: usize| -> Result<Val, String> {
         eval_at(
@@ -394,7 +395,7 @@ fn run_block(
     let mut cursor = block.walk();
     let stmts: Vec<Node> = block
         .named_children(&mut cursor)
-        .filter(|c| c.kind() != "comment")
+        .filter(|c| c.kind_of() != "comment")
         .collect();
     for stmt in stmts {
         if stmt.start_byte() >= stop {
@@ -407,7 +408,7 @@ fn run_block(
             ));
         }
         let contains_stop = stmt.start_byte() < stop && stop < stmt.end_byte();
-        match stmt.kind() {
+        match stmt.kind_of() {
             "expression_statement" => {
                 if let Some(e) = stmt.named_child(0) {
                     assign(src, e, env);
@@ -419,8 +420,8 @@ fn run_block(
             _ => {
                 let why = format!(
                     "assigned in a `{}` at line {}, which the evaluator does not run",
-                    stmt.kind().trim_end_matches("_statement"),
-                    src.line_of(stmt.start_byte())
+                    stmt.kind_of().trim_end_matches("_statement"),
+                    (stmt.start_position().row + 1)
                 );
                 mark_assigned_unknown(src, stmt, env, &why);
             }
@@ -476,7 +477,7 @@ fn run_if(
             Err(e) => {
                 let why = format!(
                     "assigned under `if` at line {} whose condition cannot be evaluated ({e})",
-                    src.line_of(stmt.start_byte())
+                    (stmt.start_position().row + 1)
                 );
                 mark_assigned_unknown(src, stmt, env, &why);
                 return Ok(());
@@ -488,7 +489,7 @@ fn run_if(
 
 /// Bind an assignment's target (a name or `self.attr`) to its value, or to why it has none.
 fn assign(src: &Source, e: Node, env: &mut Env) {
-    if !matches!(e.kind(), "assignment" | "augmented_assignment") {
+    if !matches!(e.kind_of(), "assignment" | "augmented_assignment") {
         return;
     }
     let (Some(left), Some(right)) = (
@@ -501,7 +502,7 @@ fn assign(src: &Source, e: Node, env: &mut Env) {
         mark_assigned_unknown(src, e, env, "assigned by unpacking");
         return;
     };
-    let value = if e.kind() == "augmented_assignment" {
+    let value = if e.kind_of() == "augmented_assignment" {
         let op = text_of(src, e)
             [left.end_byte() - e.start_byte()..right.start_byte() - e.start_byte()]
             .trim()
@@ -520,7 +521,7 @@ fn assign(src: &Source, e: Node, env: &mut Env) {
     } else {
         eval(src, right, env)
     };
-    let line = src.line_of(e.start_byte());
+    let line = e.start_position().row + 1;
     env.names.insert(
         name.clone(),
         match value {
@@ -536,7 +537,7 @@ fn mark_assigned_unknown(src: &Source, node: Node, env: &mut Env, why: &str) {
     let mut stack = vec![node];
     while let Some(n) = stack.pop() {
         if matches!(
-            n.kind(),
+            n.kind_of(),
             "assignment" | "augmented_assignment" | "for_statement"
         ) && let Some(left) = n.child_by_field_name("left")
         {
@@ -552,7 +553,7 @@ fn mark_assigned_unknown(src: &Source, node: Node, env: &mut Env, why: &str) {
             }
         }
         if matches!(
-            n.kind(),
+            n.kind_of(),
             "function_definition" | "class_definition" | "lambda"
         ) {
             continue;

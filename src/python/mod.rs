@@ -7,15 +7,56 @@ use tree_sitter::{Node, Parser, Tree};
 pub mod binds;
 pub mod compiled;
 pub mod eval;
+pub mod host;
 pub mod layout;
 pub mod literal;
 pub mod names;
 pub mod pattern;
+pub mod printed;
 pub mod scan;
 pub mod select;
 pub mod style;
 
+/// `Node::kind` without its cost: tree-sitter's converts the kind's C string to UTF-8 on
+/// every call, and the walks ask it for every node; the grammar's kind names are read once.
+pub trait KindOf {
+    fn kind_of(&self) -> &'static str;
+}
+
+impl KindOf for Node<'_> {
+    #[inline]
+    fn kind_of(&self) -> &'static str {
+        let id = self.kind_id();
+        match kinds().get(id as usize) {
+            Some(k) => k,
+            // Outside the grammar's table: tree-sitter's own error symbols.
+            None if id == u16::MAX => "ERROR",
+            None => "_ERROR",
+        }
+    }
+}
+
+fn kinds() -> &'static [&'static str] {
+    static KINDS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    KINDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        // The names live as long as the grammar (static data); copied once into the process.
+        (0..language.node_kind_count() as u16)
+            .map(|id| -> &'static str {
+                Box::leak(
+                    language
+                        .node_kind_for_id(id)
+                        .unwrap_or("")
+                        .to_string()
+                        .into_boxed_str(),
+                )
+            })
+            .collect()
+    })
+}
+
 /// A parsed Python file: its text and its tree, kept together so node text can be read.
+#[derive(Clone)]
 pub struct Source {
     pub text: String,
     pub tree: Tree,
@@ -138,6 +179,34 @@ impl Source {
     }
 }
 
+/// The names of a function's parameters (`self`, `x`, `*args` as `args`, ...).
+pub fn parameter_names<'s>(src: &'s Source, func: Node) -> Vec<&'s str> {
+    let Some(params) = func.child_by_field_name("parameters") else {
+        return Vec::new();
+    };
+    let mut cursor = params.walk();
+    params
+        .named_children(&mut cursor)
+        .filter_map(|p| {
+            let ident = match p.kind_of() {
+                "identifier" => Some(p),
+                _ => p
+                    .child_by_field_name("name")
+                    .or_else(|| p.named_child(0))
+                    .and_then(|n| {
+                        // `*args: T` nests the splat inside the typed parameter.
+                        if n.kind_of() == "identifier" {
+                            Some(n)
+                        } else {
+                            n.named_child(0).filter(|i| i.kind_of() == "identifier")
+                        }
+                    }),
+            };
+            ident.map(|n| src.text_of(n))
+        })
+        .collect()
+}
+
 /// Row and column (0-based, bytes) of a byte offset.
 fn point_at(text: &str, byte: usize) -> tree_sitter::Point {
     let before = &text.as_bytes()[..byte];
@@ -148,11 +217,7 @@ fn point_at(text: &str, byte: usize) -> tree_sitter::Point {
 
 /// 1-based line number of a byte offset in `text`.
 pub fn line_of(text: &str, byte: usize) -> usize {
-    text.as_bytes()[..byte.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
+    memchr::memchr_iter(b'\n', &text.as_bytes()[..byte.min(text.len())]).count() + 1
 }
 
 fn first_error_node(node: Node) -> Option<Node> {
@@ -170,10 +235,10 @@ fn first_error_node(node: Node) -> Option<Node> {
 /// Node kinds that are statements (what a block holds), compound or simple.
 pub fn is_statement(node: Node) -> bool {
     node.is_named()
-        && node.kind() != "comment"
+        && node.kind_of() != "comment"
         && node
             .parent()
-            .is_some_and(|p| matches!(p.kind(), "module" | "block"))
+            .is_some_and(|p| matches!(p.kind_of(), "module" | "block"))
 }
 
 /// Compound statements whose bodies hold further statements of the same scope.
@@ -205,7 +270,7 @@ pub fn is_definition(kind: &str) -> bool {
 
 /// The definition inside a `decorated_definition`, or the node itself.
 pub fn undecorated(node: Node) -> Node {
-    if node.kind() == "decorated_definition" {
+    if node.kind_of() == "decorated_definition" {
         node.child_by_field_name("definition").unwrap_or(node)
     } else {
         node
@@ -216,7 +281,7 @@ pub fn undecorated(node: Node) -> Node {
 /// around it when it has decorators, so that edits before it go above the decorators.
 pub fn with_decorators(node: Node) -> Node {
     match node.parent() {
-        Some(p) if p.kind() == "decorated_definition" => p,
+        Some(p) if p.kind_of() == "decorated_definition" => p,
         _ => node,
     }
 }
@@ -224,13 +289,13 @@ pub fn with_decorators(node: Node) -> Node {
 /// The decorators of a function or class definition, as source text.
 pub fn decorators<'a>(src: &'a Source, def: Node) -> Vec<&'a str> {
     let holder = with_decorators(def);
-    if holder.kind() != "decorated_definition" {
+    if holder.kind_of() != "decorated_definition" {
         return Vec::new();
     }
     let mut cursor = holder.walk();
     holder
         .named_children(&mut cursor)
-        .filter(|c| c.kind() == "decorator")
+        .filter(|c| c.kind_of() == "decorator")
         .map(|c| src.text_of(c))
         .collect()
 }
@@ -241,7 +306,7 @@ pub fn statements_of(block: Node) -> Vec<Node> {
     let mut cursor = block.walk();
     block
         .named_children(&mut cursor)
-        .filter(|c| c.kind() != "comment")
+        .filter(|c| c.kind_of() != "comment")
         .collect()
 }
 
@@ -251,7 +316,7 @@ pub fn nested_blocks(stmt: Node) -> Vec<Node> {
     let mut out = Vec::new();
     let mut cursor = stmt.walk();
     for child in stmt.named_children(&mut cursor) {
-        match child.kind() {
+        match child.kind_of() {
             "block" => out.push(child),
             k if is_compound(k) => out.extend(nested_blocks(child)),
             _ => {}
@@ -267,7 +332,7 @@ pub fn all_statements(root: Node) -> Vec<Node> {
         for stmt in statements_of(block) {
             out.push(stmt);
             let inner = undecorated(stmt);
-            match inner.kind() {
+            match inner.kind_of() {
                 "function_definition" | "class_definition" => {
                     if let Some(body) = inner.child_by_field_name("body") {
                         walk(body, out);
@@ -296,19 +361,20 @@ pub fn definition_name<'a>(src: &'a Source, def: Node) -> Option<&'a str> {
 /// The docstring statement of a body (module, class or function), if the body opens with one.
 pub fn docstring(body: Node) -> Option<Node> {
     let first = statements_of(body).into_iter().next()?;
-    if first.kind() != "expression_statement" {
+    if first.kind_of() != "expression_statement" {
         return None;
     }
     let mut cursor = first.walk();
     let only: Vec<Node> = first.named_children(&mut cursor).collect();
-    (only.len() == 1 && matches!(only[0].kind(), "string" | "concatenated_string")).then_some(first)
+    (only.len() == 1 && matches!(only[0].kind_of(), "string" | "concatenated_string"))
+        .then_some(first)
 }
 
 /// The class whose body directly holds `def` (a method's class), if any.
 pub fn enclosing_class(def: Node) -> Option<Node> {
     let holder = with_decorators(def);
-    let block = holder.parent().filter(|p| p.kind() == "block")?;
-    block.parent().filter(|c| c.kind() == "class_definition")
+    let block = holder.parent().filter(|p| p.kind_of() == "block")?;
+    block.parent().filter(|c| c.kind_of() == "class_definition")
 }
 
 /// Innermost enclosing function definitions of `node`, innermost first.
@@ -316,7 +382,7 @@ pub fn enclosing_functions(node: Node) -> Vec<Node> {
     let mut out = Vec::new();
     let mut cur = node.parent();
     while let Some(n) = cur {
-        if n.kind() == "function_definition" {
+        if n.kind_of() == "function_definition" {
             out.push(n);
         }
         cur = n.parent();
@@ -340,7 +406,7 @@ mod tests {
         let re = old.reparse(new_text.clone(), &edits);
         let fresh = Source::parse(new_text);
         fn nodes(n: tree_sitter::Node, out: &mut Vec<(String, usize, usize)>) {
-            out.push((n.kind().to_string(), n.start_byte(), n.end_byte()));
+            out.push((n.kind_of().to_string(), n.start_byte(), n.end_byte()));
             let mut c = n.walk();
             for ch in n.children(&mut c) {
                 nodes(ch, out);
@@ -368,5 +434,41 @@ mod tests {
         let src = Source::parse("def f():\n    x = 1\n    \"\"\"Not a doc.\"\"\"\n".to_string());
         let def = src.root().named_child(0).unwrap();
         assert!(docstring(def.child_by_field_name("body").unwrap()).is_none());
+    }
+
+    #[test]
+    fn kind_of_is_kind() {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/fixtures/pithtrain/pithtrain/dualpipe/dualpipev.py"
+        ))
+        .unwrap();
+        let src = Source::parse(text);
+        let mut cursor = src.root().walk();
+        let mut seen = 0;
+        loop {
+            let n = cursor.node();
+            assert_eq!(n.kind_of(), n.kind());
+            seen += 1;
+            if cursor.goto_first_child() || cursor.goto_next_sibling() {
+                continue;
+            }
+            while cursor.goto_parent() && !cursor.goto_next_sibling() {}
+            if cursor.node().id() == src.root().id() {
+                break;
+            }
+        }
+        assert!(seen > 1000, "{seen}");
+        // Kinds outside the grammar's table (ERROR) come from tree-sitter itself.
+        let broken = Source::parse("def f(:\n    x = = 1\n".into());
+        let mut stack = vec![broken.root()];
+        let mut errors = 0;
+        while let Some(n) = stack.pop() {
+            assert_eq!(n.kind_of(), n.kind());
+            errors += usize::from(n.kind_of() == "ERROR");
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
+        }
+        assert!(errors > 0);
     }
 }

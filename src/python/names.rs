@@ -1,12 +1,16 @@
 //! Which names a piece of code reads, and whether each is bound where it is read.
 //!
 //! The codemod engine promises that inserted code never reads a name that does not exist
-//! at its insertion point. This module answers that for any byte range of a parsed file,
-//! with Python's scoping rules simplified to what static text can show: function scopes
+//! at its insertion point. This module answers that for inserted code parsed on its own
+//! (`code_facts`: what it reads before binding it, and binds) against the file it goes into
+//! (`python::host`: the original file's scopes at the insertion point, with what other
+//! inserted code binds there), and for any byte range of a parsed file (`unbound_reads`), with Python's
+//! scoping rules simplified to what static text can show: function scopes
 //! (parameters, assignments, imports, loop and `with` targets, nested definitions),
 //! enclosing functions, the module, and the builtins. Class bodies are skipped by methods,
 //! as in Python.
 
+use super::KindOf;
 use std::collections::{HashMap, HashSet};
 use std::ops::Range;
 
@@ -24,7 +28,7 @@ pub struct UnboundRead {
     pub bound_later: bool,
 }
 
-const BUILTINS: &[&str] = &[
+pub(super) const BUILTINS: &[&str] = &[
     "abs",
     "aiter",
     "all",
@@ -154,25 +158,9 @@ pub fn module_bindings(src: &Source) -> HashSet<String> {
 
 /// Every name read in `range` that is not bound where it is read.
 pub fn unbound_reads(src: &Source, range: Range<usize>) -> Vec<UnboundRead> {
-    unbound_reads_in(src, std::slice::from_ref(&range))
-        .into_iter()
-        .map(|(_, r)| r)
-        .collect()
-}
-
-/// `unbound_reads` for several ranges of one file, analysing the file once. Each result
-/// carries the index of its range.
-pub fn unbound_reads_in(src: &Source, ranges: &[Range<usize>]) -> Vec<(usize, UnboundRead)> {
-    let analysis = Analysis::new(src, ranges);
-    ranges
-        .iter()
-        .enumerate()
-        .flat_map(|(i, r)| {
-            reads_in(src, &analysis, r.clone())
-                .into_iter()
-                .map(move |u| (i, u))
-        })
-        .collect()
+    let ranges = [range];
+    let analysis = Analysis::new(src, &ranges);
+    reads_in(src, &analysis, ranges[0].clone())
 }
 
 fn reads_in(src: &Source, analysis: &Analysis, range: Range<usize>) -> Vec<UnboundRead> {
@@ -191,7 +179,7 @@ fn reads_in(src: &Source, analysis: &Analysis, range: Range<usize>) -> Vec<Unbou
 }
 
 /// The ancestors of `node` in its tree, the root first.
-fn ancestors<'a>(root: Node<'a>, node: Node<'a>) -> Vec<Node<'a>> {
+pub(super) fn ancestors<'a>(root: Node<'a>, node: Node<'a>) -> Vec<Node<'a>> {
     let mut path = Vec::new();
     if node.id() == root.id() {
         return path;
@@ -227,7 +215,7 @@ fn visit_reads<'a>(
     if node.end_byte() <= range.start || node.start_byte() >= range.end {
         return;
     }
-    if node.kind() == "identifier" && range.contains(&node.start_byte()) {
+    if node.kind_of() == "identifier" && range.contains(&node.start_byte()) {
         if analysis.is_read(node, path.last().copied()) {
             let name = src.text_of(node);
             match analysis.resolve(node, name, path) {
@@ -259,10 +247,83 @@ fn visit_reads<'a>(
     path.pop();
 }
 
-enum Resolution {
+/// Whether a name is bound where it is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resolution {
     Bound,
+    /// Bound in the scope that reads it, but only after the read.
     BoundLater,
     Unbound,
+}
+
+/// A read in inserted code that the code itself does not bind before it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OpenRead {
+    pub name: String,
+    /// Byte offset in the inserted code's own text.
+    pub at: usize,
+    /// The code binds it, but only after this read.
+    pub bound_later: bool,
+    /// The read is inside a function the inserted code defines (it runs later).
+    pub in_own_function: bool,
+}
+
+/// What inserted code (parsed on its own, as a module) reads without binding it first,
+/// and what it binds at its own top level: one analysis for both.
+pub struct CodeFacts {
+    /// Every read the code does not bind before it, in order.
+    pub open: Vec<OpenRead>,
+    /// Its top-level bindings: (name, offset, whether it binds at the module's level
+    /// through a `global` of a function of its own).
+    pub level: Vec<(String, usize, bool)>,
+}
+
+/// The facts of `code`.
+pub fn code_facts(code: &Source) -> CodeFacts {
+    let whole = std::slice::from_ref(&(0..code.text.len())).to_vec();
+    let analysis = Analysis::new(code, &whole);
+    let open = reads_of(code, &analysis, &whole);
+    let mut level: Vec<(String, usize, bool)> = Vec::new();
+    if let Some(top) = analysis.scopes.get(&MODULE_KEY) {
+        for (name, offsets) in top {
+            level.extend(offsets.iter().map(|o| (name.clone(), *o, false)));
+        }
+    }
+    for (key, names) in &analysis.globals {
+        if *key == MODULE_KEY {
+            continue;
+        }
+        for name in names {
+            if let Some(offsets) = analysis.scopes.get(key).and_then(|s| s.get(name)) {
+                level.extend(offsets.iter().map(|o| (name.clone(), *o, true)));
+            }
+        }
+    }
+    level.sort_by_key(|(_, at, _)| *at);
+    CodeFacts { open, level }
+}
+
+fn reads_of(code: &Source, analysis: &Analysis, ranges: &[Range<usize>]) -> Vec<OpenRead> {
+    let mut out = Vec::new();
+    for range in ranges {
+        for r in reads_in(code, analysis, range.clone()) {
+            let node = code
+                .root()
+                .descendant_for_byte_range(r.at, r.at)
+                .unwrap_or(code.root());
+            let in_own_function = analysis
+                .scope_chain(node)
+                .iter()
+                .any(|(_, n)| n.kind_of() == "function_definition");
+            out.push(OpenRead {
+                name: r.name,
+                at: r.at,
+                bound_later: r.bound_later,
+                in_own_function,
+            });
+        }
+    }
+    out
 }
 
 /// Per-file facts: which identifiers are binding occurrences, and for each scope the
@@ -282,6 +343,8 @@ struct Analysis<'a> {
     /// whole comprehension. Parameter defaults and decorators lie outside, as in Python.
     spans: Vec<ScopeSpan<'a>>,
     focus: &'a [Range<usize>],
+    /// A comprehension's scope key -> the scope around it (where a walrus in it binds).
+    comprehension_outer: HashMap<usize, usize>,
 }
 
 struct ScopeSpan<'a> {
@@ -289,7 +352,7 @@ struct ScopeSpan<'a> {
     node: Node<'a>,
 }
 
-const MODULE_KEY: usize = usize::MAX;
+pub(super) const MODULE_KEY: usize = usize::MAX;
 
 impl<'a> Analysis<'a> {
     /// Analyse the module level, and the functions that hold one of `focus` (only their
@@ -303,6 +366,7 @@ impl<'a> Analysis<'a> {
             globals: HashMap::new(),
             star_import: false,
             spans: Vec::new(),
+            comprehension_outer: HashMap::new(),
         };
         a.collect(src.root(), MODULE_KEY);
         a
@@ -321,7 +385,7 @@ impl<'a> Analysis<'a> {
 
     /// Mark every identifier bound by an assignment-like target.
     fn bind_target(&mut self, scope: usize, target: Node) {
-        match target.kind() {
+        match target.kind_of() {
             "identifier" => self.bind(scope, target),
             // `a.b = x` and `a[i] = x` read `a`; they bind nothing.
             "attribute" => {
@@ -344,11 +408,13 @@ impl<'a> Analysis<'a> {
         let mut cursor = params.walk();
         let children: Vec<Node> = params.named_children(&mut cursor).collect();
         for p in children {
-            match p.kind() {
+            match p.kind_of() {
                 "identifier" => self.bind(scope, p),
                 "typed_parameter" | "list_splat_pattern" | "dictionary_splat_pattern" => {
                     let mut c2 = p.walk();
-                    let first = p.named_children(&mut c2).find(|c| c.kind() == "identifier");
+                    let first = p
+                        .named_children(&mut c2)
+                        .find(|c| c.kind_of() == "identifier");
                     if let Some(id) = first {
                         self.bind(scope, id);
                     } else {
@@ -356,8 +422,10 @@ impl<'a> Analysis<'a> {
                         let mut c3 = p.walk();
                         let inner: Vec<Node> = p.named_children(&mut c3).collect();
                         for i in inner {
-                            if matches!(i.kind(), "list_splat_pattern" | "dictionary_splat_pattern")
-                            {
+                            if matches!(
+                                i.kind_of(),
+                                "list_splat_pattern" | "dictionary_splat_pattern"
+                            ) {
                                 self.bind_parameters_one(scope, i);
                             }
                         }
@@ -377,7 +445,7 @@ impl<'a> Analysis<'a> {
         let mut cursor = splat.walk();
         let first = splat
             .named_children(&mut cursor)
-            .find(|c| c.kind() == "identifier");
+            .find(|c| c.kind_of() == "identifier");
         if let Some(id) = first {
             self.bind(scope, id);
         }
@@ -394,7 +462,7 @@ impl<'a> Analysis<'a> {
                 node: n,
             })
         };
-        match node.kind() {
+        match node.kind_of() {
             "function_definition" | "class_definition" | "lambda" => {
                 self.spans.extend(body_span(node))
             }
@@ -407,7 +475,7 @@ impl<'a> Analysis<'a> {
             }),
             _ => {}
         }
-        match node.kind() {
+        match node.kind_of() {
             "function_definition" => {
                 if let Some(name) = node.child_by_field_name("name") {
                     self.bind(scope, name);
@@ -463,10 +531,11 @@ impl<'a> Analysis<'a> {
             | "dictionary_comprehension"
             | "generator_expression" => {
                 let inner = node.start_byte();
+                self.comprehension_outer.insert(inner, scope);
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in &children {
-                    if c.kind() == "for_in_clause"
+                    if c.kind_of() == "for_in_clause"
                         && let Some(left) = c.child_by_field_name("left")
                     {
                         self.bind_target(inner, left);
@@ -489,8 +558,13 @@ impl<'a> Analysis<'a> {
             }
             "as_pattern_target" => self.bind_target(scope, node),
             "named_expression" => {
+                // A walrus in a comprehension binds in the scope around it.
+                let mut target = scope;
+                while let Some(outer) = self.comprehension_outer.get(&target) {
+                    target = *outer;
+                }
                 if let Some(name) = node.child_by_field_name("name") {
-                    self.bind(scope, name);
+                    self.bind(target, name);
                 }
             }
             "except_clause" => {
@@ -514,11 +588,11 @@ impl<'a> Analysis<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in children {
-                    if Some(c.start_byte()) == module && c.kind() != "aliased_import" {
+                    if Some(c.start_byte()) == module && c.kind_of() != "aliased_import" {
                         self.mark_all_not_reads(c);
                         continue;
                     }
-                    match c.kind() {
+                    match c.kind_of() {
                         "wildcard_import" => self.star_import = true,
                         "dotted_name" | "aliased_import" => self.bind_import_name(scope, c, false),
                         _ => self.mark_all_not_reads(c),
@@ -530,9 +604,9 @@ impl<'a> Analysis<'a> {
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in children {
-                    if c.kind() == "identifier" {
+                    if c.kind_of() == "identifier" {
                         self.not_reads.insert(c.start_byte());
-                        if node.kind() == "global_statement" {
+                        if node.kind_of() == "global_statement" {
                             let name = self.src.text_of(c).to_string();
                             self.globals.entry(scope).or_default().insert(name);
                         }
@@ -568,7 +642,7 @@ impl<'a> Analysis<'a> {
     }
 
     fn mark_all_not_reads(&mut self, node: Node) {
-        if node.kind() == "identifier" {
+        if node.kind_of() == "identifier" {
             self.not_reads.insert(node.start_byte());
         }
         let mut cursor = node.walk();
@@ -581,7 +655,7 @@ impl<'a> Analysis<'a> {
     /// `import a.b` binds `a`; `import a.b as c` and `from m import b as c` bind `c`;
     /// `from m import b` binds `b`.
     fn bind_import_name(&mut self, scope: usize, node: Node, plain_import: bool) {
-        match node.kind() {
+        match node.kind_of() {
             "aliased_import" => {
                 if let Some(name) = node.child_by_field_name("name") {
                     self.mark_all_not_reads(name);
@@ -613,7 +687,7 @@ impl<'a> Analysis<'a> {
             return false;
         }
         // Identifiers in a format spec (`{x:>{width}}` aside) or a keyword are not names.
-        !matches!(parent.map(|p| p.kind()), Some("format_specifier"))
+        !matches!(parent.map(|p| p.kind_of()), Some("format_specifier"))
     }
 
     /// Scope chain of a node, innermost first: function, lambda and comprehension scopes,
@@ -629,7 +703,7 @@ impl<'a> Analysis<'a> {
         let mut chain = Vec::with_capacity(inside.len());
         let mut function_seen = false;
         for span in inside {
-            match span.node.kind() {
+            match span.node.kind_of() {
                 "function_definition" => {
                     function_seen = true;
                     chain.push((span.node.start_byte(), span.node));
@@ -653,7 +727,7 @@ impl<'a> Analysis<'a> {
                 continue;
             };
             if matches!(
-                scope_node.kind(),
+                scope_node.kind_of(),
                 "function_definition" | "class_definition"
             ) {
                 let earlier = offsets.iter().any(|&o| o < at);
@@ -662,7 +736,7 @@ impl<'a> Analysis<'a> {
                     .any(|&o| shares_loop(ancestors, o, scope_node));
                 return if earlier || in_shared_loop {
                     Resolution::Bound
-                } else if scope_node.kind() == "class_definition" {
+                } else if scope_node.kind_of() == "class_definition" {
                     continue;
                 } else {
                     Resolution::BoundLater
@@ -673,7 +747,7 @@ impl<'a> Analysis<'a> {
         let in_function = self
             .scope_chain(read)
             .iter()
-            .any(|(_, n)| n.kind() == "function_definition");
+            .any(|(_, n)| n.kind_of() == "function_definition");
         if let Some(offsets) = self.scopes.get(&MODULE_KEY).and_then(|s| s.get(name)) {
             // Function bodies run after the module is loaded; module-level code runs in order.
             if in_function || offsets.iter().any(|&o| o < at) {
@@ -691,12 +765,12 @@ impl<'a> Analysis<'a> {
 /// Whether the binding at `offset` and the read (whose ancestors, the root first, are
 /// `ancestors`) share a loop inside `scope`, so that a later binding in the loop body is
 /// visible on the next iteration.
-fn shares_loop(ancestors: &[Node], offset: usize, scope: Node) -> bool {
+pub(super) fn shares_loop(ancestors: &[Node], offset: usize, scope: Node) -> bool {
     for n in ancestors.iter().rev() {
         if n.id() == scope.id() {
             return false;
         }
-        if matches!(n.kind(), "for_statement" | "while_statement")
+        if matches!(n.kind_of(), "for_statement" | "while_statement")
             && n.byte_range().contains(&offset)
         {
             return true;

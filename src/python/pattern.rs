@@ -10,6 +10,7 @@
 //! `for $I in range(step_1)`, `if self.is_first_pp_rank`); only the header is compared,
 //! so a loop with an extra statement in its body still matches.
 
+use super::KindOf;
 use std::collections::BTreeMap;
 
 use tree_sitter::Node;
@@ -48,6 +49,7 @@ impl HeaderKind {
 }
 
 /// A compiled pattern.
+#[derive(Clone)]
 pub struct Pattern {
     /// As written in the rule.
     pub text: String,
@@ -56,6 +58,8 @@ pub struct Pattern {
     /// The longest name the pattern spells out: a statement whose text lacks it cannot
     /// match, so most statements are passed over without a structural comparison.
     needle: Option<String>,
+    /// The kind of statement it is (None: a lone metavariable, which matches any).
+    kind: Option<&'static str>,
 }
 
 /// The longest identifier of a pattern's code that is not a metavariable or a keyword.
@@ -63,7 +67,7 @@ fn needle(source: &Source) -> Option<String> {
     let mut best: Option<&str> = None;
     let mut stack = vec![source.root()];
     while let Some(n) = stack.pop() {
-        if n.kind() == "identifier" {
+        if n.kind_of() == "identifier" {
             let t = source.text_of(n);
             if !t.starts_with(SINGLE)
                 && !t.starts_with(SEQUENCE)
@@ -131,7 +135,22 @@ fn header_kind(text: &str) -> Option<HeaderKind> {
 }
 
 impl Pattern {
+    /// Compile `text`. Rules share many patterns (`def forward`, a scope's class): each
+    /// text is parsed once per thread.
     pub fn compile(text: &str) -> Result<Pattern, String> {
+        thread_local! {
+            static COMPILED: std::cell::RefCell<std::collections::HashMap<String, Pattern>> =
+                Default::default();
+        }
+        if let Some(p) = COMPILED.with(|c| c.borrow().get(text).cloned()) {
+            return Ok(p);
+        }
+        let p = Self::compile_new(text)?;
+        COMPILED.with(|c| c.borrow_mut().insert(text.to_string(), p.clone()));
+        Ok(p)
+    }
+
+    fn compile_new(text: &str) -> Result<Pattern, String> {
         let trimmed = text.trim();
         if trimmed.is_empty() {
             return Err("empty pattern".to_string());
@@ -165,11 +184,20 @@ impl Pattern {
             Some(HeaderKind::Try) => None,
             _ => needle(&source),
         };
+        let first = statements[0];
+        let lone_meta = first.kind_of() == "expression_statement"
+            && first.named_child_count() == 1
+            && first.named_child(0).is_some_and(|e| {
+                e.kind_of() == "identifier" && source.text_of(e).starts_with(SINGLE)
+                    || e.kind_of() == "identifier" && source.text_of(e).starts_with(SEQUENCE)
+            });
+        let kind = (!lone_meta).then(|| python::undecorated(first).kind_of());
         Ok(Pattern {
             text: trimmed.to_string(),
             source,
             header,
             needle,
+            kind,
         })
     }
 
@@ -179,7 +207,7 @@ impl Pattern {
         let mut cursor = root.walk();
         let first = root
             .named_children(&mut cursor)
-            .find(|c| c.kind() != "comment")
+            .find(|c| c.kind_of() != "comment")
             .expect("a compiled pattern holds one statement");
         python::undecorated(first)
     }
@@ -193,13 +221,27 @@ impl Pattern {
     pub fn node_kind(&self) -> &str {
         match self.header {
             Some(h) => h.node_kind(),
-            None => self.root_statement().kind(),
+            None => self.root_statement().kind_of(),
         }
     }
 
     /// Match a statement of `src`. Decorated definitions are matched by their definition.
     pub fn match_statement(&self, src: &Source, stmt: Node) -> Option<Bindings> {
         let stmt = python::undecorated(stmt);
+        // Kinds first (cheap): a header matches its kind of compound statement, a bare
+        // expression an expression statement or a `return`, anything else its own kind.
+        // Then the needle, in the statement's text (long for a compound statement).
+        let kind = stmt.kind_of();
+        let fits = match (self.header, self.kind) {
+            (Some(h), _) => kind == h.node_kind(),
+            (None, None) => true,
+            (None, Some(own)) => {
+                kind == own || (own == "expression_statement" && kind == "return_statement")
+            }
+        };
+        if !fits {
+            return None;
+        }
         if let Some(n) = &self.needle
             && !src.text_of(stmt).contains(n.as_str())
         {
@@ -212,7 +254,7 @@ impl Pattern {
             t_src: src,
         };
         if let Some(h) = self.header {
-            if stmt.kind() != h.node_kind() {
+            if stmt.kind_of() != h.node_kind() {
                 return None;
             }
             let fields: &[&str] = match h {
@@ -262,24 +304,25 @@ impl Pattern {
 
 fn first_child_of_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
     let mut cursor = node.walk();
-    node.named_children(&mut cursor).find(|c| c.kind() == kind)
+    node.named_children(&mut cursor)
+        .find(|c| c.kind_of() == kind)
 }
 
 /// The expression of an expression statement that is not an assignment.
 fn bare_expression(stmt: Node) -> Option<Node> {
-    if stmt.kind() != "expression_statement" || stmt.named_child_count() != 1 {
+    if stmt.kind_of() != "expression_statement" || stmt.named_child_count() != 1 {
         return None;
     }
     let e = stmt.named_child(0)?;
-    (!matches!(e.kind(), "assignment" | "augmented_assignment")).then_some(e)
+    (!matches!(e.kind_of(), "assignment" | "augmented_assignment")).then_some(e)
 }
 
 /// The value a simple statement computes: an assignment's right side, a return value.
 fn statement_value(stmt: Node) -> Option<Node> {
-    match stmt.kind() {
+    match stmt.kind_of() {
         "expression_statement" => {
             let e = stmt.named_child(0)?;
-            match e.kind() {
+            match e.kind_of() {
                 "assignment" | "augmented_assignment" => e.child_by_field_name("right"),
                 _ => None,
             }
@@ -300,6 +343,22 @@ enum Meta<'a> {
     Sequence(&'a str),
 }
 
+/// The expression inside redundant parentheses (`(x)`; not a tuple or a generator).
+fn unparenthesized(mut node: Node) -> Node {
+    while node.kind_of() == "parenthesized_expression" {
+        let mut cursor = node.walk();
+        let inner: Vec<Node> = node
+            .named_children(&mut cursor)
+            .filter(|c| !c.is_extra())
+            .collect();
+        match inner.as_slice() {
+            [one] => node = *one,
+            _ => break,
+        }
+    }
+    node
+}
+
 /// Whitespace-insensitive text, for comparing bound texts.
 fn squash(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -307,12 +366,12 @@ fn squash(s: &str) -> String {
 
 impl<'a> Matcher<'a> {
     fn meta(&self, p: Node<'a>) -> Option<Meta<'a>> {
-        let ident = if p.kind() == "expression_statement" && p.named_child_count() == 1 {
+        let ident = if p.kind_of() == "expression_statement" && p.named_child_count() == 1 {
             p.named_child(0)?
         } else {
             p
         };
-        if ident.kind() != "identifier" {
+        if ident.kind_of() != "identifier" {
             return None;
         }
         let text = self.p_src.text_of(ident);
@@ -340,7 +399,7 @@ impl<'a> Matcher<'a> {
     fn significant(node: Node<'a>) -> Vec<Node<'a>> {
         let mut cursor = node.walk();
         node.children(&mut cursor)
-            .filter(|c| !c.is_extra() && c.kind() != "," && c.kind() != "line_continuation")
+            .filter(|c| !c.is_extra() && c.kind_of() != "," && c.kind_of() != "line_continuation")
             .collect()
     }
 
@@ -352,15 +411,24 @@ impl<'a> Matcher<'a> {
             // In a block, `$X` as a statement matches one whole statement.
             return self.bind(b, name, self.t_src.text_of(t));
         }
-        if p.kind() != t.kind() {
+        // Parentheses around one expression are layout (ruff format adds them to split
+        // a long right-hand side): `x = (f(y))` is `x = f(y)`.
+        let (p, t) = (unparenthesized(p), unparenthesized(t));
+        if let Some(meta) = self.meta(p) {
+            let name = match meta {
+                Meta::Single(n) | Meta::Sequence(n) => n,
+            };
+            return self.bind(b, name, self.t_src.text_of(t));
+        }
+        if p.kind_of() != t.kind_of() {
             return false;
         }
-        if p.child_count() == 0 || matches!(p.kind(), "string" | "concatenated_string") {
+        if p.child_count() == 0 || matches!(p.kind_of(), "string" | "concatenated_string") {
             return self.p_src.text_of(p) == self.t_src.text_of(t);
         }
         let pc = Self::significant(p);
         let tc = Self::significant(t);
-        if p.kind() == "argument_list" {
+        if p.kind_of() == "argument_list" {
             return self.arguments(t, &pc, &tc, b);
         }
         self.sequence(&pc, &tc, b)
@@ -408,11 +476,11 @@ impl<'a> Matcher<'a> {
         let inner = |v: &[Node<'a>]| -> Vec<Node<'a>> {
             v.iter()
                 .copied()
-                .filter(|n| n.kind() != "(" && n.kind() != ")")
+                .filter(|n| n.kind_of() != "(" && n.kind_of() != ")")
                 .collect()
         };
         let (ps, ts) = (inner(ps), inner(ts));
-        let is_kw = |n: &Node| n.kind() == "keyword_argument";
+        let is_kw = |n: &Node| n.kind_of() == "keyword_argument";
         let (p_kw, p_pos): (Vec<Node>, Vec<Node>) = ps.iter().partition(|n| is_kw(n));
         let (t_kw, t_pos): (Vec<Node>, Vec<Node>) = ts.iter().partition(|n| is_kw(n));
         let open = p_pos
@@ -541,6 +609,16 @@ mod tests {
         assert_eq!(find("def step", code).len(), 1);
         assert_eq!(find("class A", code).len(), 1);
         assert_eq!(find("class B", code).len(), 0);
+    }
+
+    #[test]
+    fn parentheses_around_an_expression_are_layout() {
+        let code = "a, b = (\n    scatter(x, y)\n)\nc = (d)\n";
+        let hits = find("$A, $$$ = scatter($$$)", code);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].1["A"], "a");
+        assert_eq!(find("c = d", code).len(), 1);
+        assert_eq!(find("($X, $Y) = $_", "(a, b) = 1\n").len(), 1);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 //! submodule classes a class builds in `__init__`. Shared by the functions-trace JSON and
 //! the NVTX rule set.
 
+use super::KindOf;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -120,8 +121,8 @@ pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, S
     Ok(parts.join("."))
 }
 
-fn line(src: &Source, node: Node) -> usize {
-    src.line_of(node.start_byte())
+fn line(_src: &Source, node: Node) -> usize {
+    node.start_position().row + 1
 }
 
 /// `self.ATTR(...)` / `self.ATTR.METHOD(...)` calls, and plain `name(...)` calls, in a body.
@@ -130,11 +131,11 @@ fn calls_in(src: &Source, body: Node) -> (Vec<Vec<String>>, Vec<String>) {
     let mut plain = BTreeSet::new();
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        if n.kind() == "call"
+        if n.kind_of() == "call"
             && let Some(f) = n.child_by_field_name("function")
         {
             let text = src.text_of(f);
-            if f.kind() == "identifier" {
+            if f.kind_of() == "identifier" {
                 plain.insert(text.to_string());
             }
             let parts: Vec<&str> = text.split('.').map(str::trim).collect();
@@ -160,7 +161,7 @@ fn calls_in(src: &Source, body: Node) -> (Vec<Vec<String>>, Vec<String>) {
 
 fn function(src: &Source, node: Node, nested: bool) -> Option<Function> {
     let def = undecorated(node);
-    if def.kind() != "function_definition" {
+    if def.kind_of() != "function_definition" {
         return None;
     }
     let (self_calls, calls) = def
@@ -187,7 +188,7 @@ fn nested_defs(src: &Source, body: Node, functions: &mut Vec<Function>, classes:
         let mut c = n.walk();
         for child in n.named_children(&mut c) {
             let inner = undecorated(child);
-            match inner.kind() {
+            match inner.kind_of() {
                 "function_definition" => {
                     functions.extend(function(src, child, true));
                     if let Some(b) = inner.child_by_field_name("body") {
@@ -217,7 +218,7 @@ fn class(src: &Source, node: Node, nested: bool) -> Option<Class> {
         let mut c = sup.walk();
         out.bases = sup
             .named_children(&mut c)
-            .filter(|b| b.kind() != "keyword_argument")
+            .filter(|b| b.kind_of() != "keyword_argument")
             .map(|b| src.text_of(b).to_string())
             .collect();
     }
@@ -241,7 +242,7 @@ fn class(src: &Source, node: Node, nested: bool) -> Option<Class> {
 fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, String>) {
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
-        if n.kind() == "assignment" {
+        if n.kind_of() == "assignment" {
             let (Some(left), Some(right)) = (
                 n.child_by_field_name("left"),
                 n.child_by_field_name("right"),
@@ -256,12 +257,12 @@ fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
                 continue;
             };
             let mut values = vec![right];
-            if right.kind() == "conditional_expression" {
+            if right.kind_of() == "conditional_expression" {
                 let mut c = right.walk();
                 values = right.named_children(&mut c).collect();
             }
             for v in values {
-                if v.kind() == "call"
+                if v.kind_of() == "call"
                     && let Some(f) = v.child_by_field_name("function")
                 {
                     let name = src.text_of(f).rsplit('.').next().unwrap_or("").to_string();
@@ -270,7 +271,7 @@ fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
             }
             continue;
         }
-        if matches!(n.kind(), "function_definition" | "class_definition") {
+        if matches!(n.kind_of(), "function_definition" | "class_definition") {
             continue;
         }
         let mut c = n.walk();
@@ -281,7 +282,7 @@ fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
 fn imports(src: &Source, root: Node) -> BTreeMap<String, (String, String)> {
     let mut out = BTreeMap::new();
     for stmt in statements_of(root) {
-        if stmt.kind() != "import_from_statement" {
+        if stmt.kind_of() != "import_from_statement" {
             continue;
         }
         let Some(module) = stmt
@@ -292,7 +293,7 @@ fn imports(src: &Source, root: Node) -> BTreeMap<String, (String, String)> {
         };
         let mut c = stmt.walk();
         for name in stmt.children_by_field_name("name", &mut c) {
-            let (orig, local) = match name.kind() {
+            let (orig, local) = match name.kind_of() {
                 "aliased_import" => (
                     name.child_by_field_name("name")
                         .map(|n| src.text_of(n))
@@ -309,13 +310,39 @@ fn imports(src: &Source, root: Node) -> BTreeMap<String, (String, String)> {
     out
 }
 
+/// A file the scan could not read.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {source}")]
+pub struct Error {
+    pub file: String,
+    #[source]
+    pub source: std::io::Error,
+}
+
+impl crate::exit::Classify for Error {
+    fn class(&self) -> crate::exit::Class {
+        // A file that is not UTF-8 text is the user's to fix; a read refused, the system's.
+        if self.source.kind() == std::io::ErrorKind::InvalidData {
+            crate::exit::Class::User
+        } else {
+            crate::exit::Class::Io
+        }
+    }
+}
+
+/// For callers that report errors as text (one line each).
+impl From<Error> for String {
+    fn from(e: Error) -> String {
+        e.to_string()
+    }
+}
+
 /// Scan one file.
-pub fn scan_file(
-    path: &Path,
-    display: &str,
-    package_root: Option<&Path>,
-) -> Result<Module, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{display}: {e}"))?;
+pub fn scan_file(path: &Path, display: &str, package_root: Option<&Path>) -> Result<Module, Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| Error {
+        file: display.to_string(),
+        source,
+    })?;
     let src = Source::parse(text);
     Ok(scan_source(&src, path, display, package_root))
 }
@@ -340,7 +367,7 @@ pub fn scan_source(
     };
     for stmt in statements_of(root) {
         let inner = undecorated(stmt);
-        match inner.kind() {
+        match inner.kind_of() {
             "function_definition" => {
                 m.functions.extend(function(src, stmt, false));
                 if let Some(b) = inner.child_by_field_name("body") {
@@ -354,9 +381,9 @@ pub fn scan_source(
                 if let Some(b) = inner.child_by_field_name("body") {
                     for s in statements_of(b) {
                         let si = undecorated(s);
-                        if si.kind() == "class_definition" {
+                        if si.kind_of() == "class_definition" {
                             m.classes.extend(class(src, s, true));
-                        } else if si.kind() == "function_definition"
+                        } else if si.kind_of() == "function_definition"
                             && let Some(fb) = si.child_by_field_name("body")
                         {
                             nested_defs(src, fb, &mut m.functions, &mut m.classes);
@@ -411,7 +438,7 @@ pub struct Tree {
 
 /// Every class in the tree by name (a name defined twice keeps all definitions).
 impl Tree {
-    pub fn scan(paths: &[PathBuf], package_root: Option<&Path>) -> Result<Tree, String> {
+    pub fn scan(paths: &[PathBuf], package_root: Option<&Path>) -> Result<Tree, Error> {
         let base = std::env::current_dir().unwrap_or_default();
         let mut modules = Vec::new();
         for f in python_files(paths) {

@@ -9,9 +9,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod error;
 pub mod load;
+pub mod models;
 pub mod prints;
 
+pub use error::Error;
 pub use load::{RuleSet, load_rule_set, load_rule_set_lazy};
 pub use prints::PrintDecl;
 
@@ -50,9 +53,27 @@ pub struct Manifest {
     /// which `instrument add` flag sets it and what it is when the flag is not given.
     #[serde(default)]
     pub params: BTreeMap<String, ParamSpec>,
-    /// How `--detail-layers` is chosen when it is not given.
+    /// Values the engine works out from the checkout for a parameter's default, by name
+    /// (`default = { computed = "NAME" }`): each says which of the engine's methods
+    /// computes it and with what.
+    #[serde(default)]
+    pub computed: BTreeMap<String, ComputedSpec>,
+    /// How a print's `line` is derived where a declaration does not write it.
+    #[serde(default)]
+    pub prints: prints::Naming,
+    /// The `[detail_layers]` table of rule sets written before `[computed]`: read as
+    /// `[computed.detail-layers]` with `method = "layer-condition"`.
     #[serde(default)]
     pub detail_layers: Option<DetailLayersSpec>,
+}
+
+/// How a computed value is worked out: the engine's method, and what the rule set tells it.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "method", rename_all = "kebab-case")]
+pub enum ComputedSpec {
+    /// The first `count` layer indices for which a decoder layer's `__init__` decides
+    /// what the condition patterns say (evaluated with the model config).
+    LayerCondition(DetailLayersSpec),
 }
 
 /// One template parameter, as `[params.NAME]` declares it.
@@ -102,25 +123,29 @@ pub enum ParamKind {
 #[serde(untagged)]
 pub enum ParamDefault {
     Text(String),
+    /// Worked out by the engine: the name of a `[computed.NAME]` table.
     Computed {
-        computed: ComputedDefault,
+        computed: String,
     },
     /// `None` in the code, which decides at run time (`run_time` says how, for the user).
-    /// `preview` works out what a rank holding the whole model would choose, for the note,
-    /// and checks a given value against the checkout.
+    /// `preview` names a `[computed]` value: what a rank holding the whole model would
+    /// choose, for the note; a given value is checked against the checkout with it.
     RunTime {
         run_time: String,
         #[serde(default)]
-        preview: Option<ComputedDefault>,
+        preview: Option<String>,
     },
 }
 
-/// Defaults the engine works out from the checkout.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ComputedDefault {
-    /// The first MoE layers, from `[detail_layers]`.
-    DetailLayers,
+impl ParamDefault {
+    /// The `[computed]` value this default works out or previews.
+    pub fn computed(&self) -> Option<&str> {
+        match self {
+            ParamDefault::Computed { computed } => Some(computed),
+            ParamDefault::RunTime { preview, .. } => preview.as_deref(),
+            ParamDefault::Text(_) => None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -162,11 +187,66 @@ pub struct ModelsSpec {
     /// Extra names users type, mapped to file stems (`qwen3.5-moe` -> `qwen35_moe`).
     #[serde(default)]
     pub aliases: BTreeMap<String, String>,
+    /// The classes rules scope into (`class {EXPERTS}`), by role: found in any model file
+    /// by their structure, so that rules are written once for every model.
+    #[serde(default)]
+    pub roles: BTreeMap<String, RoleSpec>,
+    /// What is known of particular models, by file stem (how their rule ids read, their
+    /// config's `model_type`, a role's class where structure does not find it).
+    #[serde(default)]
+    pub known: BTreeMap<String, KnownModel>,
 }
 
-/// How the default detail layers are found: the rule set names the patterns of the
-/// MoE-versus-dense decision, the engine finds and evaluates it with the model config.
-#[derive(Debug, Clone, Deserialize)]
+impl ModelsSpec {
+    /// What the rule ids of `model`'s rules carry in markers: `qwen35-moe` in
+    /// `5B.qwen35-moe.flags`; empty for a model whose ids are the rules' own.
+    pub fn id_tag(&self, model: &str) -> String {
+        match self.known.get(model).and_then(|k| k.id_tag.clone()) {
+            Some(tag) => tag,
+            None => model.replace('_', "-"),
+        }
+    }
+}
+
+/// How a role's class is recognised in a model file. Every criterion given must hold,
+/// and exactly one class of the file may fit.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleSpec {
+    /// What the class is, for messages (`the grouped-GEMM experts`).
+    pub about: String,
+    /// Methods the class defines itself (`forward_stage1`, `forward_stage3`, ...).
+    #[serde(default)]
+    pub defines: Vec<String>,
+    /// A method of the class and a parameter it takes: `takes = "forward(grouped_mm_offs)"`.
+    #[serde(default)]
+    pub takes: Option<String>,
+    /// A statement one of the class's methods holds (a pattern; `{ROLE}` names another
+    /// role's class): `self.experts = {EXPERTS}($$$)`.
+    #[serde(default)]
+    pub holds: Option<String>,
+}
+
+/// One model's entry in `[models.known]`.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnownModel {
+    /// What its rule ids carry in markers (default: the model's name, `gpt-oss` in
+    /// `5B.gpt-oss.flags`; `""` keeps the rules' own ids).
+    #[serde(default)]
+    pub id_tag: Option<String>,
+    /// The `model_type` of its configs, to find its example configs.
+    #[serde(default)]
+    pub model_type: Option<String>,
+    /// Roles whose class is named here instead of found by structure.
+    #[serde(default)]
+    pub roles: BTreeMap<String, String>,
+}
+
+/// `method = "layer-condition"`: the rule set names the patterns of a decoder layer's
+/// decision (MoE versus dense, say), the engine finds and evaluates it with the model
+/// config and takes the first layers it holds for.
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct DetailLayersSpec {
     /// How many layers to pick, starting at the first MoE layer.
@@ -286,6 +366,17 @@ pub struct Rule {
     /// Only for these models (file stems); empty means every model.
     #[serde(default)]
     pub models: Vec<String>,
+    /// For a rule of some `models`: the rule it stands in for, inheriting every field it
+    /// does not set (but the examples, and the prints when it sets its own template). Its
+    /// id is the rule's with the model's id tag (`5B.qwen35-moe.after-compute`).
+    #[serde(default)]
+    pub extends: Option<String>,
+    /// For a rule of some `models`: rules it stands in for; it takes the first one's place.
+    #[serde(default)]
+    pub replaces: Vec<String>,
+    /// For a rule of some `models` that adds an insertion: the rule it follows.
+    #[serde(default)]
+    pub after: Option<String>,
     /// In a rule set whose targets are functions: the rule is a template, written once
     /// per file or per selected function.
     #[serde(default)]
@@ -346,4 +437,7 @@ pub struct Example {
     /// Expected error text fragment instead of an output.
     #[serde(default)]
     pub error: Option<String>,
+    /// Role classes for a snippet that does not hold what finds them by structure.
+    #[serde(default)]
+    pub roles: BTreeMap<String, String>,
 }

@@ -16,7 +16,9 @@ pub struct PrintDecl {
     /// `saved-activation`, `saved-weight`, `saved-total`, `file` or `note`.
     pub kind: String,
     /// The line as printed, with `{name}` for each value (`{name=...}` names a span that
-    /// holds literal text and further values, e.g. a path built from parts).
+    /// holds literal text and further values, e.g. a path built from parts). Not written:
+    /// derived from what the template prints when the rule set loads (see `Naming`).
+    #[serde(default)]
     pub line: String,
     /// How the report names the line; `{name}` fills in a value.
     #[serde(default)]
@@ -40,4 +42,260 @@ pub struct PrintDecl {
     /// log` compares them across all ranks; other figures only among ranks on one stage.
     #[serde(default)]
     pub same_on_every_stage: bool,
+}
+
+/// How a print's `line` is derived from what its template prints, where a declaration
+/// does not write it (`[prints]` in `ruleset.toml`). Each value the line prints is
+/// named by the expression that prints it (`values`), else by the `name=` written right
+/// before it (`dispatch={tuple(tokens.shape)}` is `{dispatch}`), else by the expression
+/// itself when it is a plain name (`({held})` is `{held}`); literal words that stand for
+/// a value (`stage1` for `{stage}`) are named in `words`.
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct Naming {
+    /// Expression as written -> the value's name (`alloc` -> `allocated`).
+    #[serde(default)]
+    pub values: BTreeMap<String, String>,
+    /// A value's name -> the literal words that are it (`stage` -> `stage1`, ...).
+    #[serde(default)]
+    pub words: BTreeMap<String, Vec<String>>,
+}
+
+fn ident_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+/// Whether `text` is a plain name.
+fn is_name(text: &str) -> bool {
+    !text.is_empty()
+        && !text.starts_with(|c: char| c.is_ascii_digit())
+        && text.chars().all(ident_char)
+}
+
+/// `text` as literal text of a declared line: braces doubled, the `words` of `naming`
+/// (whole words only) replaced by their value.
+fn literal(text: &str, naming: &Naming) -> String {
+    let escaped = text.replace('{', "{{").replace('}', "}}");
+    let mut out = String::with_capacity(escaped.len());
+    let mut rest = escaped.as_str();
+    'scan: while !rest.is_empty() {
+        let at_word_start = out.chars().next_back().is_none_or(|c| !ident_char(c));
+        if at_word_start {
+            for (name, words) in &naming.words {
+                for w in words {
+                    if let Some(after) = rest.strip_prefix(w.as_str())
+                        && after.chars().next().is_none_or(|c| !ident_char(c))
+                    {
+                        out.push_str(&format!("{{{name}}}"));
+                        rest = after;
+                        continue 'scan;
+                    }
+                }
+            }
+        }
+        let c = rest.chars().next().expect("not empty");
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
+/// The `line` declaration for a printed line (`parts`: literal text and the expressions
+/// printed), or why it cannot be derived.
+pub fn derive_line(
+    parts: &[crate::python::printed::Part],
+    naming: &Naming,
+) -> Result<String, String> {
+    use crate::python::printed::Part;
+    let mut out = String::new();
+    let mut last_literal = "";
+    for part in parts {
+        match part {
+            Part::Lit(text) => {
+                out.push_str(&literal(text, naming));
+                last_literal = text;
+            }
+            Part::Field { expr, .. } => {
+                let cue = last_literal
+                    .strip_suffix('=')
+                    .map(|l| {
+                        let start = l.rfind(|c: char| !ident_char(c)).map_or(0, |i| i + 1);
+                        &l[start..]
+                    })
+                    .filter(|n| is_name(n));
+                let name = naming
+                    .values
+                    .get(expr)
+                    .map(String::as_str)
+                    .or(cue)
+                    .or_else(|| is_name(expr).then_some(expr.as_str()))
+                    .ok_or_else(|| {
+                        format!(
+                            "the value `{expr}` has no name (not in [prints.values], not after `name=`, not a plain name)"
+                        )
+                    })?;
+                out.push_str(&format!("{{{name}}}"));
+                last_literal = "";
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Fill in the `line` of every declaration of `set` that does not write one: from the
+/// lines its rule's template prints (`python::printed`), named as `naming` says. A rule's
+/// lines that its written declarations read are taken out first; what is left must be one
+/// line for each declaration without one, in order.
+pub fn derive_lines(set: &mut super::RuleSet) -> Result<(), super::Error> {
+    if !set
+        .rules
+        .iter()
+        .any(|r| r.prints.iter().any(|d| d.line.is_empty()))
+    {
+        return Ok(());
+    }
+    let templates: Vec<(usize, &str)> = set
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.per.is_none())
+        .map(|(i, r)| (i, r.template.as_str()))
+        .collect();
+    let params: Vec<&str> = set.manifest.params.keys().map(String::as_str).collect();
+    let printed = crate::python::printed::printed_lines(&templates, &params);
+    let naming = set.manifest.prints.clone();
+    for (i, rule) in set.rules.iter_mut().enumerate() {
+        let open: Vec<usize> = (0..rule.prints.len())
+            .filter(|k| rule.prints[*k].line.is_empty())
+            .collect();
+        if open.is_empty() {
+            continue;
+        }
+        let at = |k: usize| {
+            format!(
+                "{}/{}: rule {} print {}",
+                set.origin,
+                set.rule_files[i],
+                rule.id,
+                k + 1
+            )
+        };
+        let mut candidates = Vec::new();
+        for line in printed.get(&i).into_iter().flatten() {
+            let derived = derive_line(line, &naming);
+            let written = rule
+                .prints
+                .iter()
+                .any(|d| derived.as_ref().is_ok_and(|l| *l == d.line));
+            if !written {
+                candidates.push((line, derived));
+            }
+        }
+        if candidates.len() != open.len() {
+            return Err(super::Error::invalid(format!(
+                "{}: its `line` cannot be derived: the template prints {} line(s) no written declaration reads, for {} declaration(s) without a line; write `line`",
+                at(open[0]),
+                candidates.len(),
+                open.len()
+            )));
+        }
+        for (k, (line, derived)) in open.into_iter().zip(candidates) {
+            rule.prints[k].line = derived.map_err(|why| {
+                super::Error::invalid(format!(
+                    "{}: its `line` cannot be derived from `{}`: {why}; write `line`",
+                    at(k),
+                    crate::python::printed::show(line)
+                ))
+            })?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::python::printed::Part;
+
+    fn lit(s: &str) -> Part {
+        Part::Lit(s.into())
+    }
+
+    fn field(e: &str) -> Part {
+        Part::Field {
+            expr: e.into(),
+            conv: None,
+            spec: String::new(),
+        }
+    }
+
+    #[test]
+    fn values_are_named_by_the_table_their_name_or_the_name_before_them() {
+        let naming: Naming = toml::from_str(
+            "values = { alloc = \"allocated\", \"self.idx\" = \"layer\" }\nwords = { stage = [\"stage1\", \"stage3\"] }\n",
+        )
+        .unwrap();
+        let line = [
+            lit("[rank="),
+            field("rank"),
+            lit("]     layer"),
+            field("self.idx"),
+            lit(" stage1: after forward_stage1_compute  dispatch="),
+            field("tuple($TOKENS.shape)"),
+            lit(": alloc="),
+            field("alloc"),
+        ];
+        assert_eq!(
+            derive_line(&line, &naming).unwrap(),
+            "[rank={rank}]     layer{layer} {stage}: after forward_stage1_compute  dispatch={dispatch}: alloc={allocated}"
+        );
+        // A word inside another is not it; braces are literal text.
+        let line = [lit("{x} forward_stage1 stage3"), field("n")];
+        assert_eq!(
+            derive_line(&line, &naming).unwrap(),
+            "{{x}} forward_stage1 {stage}{n}"
+        );
+        let unnamed = [lit("shape "), field("tuple(x.shape)")];
+        assert!(
+            derive_line(&unnamed, &naming)
+                .unwrap_err()
+                .contains("`tuple(x.shape)` has no name")
+        );
+    }
+
+    /// The shipped rules write a print's `line` by hand only where it cannot be derived:
+    /// a rule that prints one line, declared once, whose written line is what derivation
+    /// gives, should not write it.
+    #[test]
+    fn shipped_lines_are_written_only_where_they_cannot_be_derived() {
+        let set = crate::rules::load::load_rules_only("memory-prints").unwrap();
+        let templates: Vec<(usize, &str)> = set
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.per.is_none())
+            .map(|(i, r)| (i, r.template.as_str()))
+            .collect();
+        let params: Vec<&str> = set.manifest.params.keys().map(String::as_str).collect();
+        let printed = crate::python::printed::printed_lines(&templates, &params);
+        let mut derived = 0;
+        for (i, rule) in set.rules.iter().enumerate() {
+            let lines = printed.get(&i).cloned().unwrap_or_default();
+            if let ([line], [decl]) = (lines.as_slice(), rule.prints.as_slice()) {
+                let d = derive_line(line, &set.manifest.prints);
+                if decl.line.is_empty() {
+                    assert!(d.is_ok(), "{}: {d:?}", rule.id);
+                    derived += 1;
+                } else {
+                    assert!(
+                        d.as_ref() != Ok(&decl.line),
+                        "{} writes `{}`, which is what derivation gives: leave `line` out",
+                        rule.id,
+                        decl.line
+                    );
+                }
+            }
+        }
+        assert!(derived >= 30, "{derived} derived");
+    }
 }

@@ -95,7 +95,9 @@ fn read_pickle_file(path: &Path, total: u64, max_events: usize) -> Result<Snapsh
     };
     match lean {
         Err(e) if e.retain => {
-            if std::env::var_os("INSTRUMENT_DEBUG_RETAIN").is_some() {
+            // A test build's diagnostic only (the test-hooks feature), never a user's.
+            if cfg!(feature = "test-hooks") && std::env::var_os("INSTRUMENT_DEBUG_RETAIN").is_some()
+            {
                 eprintln!("retain: byte {}: {}", e.offset, e.msg);
             }
             read_pickle_with(
