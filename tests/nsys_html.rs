@@ -203,12 +203,21 @@ fn ranks_are_labelled_by_mesh_and_their_stages_charted() {
     let run = d.path().join("run");
     std::fs::create_dir(&run).unwrap();
     for node in ["0", "1"] {
-        let o = Command::new(std::env::var("INSTRUMENT_PYTHON").unwrap_or_else(|_| "python3".into()))
-            .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/gen_nsys_sqlite.py"))
-            .args(["--scenario", "dualpipe", "--ranks", "4", "--node", node, "--out"])
-            .arg(run.join(format!("pithtrain_node{node}.sqlite")))
-            .output()
-            .unwrap();
+        let o =
+            Command::new(std::env::var("INSTRUMENT_PYTHON").unwrap_or_else(|_| "python3".into()))
+                .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/gen_nsys_sqlite.py"))
+                .args([
+                    "--scenario",
+                    "dualpipe",
+                    "--ranks",
+                    "4",
+                    "--node",
+                    node,
+                    "--out",
+                ])
+                .arg(run.join(format!("pithtrain_node{node}.sqlite")))
+                .output()
+                .unwrap();
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     let page = write_html(&run, &d.path().join("report.html"));
@@ -218,7 +227,11 @@ fn ranks_are_labelled_by_mesh_and_their_stages_charted() {
         .output()
         .unwrap();
     let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(page.matches("<svg class=\"timeline\"").count(), 2, "one per export");
+    assert_eq!(
+        page.matches("<svg class=\"timeline\"").count(),
+        2,
+        "one per export"
+    );
     for (e, export) in doc["exports"].as_array().unwrap().iter().enumerate() {
         let timeline = page
             .split("<svg class=\"timeline\"")
@@ -234,27 +247,44 @@ fn ranks_are_labelled_by_mesh_and_their_stages_charted() {
                 "rank {rank} (pp {}, cp {}, ep {})",
                 m["pp"][0], m["cp"][0], m["ep"][0]
             );
-            let row = between(timeline, &format!("<g class=\"rank\" data-pid=\"{pid}\">"), "</g>\n</g>");
-            assert!(row.contains(&format!("class=\"lbl\">{label}</text>")), "{label}: {row:.400}");
+            let row = between(
+                timeline,
+                &format!("<g class=\"rank\" data-pid=\"{pid}\">"),
+                "</g>\n</g>",
+            );
+            assert!(
+                row.contains(&format!("class=\"lbl\">{label}</text>")),
+                "{label}: {row:.400}"
+            );
             assert!(row.contains(&format!(
                 "<title>window {}..{} ns</title>",
                 p["window"]["start_ns"], p["window"]["end_ns"]
             )));
             let section = between(
                 &page,
-                &format!("<section class=\"process\" id=\"e{}-pid-{pid}\" data-rank=\"{rank}\">", e + 1),
+                &format!(
+                    "<section class=\"process\" id=\"e{}-pid-{pid}\" data-rank=\"{rank}\">",
+                    e + 1
+                ),
                 "</section>",
             );
             assert!(section.contains(&format!("<h2>{label}, process {pid}")));
             let chart = between(section, "<svg class=\"stages\"", "</svg>");
             for s in p["stages"].as_array().unwrap() {
-                let g = between(chart, &format!("data-stage=\"{}\"", s["stage"].as_str().unwrap()), "</g>");
+                let g = between(
+                    chart,
+                    &format!("data-stage=\"{}\"", s["stage"].as_str().unwrap()),
+                    "</g>",
+                );
                 let width = |class: &str| -> f64 {
                     let r = between(g, &format!("<rect class=\"{class}\""), ">");
                     let at = r.find("width=\"").unwrap() + 7;
                     r[at..at + r[at..].find('"').unwrap()].parse().unwrap()
                 };
-                let (comm, exposed) = (s["comm_ns"].as_f64().unwrap(), s["exposed_ns"].as_f64().unwrap());
+                let (comm, exposed) = (
+                    s["comm_ns"].as_f64().unwrap(),
+                    s["exposed_ns"].as_f64().unwrap(),
+                );
                 // Both bars on one scale: their widths are in the ratio of the figures.
                 let (wh, we) = (width("hidden"), width("exposed"));
                 // (Widths are written to 0.1 px: each is off by at most 0.05.)
@@ -271,6 +301,8 @@ fn ranks_are_labelled_by_mesh_and_their_stages_charted() {
         }
     }
     let across = between(&page, "<section class=\"across\"", "</section>");
-    assert!(across.contains("stage4_f: rank 5 (pp 1, cp 0, ep 1) exposes 0.088 ms of 0.088 ms (hidden 0.00%)"));
+    assert!(across.contains(
+        "stage4_f: rank 5 (pp 1, cp 0, ep 1) exposes 0.088 ms of 0.088 ms (hidden 0.00%)"
+    ));
     assert!(across.contains("<table class=\"balance\">"));
 }

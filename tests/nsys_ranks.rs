@@ -82,7 +82,8 @@ fn script_table(name: &str) -> Vec<HashMap<String, String>> {
 }
 
 fn num(s: &str) -> i64 {
-    s.parse().unwrap_or_else(|_| panic!("not an integer: {s:?}"))
+    s.parse()
+        .unwrap_or_else(|_| panic!("not an integer: {s:?}"))
 }
 
 /// `58.4%` as the fraction 0.584.
@@ -93,7 +94,10 @@ fn share(s: &str) -> f64 {
 /// Ours against a share the script printed rounded to two decimals of per cent.
 fn same_share(ours: &Value, theirs: &str, what: &str) {
     let (o, t) = (f(ours), share(theirs));
-    assert!((o - t).abs() <= 0.000051, "{what}: ours {o}, the script's {theirs}");
+    assert!(
+        (o - t).abs() <= 0.000051,
+        "{what}: ours {o}, the script's {theirs}"
+    );
 }
 
 fn doc(paths: &[&Path], extra: &[&str]) -> Value {
@@ -114,20 +118,35 @@ fn by_pid<'a>(e: &'a Value, pid: &str) -> &'a Value {
 }
 
 /// The streams and stages of one process against classify_streams / compute_overlap.
-fn check_figures(p: &Value, streams: &[&HashMap<String, String>], stages: &[&HashMap<String, String>], what: &str) {
+fn check_figures(
+    p: &Value,
+    streams: &[&HashMap<String, String>],
+    stages: &[&HashMap<String, String>],
+    what: &str,
+) {
     let ours = p["streams"].as_array().unwrap();
     assert_eq!(ours.len(), streams.len(), "{what}: streams {ours:?}");
     for (o, t) in ours.iter().zip(streams) {
         for k in ["stream", "n_comm", "n_comp", "comm_ns", "comp_ns"] {
             assert_eq!(i(&o[k]), num(&t[k]), "{what}: stream {}: {k}", t["stream"]);
         }
-        assert_eq!(o["purpose"], t["purpose"].as_str(), "{what}: stream {}", t["stream"]);
+        assert_eq!(
+            o["purpose"],
+            t["purpose"].as_str(),
+            "{what}: stream {}",
+            t["stream"]
+        );
     }
     let ours = p["stages"].as_array().unwrap();
     assert_eq!(ours.len(), stages.len(), "{what}: stages {ours:?}");
     for (o, t) in ours.iter().zip(stages) {
         assert_eq!(o["stage"], t["stage"].as_str(), "{what}");
-        assert_eq!(i(&o["exposed_ns"]), num(&t["exposed_ns"]), "{what}: {}", t["stage"]);
+        assert_eq!(
+            i(&o["exposed_ns"]),
+            num(&t["exposed_ns"]),
+            "{what}: {}",
+            t["stage"]
+        );
         for k in ["overlap", "overlap_min", "overlap_max"] {
             same_share(&o[k], &t[k], &format!("{what}: {} {k}", t["stage"]));
         }
@@ -210,12 +229,20 @@ fn setup_window_streams_and_stages_equal_pithtrains_scripts() {
             assert_eq!(i(&t["pid"]), num(pid));
             for st in p["stages"].as_array().unwrap() {
                 let ts = &t["stages"][st["stage"].as_str().unwrap()];
-                assert_eq!(i(&st["comm_ns"]), i(&ts["comm_ns"]), "pid {pid} {}", st["stage"]);
+                assert_eq!(
+                    i(&st["comm_ns"]),
+                    i(&ts["comm_ns"]),
+                    "pid {pid} {}",
+                    st["stage"]
+                );
                 assert_eq!(i(&st["exposed_ns"]), i(&ts["exposed_ns"]));
             }
             // Chunk time: the median length of the rank's overlapped chunks, as planted.
             let rank = num(fields["rank"]);
-            assert_eq!(f(&p["chunks"]["median_ns"]), planted_chunk_time(&r.base, rank));
+            assert_eq!(
+                f(&p["chunks"]["median_ns"]),
+                planted_chunk_time(&r.base, rank)
+            );
             assert_eq!(
                 i(&p["chunks"]["count"]),
                 t["chunk_lengths"].as_array().unwrap().len() as i64
@@ -285,7 +312,10 @@ fn whole_capture_and_a_window_given_equal_the_scripts_with_start_and_end() {
     assert_eq!(purpose("4242", 28), "pp_p2p");
     assert_eq!(purpose("4242", 32), "unknown");
     // --window all: the window is the whole capture.
-    let all = doc(&[&r.base.join("pithtrain_node0.sqlite")], &["--window", "all"]);
+    let all = doc(
+        &[&r.base.join("pithtrain_node0.sqlite")],
+        &["--window", "all"],
+    );
     let p = by_pid(&all["exports"][0], "4242");
     assert_eq!(p["window"]["pick"], "all");
     assert_eq!(p["stages"], p["whole_capture"]["stages"]);
@@ -321,19 +351,33 @@ fn across_ranks_names_the_most_exposed_rank_per_stage_and_pipeline_balance() {
         let st = w["stage"].as_str().unwrap();
         let mine: Vec<&(i64, String, i64)> = rows.iter().filter(|r| r.1 == st).collect();
         let top = mine.iter().map(|r| r.2).max().unwrap();
-        let first = mine.iter().filter(|r| r.2 == top).map(|r| r.0).min().unwrap();
+        let first = mine
+            .iter()
+            .filter(|r| r.2 == top)
+            .map(|r| r.0)
+            .min()
+            .unwrap();
         assert_eq!((i(&w["rank"]), i(&w["exposed_ns"])), (first, top), "{st}");
         let others: Vec<i64> = mine.iter().filter(|r| r.0 != first).map(|r| r.2).collect();
         assert_eq!(i(&w["others"]), others.len() as i64);
         if !others.is_empty() {
-            assert_eq!(i(&w["others_min_exposed_ns"]), *others.iter().min().unwrap());
-            assert_eq!(i(&w["others_max_exposed_ns"]), *others.iter().max().unwrap());
+            assert_eq!(
+                i(&w["others_min_exposed_ns"]),
+                *others.iter().min().unwrap()
+            );
+            assert_eq!(
+                i(&w["others_max_exposed_ns"]),
+                *others.iter().max().unwrap()
+            );
         }
     }
     // The bad stage: rank 5's combine forward, never hidden.
     let bad = stages.iter().find(|w| w["stage"] == "stage4_f").unwrap();
     assert_eq!((i(&bad["rank"]), i(&bad["exposed_ns"])), (5, 88000));
-    assert_eq!(bad["mesh"], json!({"pp": [1, 2], "dp": [0, 1], "cp": [0, 2], "ep": [1, 2]}));
+    assert_eq!(
+        bad["mesh"],
+        json!({"pp": [1, 2], "dp": [0, 1], "cp": [0, 2], "ep": [1, 2]})
+    );
     assert_eq!(f(&bad["overlap"]), 0.0);
     let b = &a["balance"];
     assert_eq!(b["axis"], "pp");
@@ -343,7 +387,10 @@ fn across_ranks_names_the_most_exposed_rank_per_stage_and_pipeline_balance() {
     let d2 = doc(&[&r.regressed], &["--top", "1"]);
     let slower = d2["across"]["balance"]["slower"].as_array().unwrap();
     assert_eq!(slower.len(), 1, "{slower:?}");
-    assert_eq!((slower[0]["kind"].as_str(), i(&slower[0]["coordinate"])), (Some("coordinate"), 1));
+    assert_eq!(
+        (slower[0]["kind"].as_str(), i(&slower[0]["coordinate"])),
+        (Some("coordinate"), 1)
+    );
     // In text: one line per stage, and the slower pipeline stage.
     let text = run(&[r.base.as_os_str()], &[]).1;
     assert!(
@@ -351,7 +398,10 @@ fn across_ranks_names_the_most_exposed_rank_per_stage_and_pipeline_balance() {
         "{text}"
     );
     let text = run(&[r.regressed.as_os_str()], &[]).1;
-    assert!(text.contains("    pp 1 is slower than its pp peers: chunk "), "{text}");
+    assert!(
+        text.contains("    pp 1 is slower than its pp peers: chunk "),
+        "{text}"
+    );
 }
 
 fn run(paths: &[&std::ffi::OsStr], extra: &[&str]) -> (i32, String, String) {
@@ -394,7 +444,10 @@ fn diff_with_a_gate_names_what_grew() {
     expected.sort();
     assert_eq!(
         expected,
-        [(2, "stage2_b".into(), 47500, 61750), (5, "stage4_f".into(), 88000, 132000)]
+        [
+            (2, "stage2_b".into(), 47500, 61750),
+            (5, "stage4_f".into(), 88000, 132000)
+        ]
     );
     let o = Command::new(bin())
         .args(["nsys", "report", "--json"])
@@ -404,7 +457,12 @@ fn diff_with_a_gate_names_what_grew() {
         .args(["--gate", "5"])
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["schema"], "instrument.nsys.diff/1");
     assert_eq!(f(&d["gate"]), 5.0);
@@ -431,7 +489,11 @@ fn diff_with_a_gate_names_what_grew() {
     for g in grew.iter().filter(|g| g["figure"] == "chunk_ns") {
         let rank = i(&g["rank"]);
         assert_eq!(f(&g["before"]), planted_chunk_time(&r.base, rank), "{g}");
-        assert_eq!(f(&g["after"]), planted_chunk_time(&r.regressed, rank), "{g}");
+        assert_eq!(
+            f(&g["after"]),
+            planted_chunk_time(&r.regressed, rank),
+            "{g}"
+        );
     }
     let r5 = d["ranks"]
         .as_array()
@@ -454,11 +516,17 @@ fn diff_with_a_gate_names_what_grew() {
         text.contains("  rank 5 (pp 1, cp 0, ep 1) stage4_f: exposed communication 88000 ns -> 132000 ns (+50.0%)\n"),
         "{text}"
     );
-    assert!(text.contains("gate 5%: 6 figure(s) grew by more than 5%:"), "{text}");
+    assert!(
+        text.contains("gate 5%: 6 figure(s) grew by more than 5%:"),
+        "{text}"
+    );
     // Exactly +50 % is allowed by --gate 50; the rest grew less.
     let (code, text, err) = run(&[b], &["--diff", a.to_str().unwrap(), "--gate", "50"]);
     assert_eq!(code, 0, "{text}{err}");
-    assert!(text.contains("gate 50%: nothing grew by more than 50%"), "{text}");
+    assert!(
+        text.contains("gate 50%: nothing grew by more than 50%"),
+        "{text}"
+    );
     // A run against itself: nothing changed.
     let (code, text, _) = run(&[b], &["--diff", b.to_str().unwrap(), "--gate", "0"]);
     assert_eq!(code, 0, "{text}");
@@ -467,7 +535,14 @@ fn diff_with_a_gate_names_what_grew() {
     let html = dir.path().join("diff.html");
     let (code, _, err) = run(
         &[b],
-        &["--diff", a.to_str().unwrap(), "--gate", "5", "--html", html.to_str().unwrap()],
+        &[
+            "--diff",
+            a.to_str().unwrap(),
+            "--gate",
+            "5",
+            "--html",
+            html.to_str().unwrap(),
+        ],
     );
     assert_eq!(code, 1, "{err}");
     let page = std::fs::read_to_string(&html).unwrap();
@@ -483,7 +558,12 @@ fn exports_of_different_runs_are_refused_naming_both() {
     let (code, out, err) = run(&[n0.as_os_str(), n1.as_os_str()], &[]);
     assert_eq!(code, 2, "{out}");
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("different runs") && err.contains(n0.to_str().unwrap()) && err.contains(n1.to_str().unwrap()), "{err}");
+    assert!(
+        err.contains("different runs")
+            && err.contains(n0.to_str().unwrap())
+            && err.contains(n1.to_str().unwrap()),
+        "{err}"
+    );
     assert!(out.is_empty());
     // The same export twice, by another path.
     let again = r.base.join(".").join("pithtrain_node0.sqlite");
@@ -510,8 +590,11 @@ fn renamed(src: &Path, dir: &Path, pairs: &[(&str, &str)]) -> PathBuf {
             [from, to],
         )
         .unwrap();
-        c.execute("UPDATE StringIds SET value = replace(value, ?1, ?2)", [from, to])
-            .unwrap();
+        c.execute(
+            "UPDATE StringIds SET value = replace(value, ?1, ?2)",
+            [from, to],
+        )
+        .unwrap();
     }
     dst
 }
@@ -539,11 +622,20 @@ fn conventions_are_data() {
         ("'^rank=\\d+; pp=", "'^gpu=\\d+; pipe="),
         ("ep=\\d+/\\d+; mbs=", "expert=\\d+/\\d+; micro="),
         ("rank = \"rank\"", "rank = \"gpu\""),
-        ("fields = [\"mbs\", \"seq\"]", "fields = [\"micro\", \"seq\"]"),
-        ("like = \"forward chunk%backward chunk%\"", "like = \"F part%B part%\""),
+        (
+            "fields = [\"mbs\", \"seq\"]",
+            "fields = [\"micro\", \"seq\"]",
+        ),
+        (
+            "like = \"forward chunk%backward chunk%\"",
+            "like = \"F part%B part%\"",
+        ),
         ("'stage([1-5])_([fbw])'", "'phase([1-5])_([fbw])'"),
         ("name = \"stage{1}_{2}\"", "name = \"phase{1}_{2}\""),
-        ("\"stage2_f\", \"stage2_b\", \"stage4_f\", \"stage4_b\"", "\"phase2_f\", \"phase2_b\", \"phase4_f\", \"phase4_b\""),
+        (
+            "\"stage2_f\", \"stage2_b\", \"stage4_f\", \"stage4_b\"",
+            "\"phase2_f\", \"phase2_b\", \"phase4_f\", \"phase4_b\"",
+        ),
         ("\"stage1_f\", \"stage1_b\"", "\"phase1_f\", \"phase1_b\""),
         ("\"pipeline send/recv\"", "\"p2p exchange\""),
         ("axis = \"pp\"", "axis = \"pipe\""),
@@ -555,7 +647,12 @@ fn conventions_are_data() {
     std::fs::write(&conv, toml).unwrap();
     let theirs = report_json_with(&db, &["--conventions", conv.to_str().unwrap()]);
     let ours = report_json_with(&src, &[]);
-    for (a, b) in theirs["processes"].as_array().unwrap().iter().zip(ours["processes"].as_array().unwrap()) {
+    for (a, b) in theirs["processes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(ours["processes"].as_array().unwrap())
+    {
         assert_eq!(a["rank"], b["rank"]);
         assert_eq!(a["micro"], b["mbs"]);
         assert_eq!(a["mesh"]["pipe"], b["mesh"]["pp"]);
@@ -593,7 +690,12 @@ fn without_setup_or_chunk_ranges_the_report_says_so() {
     let rep = report_json_with(&no_setup, &[]);
     for p in rep["processes"].as_array().unwrap() {
         assert!(p["rank"].is_null() && p["mesh"].is_null() && p["mbs"].is_null());
-        assert!(p["mesh_unknown"].as_str().unwrap().contains("no NVTX range matches the setup pattern"));
+        assert!(
+            p["mesh_unknown"]
+                .as_str()
+                .unwrap()
+                .contains("no NVTX range matches the setup pattern")
+        );
     }
     let note = rep["notes"]
         .as_array()
@@ -604,7 +706,11 @@ fn without_setup_or_chunk_ranges_the_report_says_so() {
     assert_eq!(i(&note["count"]), 4);
     let (code, text, _) = run(&[no_setup.as_os_str()], &[]);
     assert_eq!(code, 0);
-    assert_eq!(text.matches("mesh unknown for 4 of 4 process(es)").count(), 1, "{text}");
+    assert_eq!(
+        text.matches("mesh unknown for 4 of 4 process(es)").count(),
+        1,
+        "{text}"
+    );
     assert!(text.contains("== process 4242 (python3) on GPU 0 =="));
 
     let d2 = tempfile::tempdir().unwrap();
@@ -613,7 +719,12 @@ fn without_setup_or_chunk_ranges_the_report_says_so() {
     let whole = script_table("base.node0.whole.compute_overlap.txt");
     for p in rep["processes"].as_array().unwrap() {
         assert_eq!(p["window"]["pick"], "all");
-        assert!(p["window"]["note"].as_str().unwrap().contains("the window is the whole capture"));
+        assert!(
+            p["window"]["note"]
+                .as_str()
+                .unwrap()
+                .contains("the window is the whole capture")
+        );
         assert!(!p["mesh"].is_null());
         let pid = p["pid"].to_string();
         let rows = rows_of(&whole, &pid);
@@ -638,12 +749,24 @@ fn bad_arguments_are_one_line_and_exit_2() {
         .unwrap();
     std::fs::copy(&n0, d.path().join("a.sqlite")).unwrap();
     for (args, needle) in [
-        (vec!["--window", "soon"], "--window takes median, all or START_NS:END_NS"),
+        (
+            vec!["--window", "soon"],
+            "--window takes median, all or START_NS:END_NS",
+        ),
         (vec!["--window", "10:5"], "START_NS <= END_NS"),
-        (vec!["--conventions", "/no/such.toml"], "--conventions /no/such.toml"),
-        (vec!["--conventions", bad_toml.to_str().unwrap()], "bad.toml: not a conventions table"),
+        (
+            vec!["--conventions", "/no/such.toml"],
+            "--conventions /no/such.toml",
+        ),
+        (
+            vec!["--conventions", bad_toml.to_str().unwrap()],
+            "bad.toml: not a conventions table",
+        ),
         (vec!["--gate", "5"], "--diff"),
-        (vec!["--diff", n0.to_str().unwrap(), "--gate", "lots"], "--gate takes a per cent"),
+        (
+            vec!["--diff", n0.to_str().unwrap(), "--gate", "lots"],
+            "--gate takes a per cent",
+        ),
     ] {
         let (code, out, err) = run(&[n0.as_os_str()], &args);
         assert_eq!(code, 2, "{args:?}: {out}{err}");
@@ -655,7 +778,10 @@ fn bad_arguments_are_one_line_and_exit_2() {
     let (code, out, err) = run(&[d.path().as_os_str()], &[]);
     assert_eq!(code, 2);
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
-    assert!(err.contains("other.sqlite: not an Nsight Systems SQLite export"), "{err}");
+    assert!(
+        err.contains("other.sqlite: not an Nsight Systems SQLite export"),
+        "{err}"
+    );
     assert!(out.is_empty());
     // --diff with a missing run is refused before anything is read.
     let (code, _, err) = run(&[n0.as_os_str()], &["--diff", "/no/such/run"]);
@@ -674,7 +800,15 @@ fn an_nvtx_table_out_of_order_gives_the_same_figures() {
         .arg(repo().join("tools/gen_nsys_sqlite.py"))
         .arg("--out")
         .arg(&db)
-        .args(["--scenario", "dualpipe", "--ranks", "4", "--node", "0", "--shuffle-nvtx"])
+        .args([
+            "--scenario",
+            "dualpipe",
+            "--ranks",
+            "4",
+            "--node",
+            "0",
+            "--shuffle-nvtx",
+        ])
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -685,11 +819,19 @@ fn an_nvtx_table_out_of_order_gives_the_same_figures() {
         .iter()
         .map(|n| n["kind"].as_str().unwrap())
         .collect();
-    assert!(kinds.contains(&"nvtx_reordered") && kinds.contains(&"nvtx_read_sorted"), "{kinds:?}");
+    assert!(
+        kinds.contains(&"nvtx_reordered") && kinds.contains(&"nvtx_read_sorted"),
+        "{kinds:?}"
+    );
     let streams = script_table("base.node0.classify_streams.txt");
     let stages = script_table("base.node0.compute_overlap.txt");
     for p in e["processes"].as_array().unwrap() {
         let pid = p["pid"].to_string();
-        check_figures(p, &rows_of(&streams, &pid), &rows_of(&stages, &pid), &format!("pid {pid}"));
+        check_figures(
+            p,
+            &rows_of(&streams, &pid),
+            &rows_of(&stages, &pid),
+            &format!("pid {pid}"),
+        );
     }
 }

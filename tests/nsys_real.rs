@@ -156,9 +156,15 @@ fn real_exports_without_a_setup_range_say_the_mesh_is_unknown_in_one_line() {
             .unwrap();
         assert!(out.status.success());
         let text = String::from_utf8_lossy(&out.stdout);
-        let lines: Vec<&str> = text.lines().filter(|l| l.contains("mesh unknown")).collect();
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("mesh unknown"))
+            .collect();
         assert_eq!(lines.len(), 1, "{name}: {lines:?}");
         assert!(lines[0].contains(&format!("for {n} of {n} process(es)", n = procs.len())));
-        assert!(!text.contains("== across ranks"), "{name}: nothing to put side by side");
+        assert!(
+            !text.contains("== across ranks"),
+            "{name}: nothing to put side by side"
+        );
     }
 }

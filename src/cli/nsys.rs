@@ -85,7 +85,11 @@ pub struct ReportArgs {
     pub conventions: Option<PathBuf>,
     /// The window of the per-rank figures: `median` (each rank's median window range, as
     /// pithtrain's scripts pick it), `all` (the whole capture) or `START_NS:END_NS`.
-    #[arg(long, default_value = "median", value_name = "median|all|START_NS:END_NS")]
+    #[arg(
+        long,
+        default_value = "median",
+        value_name = "median|all|START_NS:END_NS"
+    )]
     pub window: WindowPick,
     /// A second run to compare with (files or folders, as the first): per rank and stage, the
     /// change of exposed communication and of chunk time.

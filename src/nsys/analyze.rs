@@ -66,20 +66,27 @@ fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool) -> Error {
         "no CUPTI_ACTIVITY_KIND_KERNEL or CUPTI_ACTIVITY_KIND_GRAPH_TRACE table".to_string()
     };
     match &meta.capture {
-        Some(c) if !c.traced.iter().any(|t| t == "cuda") => Error::input(file, format!(
-            "no CUDA kernel data ({what}): the capture traced {} but not cuda; profile with --trace cuda,nvtx (`instrument nsys command` prints the whole command)",
-            if c.traced.is_empty() {
-                "nothing".to_string()
-            } else {
-                c.traced.join(",")
-            }
-        )),
-        Some(_) => Error::input(file, format!(
-            "no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded (pithtrain: set training.nsys_start and nsys_stop)"
-        )),
-        None => Error::input(file, format!(
-            "no CUDA kernel data ({what}); profile with --trace cuda"
-        )),
+        Some(c) if !c.traced.iter().any(|t| t == "cuda") => Error::input(
+            file,
+            format!(
+                "no CUDA kernel data ({what}): the capture traced {} but not cuda; profile with --trace cuda,nvtx (`instrument nsys command` prints the whole command)",
+                if c.traced.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    c.traced.join(",")
+                }
+            ),
+        ),
+        Some(_) => Error::input(
+            file,
+            format!(
+                "no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded (pithtrain: set training.nsys_start and nsys_stop)"
+            ),
+        ),
+        None => Error::input(
+            file,
+            format!("no CUDA kernel data ({what}); profile with --trace cuda"),
+        ),
     }
 }
 
@@ -338,9 +345,7 @@ fn build(
     let has_graph_table = ops.has_graph_table;
     drop(ops.ops);
     let conv = &opts.conventions;
-    let mut ranges = tables::ranges(proj, &ops.procs, classifier, opts.top, |n| {
-        conv.is_setup(n)
-    });
+    let mut ranges = tables::ranges(proj, &ops.procs, classifier, opts.top, |n| conv.is_setup(n));
 
     // Processes, ordered by pid.
     let names: IntMap<i64, String> = meta
@@ -421,7 +426,10 @@ fn build(
             timeline_procs.push(ProcessTimeline {
                 pid,
                 label: label(&ranks[p], pid),
-                window: (ranks[p].window.figures.totals.start_ns, ranks[p].window.figures.totals.end_ns),
+                window: (
+                    ranks[p].window.figures.totals.start_ns,
+                    ranks[p].window.figures.totals.end_ns,
+                ),
                 compute,
                 communication,
                 ranges,

@@ -229,7 +229,9 @@ impl Classifier {
             .position(|c| c == "other")
             .expect("builtin has other") as u8;
         if categories.len() > 250 {
-            return Err(Error::Table("kernel-classes: more than 250 categories".into()));
+            return Err(Error::Table(
+                "kernel-classes: more than 250 categories".into(),
+            ));
         }
         let mut rules = Vec::new();
         let mut collectives = Vec::new();

@@ -17,11 +17,39 @@ pub const BUILTIN: &str = include_str!("conventions.toml");
 
 /// The keys of a process in the report's JSON (`report::Process`), which setup fields join.
 const PROCESS_KEYS: &[&str] = &[
-    "global_pid", "pid", "name", "rank", "mesh", "setup", "mesh_unknown", "setup_note",
-    "window", "streams", "stages", "chunks", "whole_capture", "devices", "first_ns", "last_ns",
-    "gpu_ns", "kernel_ns", "kernel_count", "graph_ns", "graph_count", "memcpy_ns",
-    "memcpy_count", "memset_ns", "memset_count", "categories", "communication", "overlap",
-    "kernels", "kernels_rest", "nvtx", "nvtx_rest", "unattributed_ns",
+    "global_pid",
+    "pid",
+    "name",
+    "rank",
+    "mesh",
+    "setup",
+    "mesh_unknown",
+    "setup_note",
+    "window",
+    "streams",
+    "stages",
+    "chunks",
+    "whole_capture",
+    "devices",
+    "first_ns",
+    "last_ns",
+    "gpu_ns",
+    "kernel_ns",
+    "kernel_count",
+    "graph_ns",
+    "graph_count",
+    "memcpy_ns",
+    "memcpy_count",
+    "memset_ns",
+    "memset_count",
+    "categories",
+    "communication",
+    "overlap",
+    "kernels",
+    "kernels_rest",
+    "nvtx",
+    "nvtx_rest",
+    "unattributed_ns",
 ];
 
 #[derive(Debug, Deserialize)]
@@ -134,7 +162,10 @@ impl Conventions {
         let f: File = toml::from_str(text).map_err(|e| {
             Error::Table(format!(
                 "{origin}: not a conventions table: {}",
-                e.to_string().split_whitespace().collect::<Vec<_>>().join(" ")
+                e.to_string()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ))
         })?;
         let regex = |what: &str, p: &str| {
@@ -164,8 +195,7 @@ impl Conventions {
             return Err(bad("[innermost] scan", "must be at least 1".into()));
         }
         for (i, p) in f.purpose.iter().enumerate() {
-            if p.name.is_empty() || p.needles.iter().any(|n| n.is_empty()) || p.needles.is_empty()
-            {
+            if p.name.is_empty() || p.needles.iter().any(|n| n.is_empty()) || p.needles.is_empty() {
                 return Err(bad(
                     &format!("purpose {}", i + 1),
                     "needs a name and non-empty needles".into(),
@@ -213,7 +243,10 @@ impl Conventions {
     pub fn can_enclose(&self, name: &str) -> bool {
         !name.is_empty()
             && !self.is_setup(name)
-            && !self.ignore_prefixes.iter().any(|p| name.starts_with(p.as_str()))
+            && !self
+                .ignore_prefixes
+                .iter()
+                .any(|p| name.starts_with(p.as_str()))
     }
 
     /// The stage a range name marks: the last match of the pattern, written as `[stages] name`.
@@ -338,7 +371,10 @@ mod tests {
         assert!(c.is_setup("rank=3; pp=0/2 dp=0/1 cp=0/1 ep=3/4; mbs=1 seq=2048\n"));
         assert!(!c.is_setup("rank=3; pp=0/2 dp=0/1 cp=0/1 ep=3/4; mbs=1 seq=2048 extra"));
         assert!(!c.can_enclose("ncclGroupEnd"));
-        assert!(c.can_enclose("Ncclsomething"), "the prefix test is exact, as in the skill");
+        assert!(
+            c.can_enclose("Ncclsomething"),
+            "the prefix test is exact, as in the skill"
+        );
         assert!(!c.can_enclose(""));
         assert_eq!(
             c.stage_of("layer05_stage5_b_layer06_stage1_b").as_deref(),
@@ -352,11 +388,17 @@ mod tests {
         assert_eq!(p("layer05_stage5_f_layer06_stage1_f"), Some("cp_ring"));
         assert_eq!(p("pipeline send/recv"), Some("pp_p2p"));
         assert_eq!(p("layer02.stage3_w"), None);
-        assert!(c.window.matches("forward chunk 3 (phase0) backward chunk 1 (phase1)"));
+        assert!(
+            c.window
+                .matches("forward chunk 3 (phase0) backward chunk 1 (phase1)")
+        );
         assert!(c.window.matches("FORWARD CHUNK 3 BACKWARD CHUNK"));
         assert!(!c.window.matches("forward chunk 3 (phase0)"));
         assert!(c.communication.matches("ncclDevKernel_SendRecv"));
-        assert!(c.communication.matches("NCCLKernel"), "LIKE ignores ASCII case");
+        assert!(
+            c.communication.matches("NCCLKernel"),
+            "LIKE ignores ASCII case"
+        );
     }
 
     #[test]
@@ -374,12 +416,28 @@ mod tests {
     fn a_table_that_does_not_check_is_one_line() {
         let base = BUILTIN.to_string();
         for (from, to, needle) in [
-            ("stage([1-5])_([fbw])'", "stage([1-5]_([fbw])'", "[stages] pattern"),
-            ("name = \"stage{1}_{2}\"", "name = \"stage{3}\"", "{3} names no group"),
+            (
+                "stage([1-5])_([fbw])'",
+                "stage([1-5]_([fbw])'",
+                "[stages] pattern",
+            ),
+            (
+                "name = \"stage{1}_{2}\"",
+                "name = \"stage{3}\"",
+                "{3} names no group",
+            ),
             ("scan = 256", "scan = 0", "[innermost] scan"),
-            ("name = \"ep_a2a\"", "name = \"mixed\"", "what the report itself says"),
+            (
+                "name = \"ep_a2a\"",
+                "name = \"mixed\"",
+                "what the report itself says",
+            ),
             ("[balance]", "[balanse]", "not a conventions table"),
-            ("fields = [\"mbs\", \"seq\"]", "fields = [\"pid\"]", "a key the report already gives"),
+            (
+                "fields = [\"mbs\", \"seq\"]",
+                "fields = [\"pid\"]",
+                "a key the report already gives",
+            ),
         ] {
             let t = base.replace(from, to);
             assert_ne!(t, base, "{from}");

@@ -6,14 +6,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Condvar, Mutex};
 
-use crate::nsys::analyze::{self, Options};
-use crate::nsys::ops;
-use crate::nsys::sqlite;
-use crate::nsys::error::{Error, Result};
 use crate::gate::Gate;
+use crate::nsys::analyze::{self, Options};
+use crate::nsys::error::{Error, Result};
+use crate::nsys::ops;
 use crate::nsys::ranks::diff::{self, Diff};
 use crate::nsys::ranks::{RankView, across};
 use crate::nsys::report::{Document, Process, Report, SCHEMA};
+use crate::nsys::sqlite;
 
 /// Two captures of one run start within this of each other (the nodes' nsys sessions start
 /// together); further apart, they are two runs.

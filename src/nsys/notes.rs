@@ -142,29 +142,40 @@ fn rank_notes(ranks: &[ProcRank], reordered: bool, notes: &mut Vec<Note>) {
             notes.push(Note {
                 kind,
                 count: reasons.len() as u64,
-                message: format!("{kind_text} for {} of {total} process(es): {first}{tail}",
+                message: format!(
+                    "{kind_text} for {} of {total} process(es): {first}{tail}",
                     reasons.len(),
                     kind_text = match kind {
                         "mesh_unknown" => "mesh unknown",
                         "setup_not_first" => "setup range not first",
                         _ => "window",
-                    }),
+                    }
+                ),
             });
         }
     };
     note(
         "mesh_unknown",
-        ranks.iter().filter_map(|p| p.mesh_unknown.as_deref()).collect(),
+        ranks
+            .iter()
+            .filter_map(|p| p.mesh_unknown.as_deref())
+            .collect(),
         "; processes are listed by pid",
     );
     note(
         "setup_not_first",
-        ranks.iter().filter_map(|p| p.setup_note.as_deref()).collect(),
+        ranks
+            .iter()
+            .filter_map(|p| p.setup_note.as_deref())
+            .collect(),
         "",
     );
     note(
         "window",
-        ranks.iter().filter_map(|p| p.window.note.as_deref()).collect(),
+        ranks
+            .iter()
+            .filter_map(|p| p.window.note.as_deref())
+            .collect(),
         "",
     );
     if reordered {

@@ -313,7 +313,15 @@ pub fn project(
     if !db.has(NVTX_EVENTS) {
         return Ok(Projection::default());
     }
-    match pass(db, ops, proc_index, classifier, opts, false, observer.as_deref_mut())? {
+    match pass(
+        db,
+        ops,
+        proc_index,
+        classifier,
+        opts,
+        false,
+        observer.as_deref_mut(),
+    )? {
         Ok(p) => Ok(p),
         Err(OutOfOrder) => {
             if let Some(o) = observer {
@@ -410,7 +418,14 @@ fn pass(
         let domain = int(row.get_ref(7)?).unwrap_or(0);
         let text_id = int(row.get_ref(5)?);
         if let Some(o) = observer.as_deref_mut() {
-            o.row(db, start, int(row.get_ref(1)?), gtid, text_id, row.get_ref(6)?)?;
+            o.row(
+                db,
+                start,
+                int(row.get_ref(1)?),
+                gtid,
+                text_id,
+                row.get_ref(6)?,
+            )?;
             if !matches!(
                 event_type,
                 NVTX_PUSHPOP_RANGE

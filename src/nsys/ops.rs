@@ -200,7 +200,9 @@ impl Reader<'_> {
         };
         let class = self.classifier.classify(&name);
         let n = self.out.kernel_names.len() as u32;
-        self.out.kernel_names.push(KernelName { name, class, short });
+        self.out
+            .kernel_names
+            .push(KernelName { name, class, short });
         self.name_index.insert(key, n);
         Ok(n)
     }
@@ -262,10 +264,8 @@ impl Reader<'_> {
             let (class, comm, name) = match class {
                 Some(c) => (c, 0, NONE),
                 None => {
-                    let n = self.kernel_name(
-                        int(row.get_ref(5)?).unwrap_or(-1),
-                        int(row.get_ref(6)?),
-                    )?;
+                    let n =
+                        self.kernel_name(int(row.get_ref(5)?).unwrap_or(-1), int(row.get_ref(6)?))?;
                     let k = self.out.kernel_names[n as usize].class;
                     (k.category, k.comm.map_or(0, |c| c.index() as u8 + 1), n)
                 }

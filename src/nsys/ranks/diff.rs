@@ -170,7 +170,10 @@ pub fn diff(before: &Run, after: &Run, gate: Option<Gate>) -> Diff {
                         f(&sb, |s| s.exposed_ns as f64),
                         f(&sa, |s| s.exposed_ns as f64),
                     ),
-                    comm_ns: Change::new(f(&sb, |s| s.comm_ns as f64), f(&sa, |s| s.comm_ns as f64)),
+                    comm_ns: Change::new(
+                        f(&sb, |s| s.comm_ns as f64),
+                        f(&sa, |s| s.comm_ns as f64),
+                    ),
                     overlap: Change::new(f(&sb, |s| s.overlap), f(&sa, |s| s.overlap)),
                 }
             })

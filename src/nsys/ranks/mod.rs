@@ -174,12 +174,10 @@ impl Ranks {
     /// The figures of a process (taken out), or those of a process without kernels or NVTX
     /// events in the capture.
     pub fn take(&mut self, gpid: i64, conv: &Conventions, pick: WindowPick) -> ProcRank {
-        self.by_gpid
-            .remove(&gpid)
-            .unwrap_or_else(|| {
-                let none: &[Kernel] = &[];
-                proc_rank(none, 0..0, None, &[], &[], conv, pick)
-            })
+        self.by_gpid.remove(&gpid).unwrap_or_else(|| {
+            let none: &[Kernel] = &[];
+            proc_rank(none, 0..0, None, &[], &[], conv, pick)
+        })
     }
 }
 
@@ -322,14 +320,30 @@ impl Scanned {
             let which = lo as u32..hi as u32;
             by_gpid.insert(
                 gpid,
-                proc_rank(&source, which, nvtx, &ops.streams, &scanned.stages, conv, pick),
+                proc_rank(
+                    &source,
+                    which,
+                    nvtx,
+                    &ops.streams,
+                    &scanned.stages,
+                    conv,
+                    pick,
+                ),
             );
             lo = hi;
         }
         // Processes with NVTX events and no GPU work.
         for (gpid, nvtx) in &scanned.procs {
             by_gpid.entry(*gpid).or_insert_with(|| {
-                proc_rank(&source, 0..0, Some(nvtx), &ops.streams, &scanned.stages, conv, pick)
+                proc_rank(
+                    &source,
+                    0..0,
+                    Some(nvtx),
+                    &ops.streams,
+                    &scanned.stages,
+                    conv,
+                    pick,
+                )
             });
         }
         Ranks {
@@ -341,7 +355,9 @@ impl Scanned {
 
 /// The per-rank figures of an export in one go (`Pending`, `scan`, `finish` on this thread).
 pub fn analyze(db: &Db, ops: &Ops, conv: &Conventions, pick: WindowPick) -> Result<Ranks> {
-    Ok(Pending::new(ops, conv).scan(db, conv)?.finish(ops, conv, pick))
+    Ok(Pending::new(ops, conv)
+        .scan(db, conv)?
+        .finish(ops, conv, pick))
 }
 
 /// The kernels of the ops array as the figures read them, with their innermost ranges' tags.
@@ -441,7 +457,9 @@ fn proc_rank(
                         f.totals.end_ns = c.start;
                         f
                     },
-                    note: Some("the median window range never ended: the window holds nothing".into()),
+                    note: Some(
+                        "the median window range never ended: the window holds nothing".into(),
+                    ),
                 },
             }
         }
@@ -484,7 +502,9 @@ fn proc_rank(
         (Some(t), None) => (
             None,
             None,
-            Some(format!("the setup range {t:?} does not read as key=value fields")),
+            Some(format!(
+                "the setup range {t:?} does not read as key=value fields"
+            )),
         ),
         (None, _) => (None, None, mesh_unknown),
     };
@@ -514,7 +534,11 @@ fn setup_label(
     conv: &Conventions,
 ) -> (Option<String>, Option<String>, Option<String>) {
     let Some(n) = nvtx else {
-        return (None, Some("the process has no NVTX events in the capture".into()), None);
+        return (
+            None,
+            Some("the process has no NVTX events in the capture".into()),
+            None,
+        );
     };
     if let Some(name) = n.first_names.iter().flatten().find(|s| conv.is_setup(s)) {
         return (Some(name.clone()), None, None);

@@ -358,14 +358,14 @@ impl State {
 /// The columns the scan reads, for a `SELECT` (NULL where the export lacks one).
 fn columns(db: &Db) -> Result<Option<String>> {
     Ok(match db.columns(NVTX_EVENTS)? {
-        Some(c) if c.iter().any(|x| x == "globalTid") && c.iter().any(|x| x == "start") => Some(
-            format!(
+        Some(c) if c.iter().any(|x| x == "globalTid") && c.iter().any(|x| x == "start") => {
+            Some(format!(
                 "start, {}, globalTid, {}, {}",
                 col_or_null(&c, "end"),
                 col_or_null(&c, "textId"),
                 col_or_null(&c, "text")
-            ),
-        ),
+            ))
+        }
         _ => None,
     })
 }
@@ -440,16 +440,28 @@ mod tests {
     /// before the time; an end equal to the time contains it; among equals the later started.
     #[test]
     fn innermost_is_the_shortest_of_the_latest() {
-        let items = [(0, 100, "chunk"), (10, 50, "stage2_f"), (20, 30, "inner"), (40, 40, "mark")];
+        let items = [
+            (0, 100, "chunk"),
+            (10, 50, "stage2_f"),
+            (20, 30, "inner"),
+            (40, 40, "mark"),
+        ];
         let at8 = |t| at(8, &items, t);
         assert_eq!(at8(25).as_deref(), Some("inner"));
         assert_eq!(at8(30).as_deref(), Some("inner"), "end is inclusive");
         assert_eq!(at8(35).as_deref(), Some("stage2_f"));
-        assert_eq!(at8(40).as_deref(), Some("mark"), "an event without an end spans nothing");
+        assert_eq!(
+            at8(40).as_deref(),
+            Some("mark"),
+            "an event without an end spans nothing"
+        );
         assert_eq!(at8(41).as_deref(), Some("stage2_f"));
         assert_eq!(at8(99).as_deref(), Some("chunk"));
         assert_eq!(at8(101), None);
-        assert_eq!(at(8, &[(0, 10, "first"), (0, 10, "second")], 5).as_deref(), Some("second"));
+        assert_eq!(
+            at(8, &[(0, 10, "first"), (0, 10, "second")], 5).as_deref(),
+            Some("second")
+        );
         // Only the `cap` latest are looked at: here the enclosing range is further back.
         let mut items = vec![(0, 1000, "stage4_b")];
         items.extend((1..=3).map(|k| (k * 10, k * 10 + 1, "small")));

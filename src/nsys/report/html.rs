@@ -265,7 +265,16 @@ pub fn render(doc: &Document) -> String {
         if many {
             let _ = writeln!(o, "<h2 class=\"export\">{}</h2>", esc(&r.file));
         }
-        export(&mut o, r, if many { format!("e{}-", i + 1) } else { String::new() }, scale);
+        export(
+            &mut o,
+            r,
+            if many {
+                format!("e{}-", i + 1)
+            } else {
+                String::new()
+            },
+            scale,
+        );
     }
     across(&mut o, &doc.across);
     o.push_str("</body></html>\n");
@@ -490,16 +499,30 @@ pub fn render_diff(d: &Diff) -> String {
     );
     if let Some(g) = d.gate {
         if d.grew.is_empty() {
-            let _ = writeln!(o, "<p id=\"gate\" class=\"pass\">gate {g}%: nothing grew by more than {g}%.</p>");
+            let _ = writeln!(
+                o,
+                "<p id=\"gate\" class=\"pass\">gate {g}%: nothing grew by more than {g}%.</p>"
+            );
         } else {
-            let _ = writeln!(o, "<div id=\"gate\" class=\"fail\"><p class=\"grew\">gate {g}%: {} figure(s) grew by more than {g}%:</p><ul>", d.grew.len());
+            let _ = writeln!(
+                o,
+                "<div id=\"gate\" class=\"fail\"><p class=\"grew\">gate {g}%: {} figure(s) grew by more than {g}%:</p><ul>",
+                d.grew.len()
+            );
             for x in &d.grew {
                 let _ = writeln!(
                     o,
                     "<li class=\"grew\">{}{}: {} {} ns &rarr; {} ns ({})</li>",
                     esc(&x.label),
-                    x.stage.as_deref().map(|s| format!(" {}", esc(s))).unwrap_or_default(),
-                    if x.figure == "chunk_ns" { "chunk time" } else { "exposed communication" },
+                    x.stage
+                        .as_deref()
+                        .map(|s| format!(" {}", esc(s)))
+                        .unwrap_or_default(),
+                    if x.figure == "chunk_ns" {
+                        "chunk time"
+                    } else {
+                        "exposed communication"
+                    },
                     x.before as i64,
                     x.after as i64,
                     esc(&x.change)
@@ -538,7 +561,10 @@ pub fn render_diff(d: &Diff) -> String {
         );
     }
     o.push_str("</table>\n");
-    for (what, v) in [("Only before", &d.only_before), ("Only after", &d.only_after)] {
+    for (what, v) in [
+        ("Only before", &d.only_before),
+        ("Only after", &d.only_after),
+    ] {
         if !v.is_empty() {
             let _ = writeln!(o, "<p>{what}: {}</p>", esc(&v.join(", ")));
         }
@@ -574,7 +600,9 @@ fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
             "<section class=\"process\" id=\"{}pid-{}\"{}><h2>{}process {} ({}) on GPU {}</h2>",
             id_prefix,
             p.pid,
-            p.rank.map(|r| format!(" data-rank=\"{r}\"")).unwrap_or_default(),
+            p.rank
+                .map(|r| format!(" data-rank=\"{r}\""))
+                .unwrap_or_default(),
             if p.rank.is_some() {
                 format!("{}, ", esc(&who(p)))
             } else {

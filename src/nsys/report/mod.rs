@@ -10,9 +10,9 @@ pub mod text;
 use serde::Serialize;
 
 use crate::mesh::Mesh;
+use crate::nsys::ranks::SetupFields;
 use crate::nsys::ranks::across::Across;
 use crate::nsys::ranks::figures::{Figures, StageRow, StreamRow, WindowTotals};
-use crate::nsys::ranks::SetupFields;
 use crate::nsys::stats::Summary;
 
 pub const SCHEMA: &str = "instrument.nsys.report/3";

@@ -61,7 +61,11 @@ fn stage_table(out: &mut String, window: &Figures, whole: &Figures) {
                 );
             }
             None => {
-                let _ = write!(out, " {:>10} {:>11} {:>8} {:>8} {:>8}", "-", "-", "", "", "");
+                let _ = write!(
+                    out,
+                    " {:>10} {:>11} {:>8} {:>8} {:>8}",
+                    "-", "-", "", "", ""
+                );
             }
         }
         match a {
@@ -414,7 +418,11 @@ fn across(out: &mut String, a: &Across, exports: usize, procs: usize, window: &s
         }
     }
     if let Some(b) = &a.balance {
-        let _ = writeln!(out, "\n  pipeline balance ({}): chunk time (median)", b.axis);
+        let _ = writeln!(
+            out,
+            "\n  pipeline balance ({}): chunk time (median)",
+            b.axis
+        );
         for g in &b.groups {
             let _ = writeln!(
                 out,
@@ -505,7 +513,10 @@ pub fn render_diff(d: &Diff) -> String {
             }
         );
     }
-    for (what, v) in [("only before", &d.only_before), ("only after", &d.only_after)] {
+    for (what, v) in [
+        ("only before", &d.only_before),
+        ("only after", &d.only_after),
+    ] {
         if !v.is_empty() {
             let _ = writeln!(out, "\n  {what}: {}", v.join(", "));
         }
@@ -524,7 +535,10 @@ pub fn render_diff(d: &Diff) -> String {
                     out,
                     "  {}{}: {} {} ns -> {} ns ({})",
                     x.label,
-                    x.stage.as_deref().map(|s| format!(" {s}")).unwrap_or_default(),
+                    x.stage
+                        .as_deref()
+                        .map(|s| format!(" {s}"))
+                        .unwrap_or_default(),
                     if x.figure == "chunk_ns" {
                         "chunk time"
                     } else {
