@@ -334,7 +334,7 @@ impl Like {
             return false;
         }
         let p = &self.chars;
-        let eq = |a: char, b: char| a == b || a.to_ascii_lowercase() == b.to_ascii_lowercase();
+        let eq = |a: char, b: char| a == b || a.eq_ignore_ascii_case(&b);
         let next = |i: usize| text[i..].chars().next().map_or(1, char::len_utf8);
         // Wildcard matching with one backtrack point (the last `%`), by byte offsets.
         let (mut i, mut j) = (0usize, 0usize);

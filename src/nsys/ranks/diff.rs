@@ -105,7 +105,7 @@ enum Key {
     Position(usize, usize),
 }
 
-fn keyed<'a>(views: &'a [RankView]) -> Vec<(Key, String, &'a RankView)> {
+fn keyed(views: &[RankView]) -> Vec<(Key, String, &RankView)> {
     let mut out = Vec::new();
     for p in views {
         let (key, label) = match (p.rank, &p.mesh) {

@@ -259,8 +259,8 @@ impl<'a> Scanner<'a> {
             ValueRef::Text(b) => Some(String::from_utf8_lossy(b)),
             _ => match text_id {
                 Some(id) => {
-                    if !self.strings.contains_key(&id) {
-                        self.strings.insert(id, db.string(id)?);
+                    if let std::collections::hash_map::Entry::Vacant(e) = self.strings.entry(id) {
+                        e.insert(db.string(id)?);
                     }
                     self.strings[&id].as_deref().map(Cow::Borrowed)
                 }
