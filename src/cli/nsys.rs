@@ -3,10 +3,9 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use crate::exit::{self, user_error};
+use crate::exit::{self, Error, IoError, user_error};
 use crate::gate::Gate;
 use crate::nsys::ranks::WindowPick;
 use crate::nsys::{analyze, command, exports, report};
@@ -181,7 +180,7 @@ impl CommandArgs {
     }
 }
 
-pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
+pub fn run(cmd: NsysCommand) -> Result<u8, Error> {
     match cmd {
         NsysCommand::Report(args) => run_report(args),
         NsysCommand::Command(args) => run_command(args),
@@ -189,7 +188,7 @@ pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
     }
 }
 
-fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
+fn run_trace_json(args: TraceJsonArgs) -> Result<u8, Error> {
     if let Some(out) = &args.out {
         super::output::check_folder(out, "the functions-trace JSON")?;
     }
@@ -314,16 +313,7 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-/// The engine's error as the command line reports it: exit 2 for what the user can fix, 3 else.
-fn engine(e: crate::nsys::error::Error) -> anyhow::Error {
-    if e.is_user_error() {
-        user_error(e.to_string())
-    } else {
-        anyhow::Error::new(e)
-    }
-}
-
-fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
+fn run_report(args: ReportArgs) -> Result<u8, Error> {
     use crate::nsys::classify::Classifier;
     use crate::nsys::conventions::Conventions;
     use crate::nsys::names::Grouping;
@@ -331,11 +321,11 @@ fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
         super::output::check_folder(h, "the HTML page")?;
     }
     let classifier = match &args.kernel_classes {
-        Some(p) => Classifier::with_file(p).map_err(engine)?,
+        Some(p) => Classifier::with_file(p)?,
         None => Classifier::builtin(),
     };
     let conventions = match &args.conventions {
-        Some(p) => Conventions::from_file(p).map_err(engine)?,
+        Some(p) => Conventions::from_file(p)?,
         None => Conventions::builtin(),
     };
     let window = match args.window {
@@ -357,12 +347,12 @@ fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
         ..Default::default()
     };
     // Both runs are checked to exist before either is read.
-    exports::files(&args.files).map_err(engine)?;
+    exports::files(&args.files)?;
     if !args.diff.is_empty() {
-        exports::files(&args.diff).map_err(engine)?;
+        exports::files(&args.diff)?;
         return run_diff(&args, &opts, &window);
     }
-    let doc = exports::report(&args.files, &opts, &window).map_err(engine)?;
+    let doc = exports::report(&args.files, &opts, &window)?;
     if let Some(path) = &args.html {
         super::output::write_atomically(
             path,
@@ -382,9 +372,9 @@ fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-fn run_diff(args: &ReportArgs, opts: &analyze::Options, window: &str) -> anyhow::Result<u8> {
-    let before = exports::report(&args.files, opts, window).map_err(engine)?;
-    let after = exports::report(&args.diff, opts, window).map_err(engine)?;
+fn run_diff(args: &ReportArgs, opts: &analyze::Options, window: &str) -> Result<u8, Error> {
+    let before = exports::report(&args.files, opts, window)?;
+    let after = exports::report(&args.diff, opts, window)?;
     let d = exports::compare(&before, &after, args.gate);
     if let Some(path) = &args.html {
         super::output::write_atomically(
@@ -409,7 +399,7 @@ fn run_diff(args: &ReportArgs, opts: &analyze::Options, window: &str) -> anyhow:
     })
 }
 
-fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
+fn run_command(args: CommandArgs) -> Result<u8, Error> {
     let req = command::Request {
         out: args.out.clone(),
         trace_json: args.trace_json.clone(),
@@ -424,10 +414,7 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         nsys: args.nsys.clone(),
         launch: args.launch.clone(),
     };
-    let plan = command::plan(&req).map_err(|e| match e {
-        command::CommandError::Table(_) => anyhow::Error::new(e),
-        _ => user_error(e.to_string()),
-    })?;
+    let plan = command::plan(&req)?;
     {
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(plan.command.render().as_bytes())?;
@@ -462,13 +449,14 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         ));
     }
     let folder = &plan.target.folder;
-    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    std::fs::create_dir_all(folder)
+        .map_err(|e| IoError(format!("creating {}: {e}", folder.display())))?;
     let argv = plan.command.argv();
     let status = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .envs(plan.command.env.iter().map(|(k, v)| (k, v)))
         .status()
-        .with_context(|| format!("starting {}", argv[0]))?;
+        .map_err(|e| IoError(format!("starting {}: {e}", argv[0])))?;
     Ok(status
         .code()
         .map(|c| c.clamp(0, 255) as u8)

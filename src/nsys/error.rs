@@ -79,6 +79,19 @@ impl From<rusqlite::Error> for Error {
     }
 }
 
+impl crate::exit::Classify for Error {
+    fn class(&self) -> crate::exit::Class {
+        use crate::exit::Class;
+        if self.is_user_error() {
+            return Class::User;
+        }
+        match self {
+            Error::Io { .. } | Error::Sqlite { .. } => Class::Io,
+            _ => Class::Internal,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,5 +120,27 @@ mod tests {
             source: std::io::Error::other("disk"),
         };
         assert!(!io.is_user_error());
+    }
+
+    #[test]
+    fn each_error_has_its_exit_code() {
+        use crate::exit::{Class, Classify};
+        let code = |e: Error| (e.class(), crate::exit::Error::from(e).code());
+        assert_eq!(code(Error::input(Path::new("a"), "x")), (Class::User, 2));
+        assert_eq!(code(Error::Table("t".into())), (Class::User, 2));
+        assert_eq!(code(Error::Request("r".into())), (Class::User, 2));
+        let failure = |c| rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(c), None);
+        let corrupt = Error::from(failure(rusqlite::ffi::SQLITE_CORRUPT));
+        assert_eq!(code(corrupt), (Class::User, 2));
+        assert_eq!(
+            code(Error::from(failure(rusqlite::ffi::SQLITE_FULL))),
+            (Class::Io, 3)
+        );
+        let io = Error::Io {
+            path: "c".into(),
+            source: std::io::Error::other("disk"),
+        };
+        assert_eq!(code(io), (Class::Io, 3));
+        assert_eq!(code(Error::Internal("w".into())), (Class::Internal, 3));
     }
 }
