@@ -109,25 +109,6 @@ impl From<serde_json::Error> for Error {
     }
 }
 
-/// Errors of modules not yet on typed errors: a `UserError` inside is a user error, an
-/// I/O error an I/O one, anything else internal.
-impl From<anyhow::Error> for Error {
-    fn from(e: anyhow::Error) -> Error {
-        let class = if e.downcast_ref::<UserError>().is_some() {
-            Class::User
-        } else if e.downcast_ref::<std::io::Error>().is_some() {
-            Class::Io
-        } else {
-            Class::Internal
-        };
-        // As anyhow shows it: the message and its causes, `: `-separated.
-        Error {
-            class,
-            inner: Box::new(UserError(format!("{e:#}"))),
-        }
-    }
-}
-
 /// An error the user can fix, as one line (for modules without an error type of their
 /// own; new code returns typed errors).
 #[derive(Debug)]
@@ -183,9 +164,47 @@ impl<T> Drop for Kept<T> {
     }
 }
 
-/// Shorthand to build an `anyhow::Error` that exits with code 2.
-pub fn user_error(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(UserError(msg.into()))
+/// A failure of the system, as one line (a folder that cannot be made, a program that cannot
+/// be started): exit 3.
+#[derive(Debug)]
+pub struct IoError(pub String);
+
+impl fmt::Display for IoError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for IoError {}
+
+impl Classify for IoError {
+    fn class(&self) -> Class {
+        Class::Io
+    }
+}
+
+/// A bug of ours, as one line: exit 3.
+#[derive(Debug)]
+pub struct InternalError(pub String);
+
+impl fmt::Display for InternalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "internal error: {}", self.0)
+    }
+}
+
+impl std::error::Error for InternalError {}
+
+impl Classify for InternalError {
+    fn class(&self) -> Class {
+        Class::Internal
+    }
+}
+
+/// Shorthand for an error the user can fix, exit 2 (the command line's own checks of its
+/// arguments).
+pub fn user_error(msg: impl Into<String>) -> Error {
+    Error::from(UserError(msg.into()))
 }
 
 #[cfg(test)]
@@ -216,11 +235,14 @@ mod tests {
         let read = Error::from(Sample::Read(io));
         assert_eq!(read.code(), 3);
         assert!(read.to_string().starts_with("cannot read x: "));
-        assert_eq!(Error::from(user_error("no")).code(), 2);
-        assert_eq!(Error::from(anyhow::anyhow!("a bug")).code(), 3);
+        assert_eq!(user_error("no").code(), 2);
+        assert_eq!(user_error("no").class(), Class::User);
+        assert_eq!(Error::from(IoError("creating x: denied".into())).code(), 3);
+        assert_eq!(Error::from(IoError("x".into())).class(), Class::Io);
+        let bug = Error::from(InternalError("a worker stopped".into()));
+        assert_eq!((bug.code(), bug.class()), (3, Class::Internal));
+        assert_eq!(bug.to_string(), "internal error: a worker stopped");
         let io = std::io::Error::from(std::io::ErrorKind::Other);
-        assert_eq!(Error::from(anyhow::Error::new(io)).code(), 3);
-        let chained = anyhow::Error::new(UserError("inner".into())).context("outer");
-        assert_eq!(Error::from(chained).to_string(), "outer: inner");
+        assert_eq!(Error::from(io).code(), 3);
     }
 }

@@ -38,7 +38,8 @@ fn db(path: &Path, sql: &str) {
 fn missing_file_and_directory() {
     let d = tempfile::tempdir().unwrap();
     assert_user_error(&d.path().join("nope.sqlite"), "no such file");
-    assert_user_error(d.path(), "is a directory");
+    // A folder is read as every .sqlite in it; an empty one says so.
+    assert_user_error(d.path(), "no .sqlite export in this folder");
 }
 
 #[test]
@@ -144,7 +145,8 @@ fn kernels_only_export_reports_with_notes() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = &doc["exports"][0];
     let proc0 = &v["processes"][0];
     assert_eq!(proc0["pid"], 77);
     assert_eq!(proc0["overlap"]["hidden_ns"], 100);

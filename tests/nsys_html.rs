@@ -193,3 +193,116 @@ fn page_renders_in_headless_chromium() {
     }
     assert!(dom.contains("</svg>") && dom.contains("<rect"));
 }
+
+/// A pithtrain run of two nodes (tools/nsys_dualpipe.py): one timeline per export with rows
+/// labelled by rank and mesh coordinates, the window marked, a stage chart per rank whose bars
+/// are the exposed and hidden communication of the report, and the ranks side by side.
+#[test]
+fn ranks_are_labelled_by_mesh_and_their_stages_charted() {
+    let d = tempfile::tempdir().unwrap();
+    let run = d.path().join("run");
+    std::fs::create_dir(&run).unwrap();
+    for node in ["0", "1"] {
+        let o =
+            Command::new(std::env::var("INSTRUMENT_PYTHON").unwrap_or_else(|_| "python3".into()))
+                .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/gen_nsys_sqlite.py"))
+                .args([
+                    "--scenario",
+                    "dualpipe",
+                    "--ranks",
+                    "4",
+                    "--node",
+                    node,
+                    "--out",
+                ])
+                .arg(run.join(format!("pithtrain_node{node}.sqlite")))
+                .output()
+                .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    }
+    let page = write_html(&run, &d.path().join("report.html"));
+    let o = Command::new(env!("CARGO_BIN_EXE_instrument"))
+        .args(["nsys", "report", "--json"])
+        .arg(&run)
+        .output()
+        .unwrap();
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        page.matches("<svg class=\"timeline\"").count(),
+        2,
+        "one per export"
+    );
+    for (e, export) in doc["exports"].as_array().unwrap().iter().enumerate() {
+        let timeline = page
+            .split("<svg class=\"timeline\"")
+            .nth(e + 1)
+            .unwrap()
+            .split("</svg>")
+            .next()
+            .unwrap();
+        for p in export["processes"].as_array().unwrap() {
+            let (pid, rank) = (p["pid"].as_i64().unwrap(), p["rank"].as_i64().unwrap());
+            let m = &p["mesh"];
+            let label = format!(
+                "rank {rank} (pp {}, cp {}, ep {})",
+                m["pp"][0], m["cp"][0], m["ep"][0]
+            );
+            let row = between(
+                timeline,
+                &format!("<g class=\"rank\" data-pid=\"{pid}\">"),
+                "</g>\n</g>",
+            );
+            assert!(
+                row.contains(&format!("class=\"lbl\">{label}</text>")),
+                "{label}: {row:.400}"
+            );
+            assert!(row.contains(&format!(
+                "<title>window {}..{} ns</title>",
+                p["window"]["start_ns"], p["window"]["end_ns"]
+            )));
+            let section = between(
+                &page,
+                &format!(
+                    "<section class=\"process\" id=\"e{}-pid-{pid}\" data-rank=\"{rank}\">",
+                    e + 1
+                ),
+                "</section>",
+            );
+            assert!(section.contains(&format!("<h2>{label}, process {pid}")));
+            let chart = between(section, "<svg class=\"stages\"", "</svg>");
+            for s in p["stages"].as_array().unwrap() {
+                let g = between(
+                    chart,
+                    &format!("data-stage=\"{}\"", s["stage"].as_str().unwrap()),
+                    "</g>",
+                );
+                let width = |class: &str| -> f64 {
+                    let r = between(g, &format!("<rect class=\"{class}\""), ">");
+                    let at = r.find("width=\"").unwrap() + 7;
+                    r[at..at + r[at..].find('"').unwrap()].parse().unwrap()
+                };
+                let (comm, exposed) = (
+                    s["comm_ns"].as_f64().unwrap(),
+                    s["exposed_ns"].as_f64().unwrap(),
+                );
+                // Both bars on one scale: their widths are in the ratio of the figures.
+                let (wh, we) = (width("hidden"), width("exposed"));
+                // (Widths are written to 0.1 px: each is off by at most 0.05.)
+                let hidden = comm - exposed;
+                assert!(
+                    (wh * exposed - we * hidden).abs() <= 0.05 * (exposed + hidden),
+                    "{label} {}: {wh} {we} for {comm} {exposed}",
+                    s["stage"]
+                );
+                if exposed == comm {
+                    assert_eq!(wh, 0.0, "{label} {}: nothing hidden", s["stage"]);
+                }
+            }
+        }
+    }
+    let across = between(&page, "<section class=\"across\"", "</section>");
+    assert!(across.contains(
+        "stage4_f: rank 5 (pp 1, cp 0, ep 1) exposes 0.088 ms of 0.088 ms (hidden 0.00%)"
+    ));
+    assert!(across.contains("<table class=\"balance\">"));
+}

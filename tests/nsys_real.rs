@@ -123,3 +123,48 @@ fn nsys_2022_export_metadata_and_a_named_domain() {
     }
     assert_eq!(i(&rep["totals"]["kernel_count"]), 5);
 }
+
+/// Exports of programs that are not pithtrain: the report is the same as before, each process
+/// has no rank and no mesh, its window is the whole capture, and one line says why.
+#[test]
+fn real_exports_without_a_setup_range_say_the_mesh_is_unknown_in_one_line() {
+    for name in [
+        "nsys-2026.2-fastvideo-alltoall",
+        "nsys-2025.5-cuda-graphs",
+        "nsys-2022.2-saxpy-mpi",
+    ] {
+        let (db, _d) = load(name);
+        let rep = report_json(&db);
+        let procs = rows(&rep, "processes");
+        for p in procs {
+            assert!(p["rank"].is_null() && p["mesh"].is_null(), "{name}");
+            assert_eq!(p["window"]["pick"], "all", "{name}");
+            assert!(p["mesh_unknown"].as_str().is_some(), "{name}");
+            // The whole capture's figures are there, with no stage (no stage ranges).
+            assert!(rows(&p["whole_capture"], "stages").is_empty(), "{name}");
+        }
+        let mesh: Vec<&Value> = rows(&rep, "notes")
+            .iter()
+            .filter(|n| n["kind"] == "mesh_unknown")
+            .collect();
+        assert_eq!(mesh.len(), 1, "{name}");
+        assert_eq!(i(&mesh[0]["count"]), procs.len() as i64);
+        let out = std::process::Command::new(bin())
+            .args(["nsys", "report"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let text = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("mesh unknown"))
+            .collect();
+        assert_eq!(lines.len(), 1, "{name}: {lines:?}");
+        assert!(lines[0].contains(&format!("for {n} of {n} process(es)", n = procs.len())));
+        assert!(
+            !text.contains("== across ranks"),
+            "{name}: nothing to put side by side"
+        );
+    }
+}

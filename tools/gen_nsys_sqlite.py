@@ -23,8 +23,10 @@ CUDA graphs as one CUPTI_ACTIVITY_KIND_GRAPH_TRACE row per launch (--cuda-graph-
 as kernel rows carrying the launch's correlation id (node). The scenarios are in
 tools/nsys_scenarios.py.
 
-Usage: gen_nsys_sqlite.py --out DIR/x.sqlite [--scenario mixed|edge|autograd|graphs|graphs-only]
+Usage: gen_nsys_sqlite.py --out DIR/x.sqlite [--scenario mixed|edge|autograd|graphs|graphs-only|dualpipe]
        [--kernels N] [--ranks R] [--seed S] [--nsys-version V] [--no-expected]
+       dualpipe (one node of a pithtrain run, tools/nsys_dualpipe.py): [--node N] [--mesh "pp=2 dp=1 cp=2 ep=2"]
+       [--variant base|regressed] [--steps S] [--num-chunks C] [--layers L] [--compute-kernels K]
 """
 
 import argparse
@@ -37,6 +39,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import nsys_dualpipe  # noqa: E402
 import nsys_scenarios  # noqa: E402
 
 PUSHPOP, STARTEND, MARK, DOMAIN_CREATE = 59, 60, 34, 75
@@ -182,6 +185,7 @@ class Export:
         self.instances = []  # dicts
         self.negative = 0
         self.range_max = None  # last NVTX range timestamp
+        self.session_start = 1700000000000000000  # utcEpochNs: when nsys started
 
     # ---- processes, threads, domains
     def process(self, pid, name, gpu, ordinal=None):
@@ -253,10 +257,12 @@ class Export:
         th["t"] += self.rng.randint(50, 400)
         return inst
 
-    def push(self, th, text, via="text", domain=None, key=None, counter=None):
+    def push(self, th, text, via="text", domain=None, key=None, counter=None, setup=False):
         """A push/pop range; `key` is the grouped name the report must show (default: text);
-        `counter` marks a per-instance counter name with its family (`iteration N`)."""
+        `counter` marks a per-instance counter name with its family (`iteration N`); `setup` a
+        trainer's setup range (open for the whole capture, not listed as work per process)."""
         inst = self._open(th, text, "PushPop", via, domain, key, counter=counter)
+        inst["setup"] = setup
         th["stack"].append(inst)
         th["open"].append(inst)
         return inst
@@ -295,10 +301,11 @@ class Export:
         self.nvtx_row(th, th["t"], MARK, text, "text", 0, count_negative=False, done=True)
 
     # ---- launches
-    def launch(self, th, items, api="cudaLaunchKernel_v7000", runtime_row=True):
+    def launch(self, th, items, api="cudaLaunchKernel_v7000", runtime_row=True, gpu_start=None):
         """items: (kind, key, stream, duration[, truth comm op]); kind is kernel, memcpy, memset,
         graph (a CUDA graph traced whole) or node (a kernel of a graph traced node by node).
-        One runtime call, one correlation id."""
+        One runtime call, one correlation id. `gpu_start` places an item without a runtime call
+        anywhere (nothing then ties it to the CPU clock)."""
         proc = th["proc"]
         proc["corr"] += 1
         corr = proc["corr"]
@@ -319,6 +326,8 @@ class Export:
         for item in items:
             kind, key, stream, dur = item[:4]
             start = max(proc["streams"].get(stream, -10**18), r0 + self.rng.randint(1000, 4000))
+            if gpu_start is not None and not runtime_row:
+                start = gpu_start
             end = start + dur
             proc["streams"][stream] = end + self.rng.randint(200, 1500)
             common = {"start": start, "end": end, "deviceId": proc["ordinal"], "contextId": 1,
@@ -380,7 +389,7 @@ class Export:
         if version >= "2024.5":
             for i, n, l in EVENT_TYPES:
                 w.insert("ENUM_NSYS_EVENT_TYPE", {"id": i, "name": n, "label": l})
-        w.insert("TARGET_INFO_SESSION_START_TIME", {"utcEpochNs": 1700000000000000000,
+        w.insert("TARGET_INFO_SESSION_START_TIME", {"utcEpochNs": self.session_start,
                                                     "utcTime": "2023-11-14T22:13:20", "localTime": "2023-11-14T22:13:20"})
         for g in sorted(self.gpus):
             w.insert("TARGET_INFO_GPU", {"vmId": GLOBAL_BIT, "id": g, "name": "NVIDIA H100 80GB HBM3",
@@ -493,26 +502,32 @@ def truth(ex):
         if inst["end"] is None:
             inst["end"] = ex.range_max
 
-    # NVTX: planted attribution.
+    # NVTX: planted attribution. Setup ranges are not listed per process (their time stays
+    # attributed: an op whose innermost range is the setup range is not outside every range).
+    setup_keys = {i["key"] for i in ex.instances if i.get("setup")}
     for op in ex.ops:
         d = op["end"] - op["start"]
         keys = set()
         for inst in op["ranges"]:
             inst["ops"].append(op)
             keys.add(inst["key"])
-        for key in keys:
+        for key in keys - setup_keys:
             row = procs[op["pid"]]["nvtx"].setdefault(key, {})
             row["inclusive_ns"] = row.get("inclusive_ns", 0) + d
         if op["innermost"] is not None:
-            row = procs[op["pid"]]["nvtx"].setdefault(op["innermost"]["key"], {})
-            row["exclusive_ns"] = row.get("exclusive_ns", 0) + d
+            if op["innermost"]["key"] not in setup_keys:
+                row = procs[op["pid"]]["nvtx"].setdefault(op["innermost"]["key"], {})
+                row["exclusive_ns"] = row.get("exclusive_ns", 0) + d
         else:
             procs[op["pid"]]["unattributed_ns"] += d
     proj_all = {}
     for inst in ex.instances:
         if inst["cross"]:
             continue
-        row = procs[inst["pid"]]["nvtx"].setdefault(inst["key"], {})
+        if inst.get("setup"):
+            row = {}  # the export-wide summary below still counts it
+        else:
+            row = procs[inst["pid"]]["nvtx"].setdefault(inst["key"], {})
         row["instances"] = row.get("instances", 0) + 1
         row["cpu_ns"] = row.get("cpu_ns", 0) + inst["end"] - inst["start"]
         for k in ("inclusive_ns", "exclusive_ns", "proj_range_ns", "gpu_ops"):
@@ -571,11 +586,26 @@ def main():
     ap.add_argument("--nsys-version", choices=sorted(VERSIONS), default="2026.2")
     ap.add_argument("--shuffle-nvtx", action="store_true", help="write NVTX_EVENTS out of start order")
     ap.add_argument("--no-expected", action="store_true")
+    dp = ap.add_argument_group("dualpipe")
+    dp.add_argument("--node", type=int, default=0, help="this export's node; --ranks is ranks per node")
+    dp.add_argument("--mesh", default="pp=2 dp=1 cp=2 ep=2", help="axis sizes, pithtrain's order")
+    dp.add_argument("--variant", choices=["base", "regressed"], default="base")
+    dp.add_argument("--steps", type=int, default=1, help="training steps (0: enough for --kernels)")
+    dp.add_argument("--num-chunks", type=int, default=8, help="micro-batches per step")
+    dp.add_argument("--layers", type=int, default=2, help="layers per pipeline stage and phase")
+    dp.add_argument("--compute-kernels", type=int, default=3, help="kernels per compute range")
+    dp.add_argument("--mbs", type=int, default=1)
+    dp.add_argument("--seq", type=int, default=4096)
     a = ap.parse_args()
+    sizes = [int(v.split("/")[0]) for _, v in (f.split("=") for f in a.mesh.split())]
+    if a.scenario == "dualpipe" and len(sizes) != 4:
+        sys.exit("--mesh names four axis sizes: pp dp cp ep")
     rng = random.Random(a.seed)
     w = Writer(a.out, a.nsys_version)
     ex = Export(rng, w, truth=not a.no_expected)
     ex.shuffle_nvtx = a.shuffle_nvtx
+    ex.params = {"node": a.node, "sizes": sizes, "variant": a.variant, "steps": a.steps, "num_chunks": a.num_chunks,
+                 "layers": a.layers, "compute_kernels": a.compute_kernels, "mbs": a.mbs, "seq": a.seq}
     nsys_scenarios.SCENARIOS[a.scenario](ex, rng, a.kernels, a.ranks)
     ex.finish(a.nsys_version)
     for t, v in sorted(w.borrowed.items()):
@@ -583,6 +613,8 @@ def main():
               file=sys.stderr)
     if not a.no_expected:
         t = truth(ex)
+        if getattr(ex, "dualpipe", None):
+            t["dualpipe"] = nsys_dualpipe.truth(ex.dualpipe)
         base = a.out[:-len(".sqlite")] if a.out.endswith(".sqlite") else a.out
         with open(base + ".expected.json", "w") as f:
             json.dump(t, f, indent=1, sort_keys=True)

@@ -13,8 +13,11 @@ names (`counter=`).
 - graphs:      kernels and CUDA graph replays traced whole (--cuda-graph-trace=graph);
 - graphs-node: graphs traced node by node (kernel rows with the launch's correlation id), one
                graph row also present for a graph whose nodes were traced;
-- graphs-only: graph replays and memory copies, no kernel table at all.
+- graphs-only: graph replays and memory copies, no kernel table at all;
+- dualpipe:    one node's export of a pithtrain DualPipeV run (tools/nsys_dualpipe.py).
 """
+
+import nsys_dualpipe
 
 # (demangled name as nsys 2026 prints it, short name, category, communication op)
 KERNELS = {
@@ -263,7 +266,7 @@ def build_autograd(ex, rng, kernels_target, ranks):
         main = ex.thread(p, 3000 + r, "pt_main_thread", 1_000_000 + r * 3_000)
         bwd = ex.thread(p, 3500 + r, "pt_autograd_0", 1_000_000 + r * 3_000)
         pp, ep = r // 4, r % 4
-        ex.push(main, f"rank={r}; pp={pp}/{max(ranks // 4, 1)} dp=0/1 cp=0/1 ep={ep}/4; mbs=1 seq=4096")
+        ex.push(main, f"rank={r}; pp={pp}/{max(ranks // 4, 1)} dp=0/1 cp=0/1 ep={ep}/4; mbs=1 seq=4096", setup=True)
         ranks_state.append((p, main, bwd, Ids()))
     step = 0
     while ex.n_kernels < kernels_target:
@@ -396,4 +399,5 @@ SCENARIOS = {
     "graphs": lambda ex, rng, n, r: build_graphs(ex, rng, n, r),
     "graphs-node": lambda ex, rng, n, r: build_graphs(ex, rng, n, r, mode="Node", nodes=True),
     "graphs-only": lambda ex, rng, n, r: build_graphs(ex, rng, n, r, kernels=False),
+    "dualpipe": lambda ex, rng, n, r: nsys_dualpipe.build(ex, rng, n, r, ex.params),
 }

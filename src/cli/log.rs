@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::exit::{FOUND, OK, user_error};
+use crate::exit::{Error, FOUND, InternalError, OK, user_error};
 use crate::gate::Gate;
-use crate::log::{LogError, Options, add_estimate, diff, html, read, read_side, text};
+use crate::log::{Options, add_estimate, diff, html, read, read_side, text};
 use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
 
 #[derive(Args, Debug)]
@@ -50,12 +50,7 @@ pub struct LogArgs {
     pub estimate_tolerance: f64,
 }
 
-/// Every engine error is the user's to fix (a path, a rule set, the logs given): exit 2.
-fn refused(e: LogError) -> anyhow::Error {
-    user_error(e.to_string())
-}
-
-pub fn run(args: LogArgs) -> anyhow::Result<u8> {
+pub fn run(args: LogArgs) -> Result<u8, Error> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
@@ -87,7 +82,7 @@ pub fn run(args: LogArgs) -> anyhow::Result<u8> {
     if !args.diff.is_empty() {
         return compare(&args, &set, &opts);
     }
-    let mut report = read(&set, &args.paths, &opts).map_err(refused)?;
+    let mut report = read(&set, &args.paths, &opts)?;
     if args.estimate {
         add_estimate(&mut report, args.root.as_deref(), args.estimate_tolerance);
     }
@@ -103,17 +98,19 @@ pub fn run(args: LogArgs) -> anyhow::Result<u8> {
 
 /// `BEFORE --diff AFTER`: both sides are read at once (each is bound by reading and
 /// scanning its files), then compared.
-fn compare(args: &LogArgs, set: &crate::rules::RuleSet, opts: &Options) -> anyhow::Result<u8> {
+fn compare(args: &LogArgs, set: &crate::rules::RuleSet, opts: &Options) -> Result<u8, Error> {
     let (before, after) = std::thread::scope(|s| {
         let before = s.spawn(|| read_side(set, &args.paths, opts, "before: "));
         let after = read_side(set, &args.diff, opts, "after: ");
         (before.join(), after)
     });
-    let before = before
-        .map_err(|_| anyhow::anyhow!("reading the logs before the change failed"))?
-        .map_err(refused)?;
-    let after = after.map_err(refused)?;
-    let d = diff::compare(&before, &after, args.gate).map_err(refused)?;
+    let before = before.map_err(|_| {
+        Error::from(InternalError(
+            "reading the logs before the change failed".into(),
+        ))
+    })??;
+    let after = after?;
+    let d = diff::compare(&before, &after, args.gate)?;
     super::output::emit(
         &d,
         args.json,

@@ -196,10 +196,9 @@ pub fn run() -> ExitCode {
         Command::Rules(args) => rules::list(args),
         Command::Explain(args) => rules::explain(args),
         Command::TestRules(args) => rules::test_rules(args),
-        // Not yet on typed errors: their anyhow errors map by what they hold.
-        Command::Snapshot(args) => snapshot::run(args).map_err(exit::Error::from),
-        Command::Nsys(cmd) => nsys::run(cmd).map_err(exit::Error::from),
-        Command::Log(args) => log::run(args).map_err(exit::Error::from),
+        Command::Snapshot(args) => snapshot::run(args),
+        Command::Nsys(cmd) => nsys::run(cmd),
+        Command::Log(args) => log::run(args),
         Command::Completions(args) => {
             // The default rule set's parameters are `add`'s flags in the completions.
             let manifest = crate::rules::load::load_manifest(crate::rules::DEFAULT_SET).ok();

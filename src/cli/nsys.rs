@@ -3,11 +3,12 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use crate::exit::{self, user_error};
-use crate::nsys::{analyze, command, report};
+use crate::exit::{self, Error, IoError, user_error};
+use crate::gate::Gate;
+use crate::nsys::ranks::WindowPick;
+use crate::nsys::{analyze, command, exports, report};
 
 #[derive(Subcommand, Debug)]
 pub enum NsysCommand {
@@ -53,12 +54,15 @@ pub struct TraceJsonArgs {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// The `.sqlite` file written by `nsys export --type sqlite` / `nsys profile --export sqlite`.
-    pub file: PathBuf,
-    /// Print the report as JSON (schema `instrument.nsys.report/2`, see docs/nsys.md).
+    /// Exports (`.sqlite`, written by `nsys export --type sqlite`) or folders of them (every
+    /// `.sqlite` in it: pithtrain writes one per node). All must be of one run.
+    #[arg(required = true, value_name = "FILE|DIR")]
+    pub files: Vec<PathBuf>,
+    /// Print the report as JSON (schema `instrument.nsys.report/3`, see docs/nsys.md).
     #[arg(long)]
     pub json: bool,
-    /// Also write a self-contained HTML page with all processes on one timeline to FILE.
+    /// Also write a self-contained HTML page to FILE: every rank on one timeline per export, the
+    /// stages of each rank (with --diff: the comparison).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
     /// Rows per table (kernels and NVTX ranges per process, the export-wide summaries); the
@@ -74,6 +78,26 @@ pub struct ReportArgs {
     /// Kernel-classes rules (TOML, the format of the built-in table) tried before the built-in ones.
     #[arg(long, value_name = "FILE")]
     pub kernel_classes: Option<PathBuf>,
+    /// The trainer's conventions (TOML, the format of the built-in table, which is pithtrain's):
+    /// setup range, window ranges, stage pattern, stream purposes.
+    #[arg(long, value_name = "FILE")]
+    pub conventions: Option<PathBuf>,
+    /// The window of the per-rank figures: `median` (each rank's median window range, as
+    /// pithtrain's scripts pick it), `all` (the whole capture) or `START_NS:END_NS`.
+    #[arg(
+        long,
+        default_value = "median",
+        value_name = "median|all|START_NS:END_NS"
+    )]
+    pub window: WindowPick,
+    /// A second run to compare with (files or folders, as the first): per rank and stage, the
+    /// change of exposed communication and of chunk time.
+    #[arg(long, value_name = "FILE|DIR", num_args = 1..)]
+    pub diff: Vec<PathBuf>,
+    /// With --diff: exit 1 when exposed communication of a stage or the chunk time of a rank grew
+    /// by more than PCT per cent (each named), else 0.
+    #[arg(long, value_name = "PCT", requires = "diff")]
+    pub gate: Option<Gate>,
 }
 
 #[derive(Args, Debug)]
@@ -156,7 +180,7 @@ impl CommandArgs {
     }
 }
 
-pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
+pub fn run(cmd: NsysCommand) -> Result<u8, Error> {
     match cmd {
         NsysCommand::Report(args) => run_report(args),
         NsysCommand::Command(args) => run_command(args),
@@ -164,7 +188,7 @@ pub fn run(cmd: NsysCommand) -> anyhow::Result<u8> {
     }
 }
 
-fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
+fn run_trace_json(args: TraceJsonArgs) -> Result<u8, Error> {
     if let Some(out) = &args.out {
         super::output::check_folder(out, "the functions-trace JSON")?;
     }
@@ -289,8 +313,9 @@ fn run_trace_json(args: TraceJsonArgs) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
+fn run_report(args: ReportArgs) -> Result<u8, Error> {
     use crate::nsys::classify::Classifier;
+    use crate::nsys::conventions::Conventions;
     use crate::nsys::names::Grouping;
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
@@ -298,6 +323,15 @@ fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
     let classifier = match &args.kernel_classes {
         Some(p) => Classifier::with_file(p)?,
         None => Classifier::builtin(),
+    };
+    let conventions = match &args.conventions {
+        Some(p) => Conventions::from_file(p)?,
+        None => Conventions::builtin(),
+    };
+    let window = match args.window {
+        WindowPick::Median => "median".to_string(),
+        WindowPick::All => "all".to_string(),
+        WindowPick::Range(a, b) => format!("{a}:{b}"),
     };
     let opts = analyze::Options {
         top: (!args.all).then_some(args.top),
@@ -308,28 +342,64 @@ fn run_report(args: ReportArgs) -> anyhow::Result<u8> {
         },
         timeline_buckets: args.html.as_ref().map(|_| 1000),
         classifier,
+        conventions,
+        window: args.window,
+        ..Default::default()
     };
-    let rep = analyze::analyze(&args.file, &opts)?;
-    let mut stdout = std::io::stdout().lock();
-    if args.json {
-        report::json::write(&rep, &mut stdout)?;
-    } else {
-        stdout.write_all(report::text::render(&rep).as_bytes())?;
+    // Both runs are checked to exist before either is read.
+    exports::files(&args.files)?;
+    if !args.diff.is_empty() {
+        exports::files(&args.diff)?;
+        return run_diff(&args, &opts, &window);
     }
+    let doc = exports::report(&args.files, &opts, &window)?;
     if let Some(path) = &args.html {
         super::output::write_atomically(
             path,
             "the HTML page",
-            report::html::render(&rep).as_bytes(),
+            report::html::render(&doc).as_bytes(),
         )?;
-        if !args.json {
+    }
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        report::json::write(&doc, &mut stdout)?;
+    } else {
+        stdout.write_all(report::text::render(&doc).as_bytes())?;
+        if let Some(path) = &args.html {
             writeln!(stdout, "\nHTML page written to {}", path.display())?;
         }
     }
     Ok(exit::OK)
 }
 
-fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
+fn run_diff(args: &ReportArgs, opts: &analyze::Options, window: &str) -> Result<u8, Error> {
+    let before = exports::report(&args.files, opts, window)?;
+    let after = exports::report(&args.diff, opts, window)?;
+    let d = exports::compare(&before, &after, args.gate);
+    if let Some(path) = &args.html {
+        super::output::write_atomically(
+            path,
+            "the HTML page",
+            report::html::render_diff(&d).as_bytes(),
+        )?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if args.json {
+        report::json::write(&d, &mut stdout)?;
+    } else {
+        stdout.write_all(report::text::render_diff(&d).as_bytes())?;
+        if let Some(path) = &args.html {
+            writeln!(stdout, "\nHTML page written to {}", path.display())?;
+        }
+    }
+    Ok(if args.gate.is_some() && !d.grew.is_empty() {
+        exit::FOUND
+    } else {
+        exit::OK
+    })
+}
+
+fn run_command(args: CommandArgs) -> Result<u8, Error> {
     let req = command::Request {
         out: args.out.clone(),
         trace_json: args.trace_json.clone(),
@@ -344,10 +414,7 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         nsys: args.nsys.clone(),
         launch: args.launch.clone(),
     };
-    let plan = command::plan(&req).map_err(|e| match e {
-        command::CommandError::Table(_) => anyhow::Error::new(e),
-        _ => user_error(e.to_string()),
-    })?;
+    let plan = command::plan(&req)?;
     {
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(plan.command.render().as_bytes())?;
@@ -382,13 +449,14 @@ fn run_command(args: CommandArgs) -> anyhow::Result<u8> {
         ));
     }
     let folder = &plan.target.folder;
-    std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
+    std::fs::create_dir_all(folder)
+        .map_err(|e| IoError(format!("creating {}: {e}", folder.display())))?;
     let argv = plan.command.argv();
     let status = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .envs(plan.command.env.iter().map(|(k, v)| (k, v)))
         .status()
-        .with_context(|| format!("starting {}", argv[0]))?;
+        .map_err(|e| IoError(format!("starting {}: {e}", argv[0])))?;
     Ok(status
         .code()
         .map(|c| c.clamp(0, 255) as u8)

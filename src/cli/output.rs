@@ -5,11 +5,11 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::exit::user_error;
+use crate::exit::{Error, user_error};
 
 /// Write `contents` to `path` atomically; on failure the temporary file is removed and
 /// the error names the file and `what` it was to hold.
-pub fn write_atomically(path: &Path, what: &str, contents: &[u8]) -> anyhow::Result<()> {
+pub fn write_atomically(path: &Path, what: &str, contents: &[u8]) -> Result<(), Error> {
     let tmp = temporary_beside(path);
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;
@@ -32,7 +32,7 @@ pub fn emit<R: serde::Serialize>(
     text: impl FnOnce(&R) -> String,
     html: Option<&Path>,
     page: impl FnOnce(&R) -> String,
-) -> anyhow::Result<()> {
+) -> Result<(), Error> {
     if let Some(path) = html {
         write_atomically(path, "the HTML page", page(report).as_bytes())?;
     }
@@ -49,7 +49,7 @@ pub fn emit<R: serde::Serialize>(
 
 /// Refuse, before any work is done, an output path whose folder does not exist (a long
 /// analysis should not end in "cannot write").
-pub fn check_folder(path: &Path, what: &str) -> anyhow::Result<()> {
+pub fn check_folder(path: &Path, what: &str) -> Result<(), Error> {
     let folder = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

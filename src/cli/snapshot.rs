@@ -4,8 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::exit::{OK, user_error};
-use crate::snapshot::SnapshotError;
+use crate::exit::{Error, OK, user_error};
 use crate::snapshot::report::{html, text};
 use crate::snapshot::{Options, analyse};
 
@@ -41,7 +40,7 @@ pub struct SnapshotArgs {
     pub html: Option<PathBuf>,
 }
 
-pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
+pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
     if args.max_trace_events == 0 {
         return Err(user_error("--max-trace-events must be at least 1"));
     }
@@ -73,8 +72,7 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
-    let report =
-        analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some()).map_err(exit_for)?;
+    let report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())?;
     super::output::emit(
         &report,
         args.json,
@@ -85,44 +83,30 @@ pub fn run(args: SnapshotArgs) -> anyhow::Result<u8> {
     Ok(OK)
 }
 
-/// The exit code of an engine error: the machine failing to read a file it could open
-/// is an I/O error (3); everything else is the input the user gave (2).
-fn exit_for(e: SnapshotError) -> anyhow::Error {
-    match e {
-        // The message already holds the cause: one line, not a chain.
-        SnapshotError::Io { .. } | SnapshotError::ListDir { .. } => anyhow::anyhow!(e.to_string()),
-        SnapshotError::Open { .. }
-        | SnapshotError::IsDirectory { .. }
-        | SnapshotError::Empty { .. }
-        | SnapshotError::Pickle { .. }
-        | SnapshotError::Json { .. }
-        | SnapshotError::UnknownDevice { .. }
-        | SnapshotError::DiffOfDirectory { .. }
-        | SnapshotError::NoRanks { .. } => user_error(e.to_string()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exit::Class;
+    use crate::snapshot::SnapshotError;
 
     #[test]
     fn engine_errors_map_to_exit_codes_here() {
-        let user = exit_for(SnapshotError::Pickle {
+        let user = Error::from(SnapshotError::Pickle {
             path: "x.pickle: ".into(),
             offset: 64,
             msg: "refused opcode STACK_GLOBAL (imports a name)".into(),
         });
-        assert!(user.downcast_ref::<crate::exit::UserError>().is_some());
+        assert_eq!((user.class(), user.code()), (Class::User, 2));
         assert_eq!(
             user.to_string(),
             "x.pickle: byte 64: refused opcode STACK_GLOBAL (imports a name)"
         );
-        let io = exit_for(SnapshotError::Io {
+        let io = Error::from(SnapshotError::Io {
             path: "x.pickle".into(),
             source: std::io::Error::other("disk gone"),
         });
-        assert!(io.downcast_ref::<crate::exit::UserError>().is_none());
-        assert_eq!(format!("{io:#}"), "cannot read x.pickle: disk gone");
+        assert_eq!((io.class(), io.code()), (Class::Io, 3));
+        // One line: the cause is in the message once.
+        assert_eq!(io.to_string(), "cannot read x.pickle: disk gone");
     }
 }

@@ -42,3 +42,10 @@ impl LogError {
         }
     }
 }
+
+/// Every one is the user's to fix (a path, a rule set, the logs given): exit 2.
+impl crate::exit::Classify for LogError {
+    fn class(&self) -> crate::exit::Class {
+        crate::exit::Class::User
+    }
+}

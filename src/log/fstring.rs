@@ -1,24 +1,10 @@
 //! What a rule's template prints, found without running it (`python::printed`), for the
 //! rules of a set: `test-rules` holds these lines against the rule's print declarations.
 
-use std::collections::BTreeMap;
-
 pub use crate::python::printed::{Line, Part, show};
-use crate::rules::RuleSet;
 
-/// The lines each rule prints (by rule index), in template order. Rules written `per`
-/// target are not followed.
-pub fn printed_lines(set: &RuleSet) -> BTreeMap<usize, Vec<Line>> {
-    let templates: Vec<(usize, &str)> = set
-        .rules
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.per.is_none())
-        .map(|(i, r)| (i, r.template.as_str()))
-        .collect();
-    let params: Vec<&str> = set.manifest.params.keys().map(String::as_str).collect();
-    crate::python::printed::printed_lines(&templates, &params)
-}
+/// The lines each rule prints (by rule index), in template order: the rule set's own reading.
+pub use crate::rules::prints::printed_lines;
 
 #[cfg(test)]
 mod tests {

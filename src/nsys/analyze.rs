@@ -9,10 +9,9 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use anyhow::Result;
-
-use crate::exit::user_error;
 use crate::nsys::classify::{Classifier, CommOp};
+use crate::nsys::conventions::Conventions;
+use crate::nsys::error::{Error, Result};
 use crate::nsys::hash::IntMap;
 use crate::nsys::ids;
 use crate::nsys::meta::{self, Meta};
@@ -21,13 +20,16 @@ use crate::nsys::notes::{self, NoteInputs};
 use crate::nsys::nvtx::{self, Projection};
 use crate::nsys::ops::{self, Classes, NONE, Ops};
 use crate::nsys::overlap;
+use crate::nsys::ranks::{self, Ranks, WindowPick};
+
 use crate::nsys::report::{
     CaptureInfo, CategoryTime, CommRow, Communication, ExportInfo, Gpu, GroupingInfo, Overlap,
-    Process, ProcessTimeline, Report, SCHEMA, Timeline, TimelineRange, Totals,
+    Process, ProcessTimeline, Report, Timeline, TimelineRange, Totals, WindowInfo,
 };
 use crate::nsys::sqlite::{self, Db};
 use crate::nsys::tables::{self, ratio};
 
+#[derive(Clone)]
 pub struct Options {
     /// Rows per table; `None` lists every row (`--all`).
     pub top: Option<usize>,
@@ -35,6 +37,10 @@ pub struct Options {
     /// Buckets of the all-ranks timeline; `None` leaves it out (no `--html`).
     pub timeline_buckets: Option<usize>,
     pub classifier: Classifier,
+    pub conventions: Conventions,
+    pub window: WindowPick,
+    /// SQLite's memory map per export (bytes): smaller when several exports are read at once.
+    pub mmap_bytes: i64,
 }
 
 impl Default for Options {
@@ -44,33 +50,43 @@ impl Default for Options {
             grouping: Grouping::Name,
             timeline_buckets: None,
             classifier: Classifier::builtin(),
+            conventions: Conventions::builtin(),
+            window: WindowPick::Median,
+            mmap_bytes: sqlite::MMAP_BYTES,
         }
     }
 }
 
 /// One line saying why an export holds no GPU work and what to add.
-fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool) -> anyhow::Error {
-    let file = db.path.display();
+fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool) -> Error {
+    let file = &db.path;
     let what = if have_tables {
         "the export has GPU tables but no rows in them".to_string()
     } else {
         "no CUPTI_ACTIVITY_KIND_KERNEL or CUPTI_ACTIVITY_KIND_GRAPH_TRACE table".to_string()
     };
     match &meta.capture {
-        Some(c) if !c.traced.iter().any(|t| t == "cuda") => user_error(format!(
-            "{file}: no CUDA kernel data ({what}): the capture traced {} but not cuda; profile with --trace cuda,nvtx (`instrument nsys command` prints the whole command)",
-            if c.traced.is_empty() {
-                "nothing".to_string()
-            } else {
-                c.traced.join(",")
-            }
-        )),
-        Some(_) => user_error(format!(
-            "{file}: no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded (pithtrain: set training.nsys_start and nsys_stop)"
-        )),
-        None => user_error(format!(
-            "{file}: no CUDA kernel data ({what}); profile with --trace cuda"
-        )),
+        Some(c) if !c.traced.iter().any(|t| t == "cuda") => Error::input(
+            file,
+            format!(
+                "no CUDA kernel data ({what}): the capture traced {} but not cuda; profile with --trace cuda,nvtx (`instrument nsys command` prints the whole command)",
+                if c.traced.is_empty() {
+                    "nothing".to_string()
+                } else {
+                    c.traced.join(",")
+                }
+            ),
+        ),
+        Some(_) => Error::input(
+            file,
+            format!(
+                "no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded (pithtrain: set training.nsys_start and nsys_stop)"
+            ),
+        ),
+        None => Error::input(
+            file,
+            format!("no CUDA kernel data ({what}); profile with --trace cuda"),
+        ),
     }
 }
 
@@ -129,8 +145,13 @@ fn comm_rows(ns: &[i64; 8], count: &[u64; 8]) -> Vec<CommRow> {
         .collect()
 }
 
+/// Read one export into its report.
 pub fn analyze(path: &Path, opts: &Options) -> Result<Report> {
-    let db = sqlite::open_export(path)?;
+    analyze_export(path, opts).map_err(|e| e.in_file(path))
+}
+
+fn analyze_export(path: &Path, opts: &Options) -> Result<Report> {
+    let db = sqlite::open_export(path, opts.mmap_bytes)?;
     let meta = meta::read(&db)?;
     let have_tables = [sqlite::KERNEL, sqlite::GRAPH_TRACE]
         .iter()
@@ -150,20 +171,28 @@ pub fn analyze(path: &Path, opts: &Options) -> Result<Report> {
         .map(|(i, &g)| (g, i as u16))
         .collect();
 
-    // NVTX projection (ops by launching thread and launch time).
+    // Ops by process, launching thread and launch time: each process's ops and each thread's
+    // launches are contiguous. One read of NVTX_EVENTS projects the ranges onto the ops and
+    // feeds the per-rank figures' scan (which needs only the launch times, taken before).
     ops.ops
-        .sort_unstable_by_key(|o| (o.thread, o.launch_start, o.corr));
-    let mut proj = nvtx::project(
-        &db,
-        &mut ops,
-        &mut proc_index,
-        classifier,
-        &nvtx::Options {
-            grouping: opts.grouping,
-            timeline: opts.timeline_buckets.is_some(),
-        },
-    )?;
-    build(&db, &meta, ops, &mut proj, opts)
+        .sort_unstable_by_key(|o| (o.proc, o.thread, o.launch_start, o.corr));
+    let conv = &opts.conventions;
+    let pending = ranks::Pending::new(&ops, conv);
+    let (mut proj, scanned) = pending.scan_along(&db, conv, |scanner| {
+        nvtx::project(
+            &db,
+            &mut ops,
+            &mut proc_index,
+            classifier,
+            &nvtx::Options {
+                grouping: opts.grouping,
+                timeline: opts.timeline_buckets.is_some(),
+            },
+            Some(scanner),
+        )
+    })?;
+    let ranks = scanned.finish(&ops, conv, opts.window);
+    build(&db, &meta, ops, &mut proj, ranks, opts)
 }
 
 /// Exclusive and unattributed time, SendRecv counted as the collective its range names, and the
@@ -190,10 +219,11 @@ fn tally(ops: &mut Ops, proj: &mut Projection) -> Vec<ProcAcc> {
             acc[op.proc as usize].unattributed_ns += d;
         }
         let a = &mut acc[op.proc as usize];
-        if op.comm == sendrecv && op.coll != 0 && op.coll != sendrecv {
-            a.from_sendrecv_ns[op.coll as usize - 1] += d;
-            a.from_sendrecv_count[op.coll as usize - 1] += 1;
-            op.comm = op.coll;
+        let coll = op.coll();
+        if op.comm() == sendrecv && coll != 0 && coll != sendrecv {
+            a.from_sendrecv_ns[coll as usize - 1] += d;
+            a.from_sendrecv_count[coll as usize - 1] += 1;
+            op.set_comm(coll);
         }
         a.devices.insert(ops.devices[op.device as usize]);
         a.first = a.first.min(op.start);
@@ -203,9 +233,10 @@ fn tally(ops: &mut Ops, proj: &mut Projection) -> Vec<ProcAcc> {
             a.kernel_count += 1;
             a.cat_ns[op.class as usize] += d;
             a.cat_count[op.class as usize] += 1;
-            if op.comm > 0 {
-                a.comm_ns[op.comm as usize - 1] += d;
-                a.comm_count[op.comm as usize - 1] += 1;
+            let comm = op.comm();
+            if comm > 0 {
+                a.comm_ns[comm as usize - 1] += d;
+                a.comm_count[comm as usize - 1] += 1;
             }
         } else if op.class == classes.graph() {
             a.graph_ns += d;
@@ -287,6 +318,7 @@ fn build(
     meta: &Meta,
     mut ops: Ops,
     proj: &mut Projection,
+    mut ranks: Ranks,
     opts: &Options,
 ) -> Result<Report> {
     let classifier = &opts.classifier;
@@ -312,7 +344,8 @@ fn build(
     let has_runtime = ops.has_runtime;
     let has_graph_table = ops.has_graph_table;
     drop(ops.ops);
-    let mut ranges = tables::ranges(proj, &ops.procs, classifier, opts.top);
+    let conv = &opts.conventions;
+    let mut ranges = tables::ranges(proj, &ops.procs, classifier, opts.top, |n| conv.is_setup(n));
 
     // Processes, ordered by pid.
     let names: IntMap<i64, String> = meta
@@ -322,8 +355,31 @@ fn build(
         .collect();
     let mut cat_names: Vec<String> = classifier.categories.clone();
     cat_names.push("cuda_graph".into());
+    // Processes by rank where the setup range says it, then by pid.
+    let mut per_proc: Vec<ranks::ProcRank> = ops
+        .procs
+        .iter()
+        .map(|&g| ranks.take(g, conv, opts.window))
+        .collect();
     let mut order: Vec<usize> = (0..nprocs).collect();
-    order.sort_by_key(|&p| (ids::pid(ops.procs[p]), ops.procs[p]));
+    order.sort_by_key(|&p| {
+        (
+            per_proc[p].rank.unwrap_or(u64::MAX),
+            ids::pid(ops.procs[p]),
+            ops.procs[p],
+        )
+    });
+    let notes = notes::notes(NoteInputs {
+        has_runtime,
+        has_nvtx: db.has(sqlite::NVTX_EVENTS),
+        proj,
+        unmatched,
+        negative: negative_ops + proj.negative_timestamps,
+        graph_rows,
+        ranks: &per_proc,
+        ranks_reordered: ranks.reordered,
+    });
+    let ranks = &mut per_proc;
     let mut processes = Vec::with_capacity(nprocs);
     let mut totals = Totals::default();
     let mut tot_ns = vec![0i64; n_cat + 1];
@@ -369,15 +425,38 @@ fn build(
                 .unwrap_or_default();
             timeline_procs.push(ProcessTimeline {
                 pid,
+                label: label(&ranks[p], pid),
+                window: (
+                    ranks[p].window.figures.totals.start_ns,
+                    ranks[p].window.figures.totals.end_ns,
+                ),
                 compute,
                 communication,
                 ranges,
             });
         }
+        let r = std::mem::replace(&mut ranks[p], ranks::ProcRank::empty());
+        let win = r.window;
         processes.push(Process {
             global_pid: gpid,
             pid,
             name,
+            rank: r.rank,
+            mesh: r.mesh,
+            setup_fields: r.fields,
+            setup: r.setup,
+            mesh_unknown: r.mesh_unknown,
+            setup_note: r.setup_note,
+            window: WindowInfo {
+                pick: win.pick,
+                name: win.name,
+                totals: win.figures.totals,
+                note: win.note,
+            },
+            streams: win.figures.streams,
+            stages: win.figures.stages,
+            chunks: r.chunks,
+            whole_capture: r.whole_capture,
             devices: a.devices.iter().copied().collect(),
             first_ns: if has_gpu { a.first } else { 0 },
             last_ns: if has_gpu { a.last } else { 0 },
@@ -424,14 +503,6 @@ fn build(
         ),
         cuda_graph_trace: graph_mode,
     };
-    let notes = notes::notes(NoteInputs {
-        has_runtime,
-        has_nvtx: db.has(sqlite::NVTX_EVENTS),
-        proj,
-        unmatched,
-        negative: negative_ops + proj.negative_timestamps,
-        graph_rows,
-    });
     let timeline = opts.timeline_buckets.map(|n| Timeline {
         start_ns: if span.0 <= span.1 { span.0 } else { 0 },
         end_ns: if span.0 <= span.1 { span.1 } else { 0 },
@@ -439,12 +510,12 @@ fn build(
         processes: timeline_procs,
     });
     Ok(Report {
-        schema: SCHEMA,
         file: db.path.display().to_string(),
         export: ExportInfo {
             schema_version: meta.export_schema_version.clone(),
             nsys_version: meta.product_version.clone(),
             metadata_table: meta.metadata_table,
+            session_start_utc_ns: meta.session_start_utc_ns,
         },
         capture,
         grouping: GroupingInfo {
@@ -474,4 +545,13 @@ fn build(
         notes,
         timeline,
     })
+}
+
+/// A process as people name it on the timeline: `rank 5 (pp 1, ep 1)`, or `pid 4242`.
+pub fn label(r: &ranks::ProcRank, pid: i64) -> String {
+    match (&r.rank, &r.mesh) {
+        (Some(rank), Some(m)) if !m.is_empty() => format!("rank {rank} ({})", m.short()),
+        (Some(rank), _) => format!("rank {rank}"),
+        _ => format!("pid {pid}"),
+    }
 }

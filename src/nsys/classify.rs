@@ -7,10 +7,9 @@
 
 use std::path::Path;
 
-use anyhow::Result;
 use serde::{Deserialize, Serialize};
 
-use crate::exit::user_error;
+use crate::nsys::error::{Error, Result};
 
 /// The built-in table.
 pub const BUILTIN: &str = include_str!("kernel_classes.toml");
@@ -182,7 +181,7 @@ pub struct Classifier {
 
 fn parse(text: &str, origin: &str) -> Result<TableFile> {
     toml::from_str(text).map_err(|e| {
-        user_error(format!(
+        Error::Table(format!(
             "{origin}: not a kernel-classes table: {}",
             one_line(&e.to_string())
         ))
@@ -202,7 +201,7 @@ impl Classifier {
     /// The embedded table with the rules of `path` tried first.
     pub fn with_file(path: &Path) -> Result<Classifier> {
         let text = std::fs::read_to_string(path)
-            .map_err(|e| user_error(format!("--kernel-classes {}: {e}", path.display())))?;
+            .map_err(|e| Error::Table(format!("--kernel-classes {}: {e}", path.display())))?;
         Self::build(Some((&path.display().to_string(), &text)))
     }
 
@@ -230,7 +229,9 @@ impl Classifier {
             .position(|c| c == "other")
             .expect("builtin has other") as u8;
         if categories.len() > 250 {
-            return Err(user_error("kernel-classes: more than 250 categories"));
+            return Err(Error::Table(
+                "kernel-classes: more than 250 categories".into(),
+            ));
         }
         let mut rules = Vec::new();
         let mut collectives = Vec::new();
@@ -243,7 +244,7 @@ impl Classifier {
             for (i, r) in t.rule.into_iter().enumerate() {
                 let at = format!("{origin}: rule {} ({:?})", i + 1, r.family);
                 let Some(category) = categories.iter().position(|c| *c == r.category) else {
-                    return Err(user_error(format!(
+                    return Err(Error::Table(format!(
                         "{at}: category {:?} is not declared (categories: {})",
                         r.category,
                         categories.join(", ")
@@ -251,7 +252,7 @@ impl Classifier {
                 };
                 let is_comm = category as u8 == communication;
                 if is_comm != r.op.is_some() {
-                    return Err(user_error(format!(
+                    return Err(Error::Table(format!(
                         "{at}: {}",
                         if is_comm {
                             "a communication rule needs `op` (SendRecv, AllToAll, AllGather, ReduceScatter, AllReduce, Broadcast, Reduce, Other)"
@@ -261,7 +262,7 @@ impl Classifier {
                     )));
                 }
                 let Some(matcher) = Matcher::new(r.prefix, r.all, r.any, r.none) else {
-                    return Err(user_error(format!(
+                    return Err(Error::Table(format!(
                         "{at}: give at least one of `prefix`, `all`, `any`"
                     )));
                 };
@@ -276,7 +277,7 @@ impl Classifier {
             }
             for (i, c) in t.collective_range.into_iter().enumerate() {
                 let Some(matcher) = Matcher::new(c.prefix, c.all, c.any, c.none) else {
-                    return Err(user_error(format!(
+                    return Err(Error::Table(format!(
                         "{origin}: collective_range {}: give at least one of `prefix`, `all`, `any`",
                         i + 1
                     )));
@@ -289,7 +290,7 @@ impl Classifier {
             }
         }
         if rules.len() > u16::MAX as usize {
-            return Err(user_error("kernel-classes: too many rules"));
+            return Err(Error::Table("kernel-classes: too many rules".into()));
         }
         let classifier = Classifier {
             categories,
@@ -308,7 +309,7 @@ impl Classifier {
                 for e in &r.examples {
                     let got = classifier.classify(e);
                     if got.rule != Some(i as u16) {
-                        return Err(user_error(format!(
+                        return Err(Error::Table(format!(
                             "{}: rule {:?}: example {:?} is decided by {}",
                             r.origin,
                             r.family,

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::Result;
+use crate::nsys::error::Result;
 
 use crate::nsys::hash::IntMap;
 use crate::nsys::sqlite::{Db, int, text};
@@ -48,6 +48,9 @@ pub struct Meta {
     pub gpus: Vec<(i64, String)>,
     /// (pid, CUDA ordinal) -> GPU id, from `TARGET_INFO_CUDA_DEVICE`.
     pub cuda_devices: HashMap<(i64, i64), i64>,
+    /// When the nsys session started (`TARGET_INFO_SESSION_START_TIME.utcEpochNs`): the nodes
+    /// of one run start together, two runs do not.
+    pub session_start_utc_ns: Option<i64>,
 }
 
 impl Meta {
@@ -199,6 +202,18 @@ pub fn read(db: &Db) -> Result<Meta> {
                 meta.cuda_devices.insert((pid, cuda), gpu);
             }
         }
+    }
+    if let Some(cols) = db.columns("TARGET_INFO_SESSION_START_TIME")?
+        && cols.iter().any(|c| c == "utcEpochNs")
+    {
+        meta.session_start_utc_ns = db
+            .conn
+            .query_row(
+                "SELECT min(utcEpochNs) FROM TARGET_INFO_SESSION_START_TIME",
+                [],
+                |r| r.get::<_, Option<i64>>(0),
+            )
+            .unwrap_or(None);
     }
     Ok(meta)
 }

@@ -2,6 +2,7 @@
 //! closed by rule, names grouped, ...) and what the CUDA graph trace mode means for the figures.
 
 use crate::nsys::nvtx::Projection;
+use crate::nsys::ranks::ProcRank;
 use crate::nsys::report::Note;
 
 /// What the CUDA graph trace mode means for the figures.
@@ -28,6 +29,9 @@ pub struct NoteInputs<'a> {
     pub unmatched: u64,
     pub negative: u64,
     pub graph_rows: u64,
+    /// Every process's per-rank figures, and whether NVTX was read sorted for them.
+    pub ranks: &'a [ProcRank],
+    pub ranks_reordered: bool,
 }
 
 pub fn notes(n: NoteInputs) -> Vec<Note> {
@@ -119,6 +123,7 @@ pub fn notes(n: NoteInputs) -> Vec<Note> {
             ),
         });
     }
+    rank_notes(n.ranks, n.ranks_reordered, &mut notes);
     if proj.reordered {
         notes.push(Note {
             kind: "nvtx_reordered",
@@ -127,4 +132,57 @@ pub fn notes(n: NoteInputs) -> Vec<Note> {
         });
     }
     notes
+}
+
+/// What the conventions could not find: one note per kind, naming the first process's reason.
+fn rank_notes(ranks: &[ProcRank], reordered: bool, notes: &mut Vec<Note>) {
+    let total = ranks.len();
+    let mut note = |kind: &'static str, reasons: Vec<&str>, tail: &str| {
+        if let Some(first) = reasons.first() {
+            notes.push(Note {
+                kind,
+                count: reasons.len() as u64,
+                message: format!(
+                    "{kind_text} for {} of {total} process(es): {first}{tail}",
+                    reasons.len(),
+                    kind_text = match kind {
+                        "mesh_unknown" => "mesh unknown",
+                        "setup_not_first" => "setup range not first",
+                        _ => "window",
+                    }
+                ),
+            });
+        }
+    };
+    note(
+        "mesh_unknown",
+        ranks
+            .iter()
+            .filter_map(|p| p.mesh_unknown.as_deref())
+            .collect(),
+        "; processes are listed by pid",
+    );
+    note(
+        "setup_not_first",
+        ranks
+            .iter()
+            .filter_map(|p| p.setup_note.as_deref())
+            .collect(),
+        "",
+    );
+    note(
+        "window",
+        ranks
+            .iter()
+            .filter_map(|p| p.window.note.as_deref())
+            .collect(),
+        "",
+    );
+    if reordered {
+        notes.push(Note {
+            kind: "nvtx_read_sorted",
+            count: 0,
+            message: "NVTX_EVENTS is not in start order per process; the per-rank figures read it sorted by start (slower)".into(),
+        });
+    }
 }

@@ -25,10 +25,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
-use anyhow::Result;
 use rusqlite::types::ValueRef;
 
 use crate::nsys::classify::{Classifier, CommOp};
+use crate::nsys::error::Result;
 use crate::nsys::hash::IntMap;
 use crate::nsys::ids;
 use crate::nsys::names::{self, Name, Names};
@@ -121,6 +121,22 @@ pub struct Projection {
 pub struct Options {
     pub grouping: names::Grouping,
     pub timeline: bool,
+}
+
+/// Another reader of every NVTX event (the per-rank figures' scan), fed each row (of any event
+/// type) as this pass reads the table, so the table is read once for both.
+pub trait RowObserver {
+    fn row(
+        &mut self,
+        db: &Db,
+        start: i64,
+        end: Option<i64>,
+        global_tid: i64,
+        text_id: Option<i64>,
+        text: ValueRef<'_>,
+    ) -> Result<()>;
+    /// The projection reads the table again, in another order: what was fed is void.
+    fn abandon(&mut self);
 }
 
 struct ThreadState {
@@ -283,26 +299,39 @@ fn style_of(event_type: i64) -> Option<Style> {
     }
 }
 
-/// Project every same-thread NVTX range onto the ops. `ops.ops` must be sorted by
-/// (thread, launch_start, corr); `procs`/`proc_index` get the processes that only have NVTX.
+/// Project every same-thread NVTX range onto the ops. `ops.ops` must hold each launching
+/// thread's ops together, sorted by (launch_start, corr) (as sorting by (proc, thread,
+/// launch_start, corr) does); `procs`/`proc_index` get the processes that only have NVTX.
 pub fn project(
     db: &Db,
     ops: &mut Ops,
     proc_index: &mut IntMap<i64, u16>,
     classifier: &Classifier,
     opts: &Options,
+    mut observer: Option<&mut (dyn RowObserver + '_)>,
 ) -> Result<Projection> {
     if !db.has(NVTX_EVENTS) {
         return Ok(Projection::default());
     }
-    match pass(db, ops, proc_index, classifier, opts, false)? {
+    match pass(
+        db,
+        ops,
+        proc_index,
+        classifier,
+        opts,
+        false,
+        observer.as_deref_mut(),
+    )? {
         Ok(p) => Ok(p),
         Err(OutOfOrder) => {
+            if let Some(o) = observer {
+                o.abandon();
+            }
             for o in ops.ops.iter_mut() {
                 o.innermost = NONE;
-                o.coll = 0;
+                o.set_coll(0);
             }
-            match pass(db, ops, proc_index, classifier, opts, true)? {
+            match pass(db, ops, proc_index, classifier, opts, true, None)? {
                 Ok(mut p) => {
                     p.reordered = true;
                     Ok(p)
@@ -320,6 +349,7 @@ fn pass(
     classifier: &Classifier,
     opts: &Options,
     ordered: bool,
+    mut observer: Option<&mut (dyn RowObserver + '_)>,
 ) -> Result<std::result::Result<Projection, OutOfOrder>> {
     let cols = db.columns(NVTX_EVENTS)?.unwrap_or_default();
     db.require(NVTX_EVENTS, &cols, &["start", "end", "eventType"])?;
@@ -354,8 +384,16 @@ fn pass(
         i = j;
     }
 
+    // An observer reads every event type; the projection only ranges and domain names.
+    let types = if observer.is_some() {
+        String::new()
+    } else {
+        format!(
+            " WHERE eventType IN ({NVTX_PUSHPOP_RANGE}, {NVTX_STARTEND_RANGE}, {NVTXT_PUSHPOP_RANGE}, {NVTXT_STARTEND_RANGE}, {NVTX_DOMAIN_CREATE})"
+        )
+    };
     let sql = format!(
-        "SELECT start, end, eventType, {}, {}, {}, {}, {} FROM {NVTX_EVENTS} WHERE eventType IN ({NVTX_PUSHPOP_RANGE}, {NVTX_STARTEND_RANGE}, {NVTXT_PUSHPOP_RANGE}, {NVTXT_STARTEND_RANGE}, {NVTX_DOMAIN_CREATE}){}",
+        "SELECT start, end, eventType, {}, {}, {}, {}, {} FROM {NVTX_EVENTS}{types}{}",
         col_or_null(&cols, "globalTid"),
         col_or_null(&cols, "endGlobalTid"),
         col_or_null(&cols, "textId"),
@@ -379,6 +417,26 @@ fn pass(
         let gtid = int(row.get_ref(3)?).unwrap_or(0);
         let domain = int(row.get_ref(7)?).unwrap_or(0);
         let text_id = int(row.get_ref(5)?);
+        if let Some(o) = observer.as_deref_mut() {
+            o.row(
+                db,
+                start,
+                int(row.get_ref(1)?),
+                gtid,
+                text_id,
+                row.get_ref(6)?,
+            )?;
+            if !matches!(
+                event_type,
+                NVTX_PUSHPOP_RANGE
+                    | NVTX_STARTEND_RANGE
+                    | NVTXT_PUSHPOP_RANGE
+                    | NVTXT_STARTEND_RANGE
+                    | NVTX_DOMAIN_CREATE
+            ) {
+                continue;
+            }
+        }
         if event_type == NVTX_DOMAIN_CREATE {
             let name = match text_id {
                 Some(t) => db.string(t)?,
@@ -537,7 +595,7 @@ fn project_range(
         }
         op.innermost = a;
         if let Some(c) = collective {
-            op.coll = c.index() as u8 + 1;
+            op.set_coll(c.index() as u8 + 1);
         }
     }
     if end > cover {

@@ -8,13 +8,12 @@
 //! and the launch's correlation id; when the graph's nodes are traced too (kernel rows with the
 //! same process and correlation id) the graph row is dropped, so no GPU time counts twice.
 
-use anyhow::Result;
-
 use crate::nsys::classify::{Class, Classifier};
+use crate::nsys::error::{Error, Result};
 use crate::nsys::hash::IntMap;
 use crate::nsys::ids;
 use crate::nsys::meta::Meta;
-use crate::nsys::sqlite::{Db, GRAPH_TRACE, KERNEL, MEMCPY, MEMSET, RUNTIME, int};
+use crate::nsys::sqlite::{Db, GRAPH_TRACE, KERNEL, MEMCPY, MEMSET, RUNTIME, col_or_null, int};
 
 pub const NONE: u32 = u32::MAX;
 
@@ -36,13 +35,17 @@ pub struct Op {
     pub proc: u16,
     /// Index into `Ops::devices`.
     pub device: u16,
+    /// Index into `Ops::streams`: the CUDA stream the op ran on.
+    pub stream: u16,
     /// Op class: a kernel category index, or `Classes::memcpy()` / `memset()` / `graph()`.
     pub class: u8,
-    /// `CommOp` index + 1 for communication kernels, 0 otherwise.
-    pub comm: u8,
-    /// `CommOp` index + 1 of the collective the innermost collective-naming range names.
-    pub coll: u8,
+    /// Two `CommOp` indexes + 1 (0: none) in one byte, so an op stays 56 bytes: the low half is
+    /// the op's own operation (communication kernels), the high half the collective its
+    /// innermost collective-naming range names.
+    comm_coll: u8,
 }
+
+const _: () = assert!(std::mem::size_of::<Op>() == 56);
 
 impl Op {
     pub fn dur(&self) -> i64 {
@@ -50,6 +53,20 @@ impl Op {
     }
     pub fn launched(&self) -> bool {
         self.thread != NONE
+    }
+    /// `CommOp` index + 1 of a communication kernel, 0 otherwise.
+    pub fn comm(&self) -> u8 {
+        self.comm_coll & 0x0F
+    }
+    pub fn set_comm(&mut self, v: u8) {
+        self.comm_coll = (self.comm_coll & 0xF0) | (v & 0x0F);
+    }
+    /// `CommOp` index + 1 of the collective the innermost collective-naming range names.
+    pub fn coll(&self) -> u8 {
+        self.comm_coll >> 4
+    }
+    pub fn set_coll(&mut self, v: u8) {
+        self.comm_coll = (self.comm_coll & 0x0F) | (v << 4);
     }
 }
 
@@ -84,6 +101,9 @@ impl Classes {
 pub struct KernelName {
     pub name: String,
     pub class: Class,
+    /// The `shortName` string (what pithtrain's scripts read), `None` when the table has no
+    /// such column or its id is not in `StringIds`.
+    pub short: Option<String>,
 }
 
 /// Everything read from the GPU-work and runtime tables.
@@ -96,6 +116,8 @@ pub struct Ops {
     pub devices: Vec<i64>,
     /// globalTid of each thread index (threads that launched GPU work).
     pub threads: Vec<i64>,
+    /// `streamId` of each stream index (`i64::MIN`: none recorded).
+    pub streams: Vec<i64>,
     pub kernel_names: Vec<KernelName>,
     pub has_kernel_table: bool,
     pub has_graph_table: bool,
@@ -114,7 +136,8 @@ struct Reader<'a> {
     out: Ops,
     proc_index: IntMap<i64, u16>,
     device_index: IntMap<(u16, i64), u16>,
-    name_index: IntMap<i64, u32>,
+    stream_index: IntMap<i64, u16>,
+    name_index: IntMap<(i64, i64), u32>,
 }
 
 impl Reader<'_> {
@@ -146,18 +169,41 @@ impl Reader<'_> {
         d
     }
 
-    fn kernel_name(&mut self, id: i64) -> Result<u32> {
-        if let Some(&n) = self.name_index.get(&id) {
+    fn stream(&mut self, id: i64) -> Result<u16> {
+        if let Some(&s) = self.stream_index.get(&id) {
+            return Ok(s);
+        }
+        let s = u16::try_from(self.out.streams.len()).map_err(|_| {
+            Error::input(
+                &self.db.path,
+                "more than 65,535 distinct CUDA stream ids; this does not look like an nsys export",
+            )
+        })?;
+        self.out.streams.push(id);
+        self.stream_index.insert(id, s);
+        Ok(s)
+    }
+
+    /// A kernel's name (demangled, the classifier's input) and short name, by their string ids.
+    fn kernel_name(&mut self, id: i64, short_id: Option<i64>) -> Result<u32> {
+        let key = (id, short_id.unwrap_or(i64::MIN));
+        if let Some(&n) = self.name_index.get(&key) {
             return Ok(n);
         }
         let name = self
             .db
             .string(id)?
             .unwrap_or_else(|| format!("<unknown kernel name {id}>"));
+        let short = match short_id {
+            Some(s) => self.db.string(s)?,
+            None => None,
+        };
         let class = self.classifier.classify(&name);
         let n = self.out.kernel_names.len() as u32;
-        self.out.kernel_names.push(KernelName { name, class });
-        self.name_index.insert(id, n);
+        self.out
+            .kernel_names
+            .push(KernelName { name, class, short });
+        self.name_index.insert(key, n);
         Ok(n)
     }
 
@@ -171,22 +217,30 @@ impl Reader<'_> {
             &cols,
             &["start", "end", "deviceId", "correlationId", "globalPid"],
         )?;
+        let has = |c: &str| cols.iter().any(|x| x == c);
+        let short = if class.is_none() && has("shortName") {
+            "shortName"
+        } else {
+            "NULL"
+        };
         let name = if class.is_none() {
-            if cols.iter().any(|c| c == "demangledName") {
+            if has("demangledName") {
                 "demangledName"
-            } else if cols.iter().any(|c| c == "shortName") {
+            } else if has("shortName") {
                 "shortName"
             } else {
-                return Err(crate::exit::user_error(format!(
-                    "{}: table {table} has neither `demangledName` nor `shortName`",
-                    self.db.path.display()
-                )));
+                return Err(Error::input(
+                    &self.db.path,
+                    format!("table {table} has neither `demangledName` nor `shortName`"),
+                ));
             }
         } else {
             "NULL"
         };
-        let sql =
-            format!("SELECT start, end, globalPid, correlationId, deviceId, {name} FROM {table}");
+        let stream = col_or_null(&cols, "streamId");
+        let sql = format!(
+            "SELECT start, end, globalPid, correlationId, deviceId, {name}, {short}, {stream} FROM {table}"
+        );
         let mut stmt = self.db.conn.prepare(&sql)?;
         let mut rows = stmt.raw_query();
         let (mut last_gpid, mut last_proc) = (i64::MIN, 0u16);
@@ -206,10 +260,12 @@ impl Reader<'_> {
                 .and_then(|c| u32::try_from(c).ok())
                 .unwrap_or(NONE);
             let device = self.device(proc, int(row.get_ref(4)?).unwrap_or(-1));
+            let stream = self.stream(int(row.get_ref(7)?).unwrap_or(i64::MIN))?;
             let (class, comm, name) = match class {
                 Some(c) => (c, 0, NONE),
                 None => {
-                    let n = self.kernel_name(int(row.get_ref(5)?).unwrap_or(-1))?;
+                    let n =
+                        self.kernel_name(int(row.get_ref(5)?).unwrap_or(-1), int(row.get_ref(6)?))?;
                     let k = self.out.kernel_names[n as usize].class;
                     (k.category, k.comm.map_or(0, |c| c.index() as u8 + 1), n)
                 }
@@ -228,9 +284,9 @@ impl Reader<'_> {
                 innermost: NONE,
                 proc,
                 device,
+                stream,
                 class,
-                comm,
-                coll: 0,
+                comm_coll: comm,
             });
         }
         Ok(true)
@@ -374,6 +430,24 @@ fn join_runtime(db: &Db, out: &mut Ops, proc_index: &IntMap<i64, u16>) -> Result
     Ok(true)
 }
 
+/// How many GPU operations an export holds, at most: max(rowid) is the row count of a table nsys
+/// wrote, and costs one b-tree descent. A row takes more than 32 bytes on disk, so never more
+/// than the file can hold.
+pub fn rows(db: &Db) -> u64 {
+    let mut rows: i64 = 0;
+    for t in [KERNEL, MEMCPY, MEMSET, GRAPH_TRACE] {
+        if db.has(t) {
+            let n: Option<i64> = db
+                .conn
+                .query_row(&format!("SELECT max(rowid) FROM {t}"), [], |r| r.get(0))
+                .unwrap_or(None);
+            rows = rows.saturating_add(n.unwrap_or(0).max(0));
+        }
+    }
+    let file_len = std::fs::metadata(&db.path).map(|m| m.len()).unwrap_or(0);
+    (rows.max(0) as u64).min(file_len / 32)
+}
+
 /// Read the GPU work of an export and join it to the runtime calls.
 pub fn read(db: &Db, meta: &Meta, classifier: &Classifier) -> Result<Ops> {
     let classes = Classes {
@@ -389,6 +463,7 @@ pub fn read(db: &Db, meta: &Meta, classifier: &Classifier) -> Result<Ops> {
             procs: Vec::new(),
             devices: Vec::new(),
             threads: Vec::new(),
+            streams: Vec::new(),
             kernel_names: Vec::new(),
             has_kernel_table: false,
             has_graph_table: false,
@@ -399,25 +474,12 @@ pub fn read(db: &Db, meta: &Meta, classifier: &Classifier) -> Result<Ops> {
         },
         proc_index: IntMap::default(),
         device_index: IntMap::default(),
+        stream_index: IntMap::default(),
         name_index: IntMap::default(),
     };
-    // One allocation of the right size (max(rowid) is the row count of a table nsys wrote, and
-    // costs one b-tree descent): growing by doubling would hold the old and new arrays at once.
-    let mut rows: i64 = 0;
-    for t in [KERNEL, MEMCPY, MEMSET, GRAPH_TRACE] {
-        if db.has(t) {
-            let n: Option<i64> = db
-                .conn
-                .query_row(&format!("SELECT max(rowid) FROM {t}"), [], |r| r.get(0))
-                .unwrap_or(None);
-            rows += n.unwrap_or(0).max(0);
-        }
-    }
-    // A row takes more than 32 bytes on disk: never reserve past what the file can hold.
-    let file_len = std::fs::metadata(&db.path).map(|m| m.len()).unwrap_or(0);
-    r.out
-        .ops
-        .reserve((rows.max(0) as u64).min(file_len / 32) as usize);
+    // One allocation of the right size: growing by doubling would hold the old and new arrays
+    // at once.
+    r.out.ops.reserve(rows(db) as usize);
     r.out.has_kernel_table = r.table(KERNEL, None)?;
     r.table(MEMCPY, Some(classes.memcpy()))?;
     r.table(MEMSET, Some(classes.memset()))?;

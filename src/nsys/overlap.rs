@@ -1,20 +1,26 @@
 //! Interval arithmetic on half-open `[start, end)` nanosecond intervals: unions, the length of
 //! an intersection, and per-bucket busy time for the timeline.
 
-/// Merge intervals (sorted here) into disjoint, sorted intervals. Empty intervals vanish.
+/// Merge intervals (sorted here) into disjoint, sorted intervals, in place. Empty intervals
+/// vanish.
 pub fn union(mut iv: Vec<(i64, i64)>) -> Vec<(i64, i64)> {
     iv.retain(|&(s, e)| e > s);
     if !iv.is_sorted() {
         iv.sort_unstable();
     }
-    let mut out: Vec<(i64, i64)> = Vec::with_capacity(iv.len().min(1 << 16));
-    for (s, e) in iv {
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
+    let mut w = 0;
+    for r in 0..iv.len() {
+        let (s, e) = iv[r];
+        if w > 0 && s <= iv[w - 1].1 {
+            iv[w - 1].1 = iv[w - 1].1.max(e);
+        } else {
+            iv[w] = (s, e);
+            w += 1;
         }
     }
-    out
+    iv.truncate(w);
+    iv.shrink_to_fit();
+    iv
 }
 
 /// Add `[s, e)` to a union being built from intervals that arrive sorted by start.

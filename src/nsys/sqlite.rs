@@ -10,10 +10,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use anyhow::Result;
 use rusqlite::{Connection, OpenFlags, types::ValueRef};
 
-use crate::exit::user_error;
+use crate::nsys::error::{Error, Result};
 
 pub const KERNEL: &str = "CUPTI_ACTIVITY_KIND_KERNEL";
 pub const MEMCPY: &str = "CUPTI_ACTIVITY_KIND_MEMCPY";
@@ -29,15 +28,22 @@ pub struct Db {
     tables: HashSet<String>,
 }
 
+/// How much of an export SQLite maps into memory (read-only): faster reads, and what peak RSS
+/// counts on top of the report's own memory. Several exports read at once share it.
+pub const MMAP_BYTES: i64 = 256 << 20;
+
 /// A read-only connection tuned for one sequential pass.
-pub fn open(path: &Path) -> Result<Connection> {
+pub fn open(path: &Path, mmap_bytes: i64) -> Result<Connection> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
-    .map_err(|e| user_error(format!("{}: cannot open as SQLite: {e}", path.display())))?;
+    .map_err(|e| Error::input(path, format!("cannot open as SQLite: {e}")))?;
     // A modest page cache: the big tables are read once, front to back.
-    let _ = conn.execute_batch("PRAGMA cache_size=-16384; PRAGMA mmap_size=268435456;");
+    let _ = conn.execute_batch(&format!(
+        "PRAGMA cache_size=-16384; PRAGMA mmap_size={};",
+        mmap_bytes.max(0)
+    ));
     Ok(conn)
 }
 
@@ -79,10 +85,12 @@ impl Db {
     pub fn require(&self, table: &str, cols: &[String], needed: &[&str]) -> Result<()> {
         for col in needed {
             if !cols.iter().any(|c| c == col) {
-                return Err(user_error(format!(
-                    "{}: table {table} has no column `{col}`; this does not look like an nsys SQLite export this tool can read",
-                    self.path.display()
-                )));
+                return Err(Error::input(
+                    &self.path,
+                    format!(
+                        "table {table} has no column `{col}`; this does not look like an nsys SQLite export this tool can read"
+                    ),
+                ));
             }
         }
         Ok(())
@@ -112,20 +120,20 @@ pub fn col_or_null(cols: &[String], col: &str) -> String {
 
 /// Check that `path` is an nsys SQLite export; returns it open. Whether it holds GPU work is
 /// decided by the caller, which can say what the capture traced (`meta::Capture`).
-pub fn open_export(path: &Path) -> Result<Db> {
+pub fn open_export(path: &Path, mmap_bytes: i64) -> Result<Db> {
     if !path.exists() {
-        return Err(user_error(format!(
-            "{}: no such file (expected an Nsight Systems SQLite export, e.g. report.sqlite)",
-            path.display()
-        )));
+        return Err(Error::input(
+            path,
+            "no such file (expected an Nsight Systems SQLite export, e.g. report.sqlite)",
+        ));
     }
     if path.is_dir() {
-        return Err(user_error(format!(
-            "{}: is a directory (expected an Nsight Systems SQLite export file)",
-            path.display()
-        )));
+        return Err(Error::input(
+            path,
+            "is a directory (expected an Nsight Systems SQLite export file)",
+        ));
     }
-    let conn = open(path)?;
+    let conn = open(path, mmap_bytes)?;
     let tables: HashSet<String> = match conn
         .prepare("SELECT name FROM sqlite_master WHERE type IN ('table','view')")
         .and_then(|mut s| {
@@ -142,17 +150,17 @@ pub fn open_export(path: &Path) -> Result<Db> {
             } else {
                 ""
             };
-            return Err(user_error(format!(
-                "{}: not a SQLite database; expected an Nsight Systems SQLite export{hint}",
-                path.display()
-            )));
+            return Err(Error::input(
+                path,
+                format!("not a SQLite database; expected an Nsight Systems SQLite export{hint}"),
+            ));
         }
     };
     if !tables.contains("StringIds") {
-        return Err(user_error(format!(
-            "{}: not an Nsight Systems SQLite export (no StringIds table)",
-            path.display()
-        )));
+        return Err(Error::input(
+            path,
+            "not an Nsight Systems SQLite export (no StringIds table)",
+        ));
     }
     Ok(Db {
         path: path.to_path_buf(),

@@ -148,11 +148,14 @@ fn class_names(classifier: &Classifier) -> Vec<String> {
 
 /// NVTX range tables per process (by inclusive GPU time) and over the whole export (by total
 /// projected time, merged on `domain:name`, shapes and style). `procs[p]` is process p's globalPid.
+/// Ranges whose name is `not_work` (a trainer's setup range, open for the whole capture) are left
+/// out of the per-process tables; the export-wide table is nsys's and keeps them.
 pub fn ranges(
     proj: &mut Projection,
     procs: &[i64],
     classifier: &Classifier,
     top: Option<usize>,
+    not_work: impl Fn(&str) -> bool,
 ) -> RangeTables {
     let cls_names = class_names(classifier);
     let domain_name = |proc: usize, domain: i64| -> String {
@@ -185,6 +188,9 @@ pub fn ranges(
         }
         let proj_figures = proj_stats(&mut agg.proj_ns, agg.proj_range_ns, agg.gpu_ops);
         agg.proj_ns = Vec::new();
+        if not_work(&n.name) {
+            continue;
+        }
         per_process[agg.proc as usize].push(RangeRow {
             name: n.name.clone(),
             shapes: n.shapes.clone(),

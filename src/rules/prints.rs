@@ -142,6 +142,22 @@ pub fn derive_line(
     Ok(out)
 }
 
+/// The lines each rule of `set` prints (by rule index), in template order, read off its
+/// template's f-strings (`python::printed`). Rules written `per` target are not followed.
+pub fn printed_lines(
+    set: &super::RuleSet,
+) -> std::collections::BTreeMap<usize, Vec<crate::python::printed::Line>> {
+    let templates: Vec<(usize, &str)> = set
+        .rules
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| r.per.is_none())
+        .map(|(i, r)| (i, r.template.as_str()))
+        .collect();
+    let params: Vec<&str> = set.manifest.params.keys().map(String::as_str).collect();
+    crate::python::printed::printed_lines(&templates, &params)
+}
+
 /// Fill in the `line` of every declaration of `set` that does not write one: from the
 /// lines its rule's template prints (`python::printed`), named as `naming` says. A rule's
 /// lines that its written declarations read are taken out first; what is left must be one
@@ -154,15 +170,7 @@ pub fn derive_lines(set: &mut super::RuleSet) -> Result<(), super::Error> {
     {
         return Ok(());
     }
-    let templates: Vec<(usize, &str)> = set
-        .rules
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.per.is_none())
-        .map(|(i, r)| (i, r.template.as_str()))
-        .collect();
-    let params: Vec<&str> = set.manifest.params.keys().map(String::as_str).collect();
-    let printed = crate::python::printed::printed_lines(&templates, &params);
+    let printed = printed_lines(set);
     let naming = set.manifest.prints.clone();
     for (i, rule) in set.rules.iter_mut().enumerate() {
         let open: Vec<usize> = (0..rule.prints.len())
@@ -269,15 +277,7 @@ mod tests {
     #[test]
     fn shipped_lines_are_written_only_where_they_cannot_be_derived() {
         let set = crate::rules::load::load_rules_only("memory-prints").unwrap();
-        let templates: Vec<(usize, &str)> = set
-            .rules
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.per.is_none())
-            .map(|(i, r)| (i, r.template.as_str()))
-            .collect();
-        let params: Vec<&str> = set.manifest.params.keys().map(String::as_str).collect();
-        let printed = crate::python::printed::printed_lines(&templates, &params);
+        let printed = printed_lines(&set);
         let mut derived = 0;
         for (i, rule) in set.rules.iter().enumerate() {
             let lines = printed.get(&i).cloned().unwrap_or_default();

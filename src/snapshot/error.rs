@@ -54,3 +54,22 @@ pub enum SnapshotError {
         source: std::io::Error,
     },
 }
+
+/// The machine failing to read a file it could open, or a folder it could not list, is an
+/// I/O failure (exit 3); everything else is the input the user gave (exit 2).
+impl crate::exit::Classify for SnapshotError {
+    fn class(&self) -> crate::exit::Class {
+        use crate::exit::Class;
+        match self {
+            SnapshotError::Io { .. } | SnapshotError::ListDir { .. } => Class::Io,
+            SnapshotError::Open { .. }
+            | SnapshotError::IsDirectory { .. }
+            | SnapshotError::Empty { .. }
+            | SnapshotError::Pickle { .. }
+            | SnapshotError::Json { .. }
+            | SnapshotError::UnknownDevice { .. }
+            | SnapshotError::DiffOfDirectory { .. }
+            | SnapshotError::NoRanks { .. } => Class::User,
+        }
+    }
+}

@@ -42,11 +42,12 @@ pub fn generate(args: &[&str]) -> (PathBuf, Value, tempfile::TempDir) {
     (out, expected, dir)
 }
 
-pub fn report_json_with(path: &Path, extra: &[&str]) -> Value {
+/// The whole `--json` document (schema `instrument.nsys.report/3`) for one or more exports.
+pub fn report_doc_with(paths: &[&Path], extra: &[&str]) -> Value {
     let out = Command::new(bin())
         .args(["nsys", "report", "--json"])
         .args(extra)
-        .arg(path)
+        .args(paths)
         .output()
         .unwrap();
     assert!(
@@ -54,7 +55,17 @@ pub fn report_json_with(path: &Path, extra: &[&str]) -> Value {
         "report failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).expect("valid JSON")
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("valid JSON");
+    assert_eq!(doc["schema"], "instrument.nsys.report/3");
+    doc
+}
+
+/// The report of one export (the document's only entry of `exports`).
+pub fn report_json_with(path: &Path, extra: &[&str]) -> Value {
+    let mut doc = report_doc_with(&[path], extra);
+    let exports = doc["exports"].as_array_mut().expect("exports");
+    assert_eq!(exports.len(), 1);
+    exports.remove(0)
 }
 
 pub fn report_json(path: &Path) -> Value {

@@ -23,3 +23,15 @@ impl CommandError {
         }
     }
 }
+
+impl crate::exit::Classify for CommandError {
+    fn class(&self) -> crate::exit::Class {
+        match self {
+            // A built-in table that does not parse is this build's bug.
+            CommandError::Table(_) => crate::exit::Class::Internal,
+            CommandError::Unplaceable { .. } | CommandError::Output { .. } => {
+                crate::exit::Class::User
+            }
+        }
+    }
+}

@@ -1,11 +1,18 @@
-//! `--html FILE`: one self-contained page (inline CSS and SVG, no scripts, no network). At the
-//! top, every process (rank) on one time axis: its NVTX ranges (the longest, nesting depth 0 to
-//! 2, one thin row each), a compute lane and a communication lane (opacity = how busy the GPU
-//! was in each bucket). Below, per process, the category, overlap, kernel and range tables.
+//! `--html FILE`: one self-contained page (inline CSS and SVG, no scripts, no network). Per
+//! export, every process (rank) on one time axis, labelled `rank N (pp r, ep e)` where the setup
+//! range says it: its NVTX ranges (the longest, nesting depth 0 to 2, one thin row each), a
+//! compute lane and a communication lane (opacity = how busy the GPU was in each bucket), its
+//! window marked. Then the ranks side by side (most exposed rank per stage, pipeline balance)
+//! and, per process, a chart of exposed against hidden communication per stage, and the
+//! category, overlap, kernel and range tables. With `--diff`, the comparison of two runs.
 
 use std::fmt::Write;
 
-use crate::nsys::report::{Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line};
+use crate::nsys::ranks::across::Across;
+use crate::nsys::ranks::diff::Diff;
+use crate::nsys::report::{
+    Document, Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line,
+};
 
 fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -90,7 +97,7 @@ fn timeline(out: &mut String, t: &Timeline, processes: &[Process]) {
     let height = block * t.processes.len() as f64 + 30.0;
     let _ = writeln!(
         out,
-        "<svg class=\"timeline\" width=\"{w}\" height=\"{height}\" viewBox=\"0 0 {w} {height}\" role=\"img\" aria-label=\"all processes on one time axis\">",
+        "<svg class=\"timeline\" width=\"{w}\" height=\"{height}\" viewBox=\"0 0 {w} {height}\" role=\"img\" aria-label=\"all processes of the export on one time axis\">",
         w = LABEL_W + PLOT_W + 10.0
     );
     for (r, pt) in t.processes.iter().enumerate() {
@@ -101,12 +108,31 @@ fn timeline(out: &mut String, t: &Timeline, processes: &[Process]) {
             .and_then(|p| p.name.clone())
             .unwrap_or_default();
         let _ = writeln!(out, "<g class=\"rank\" data-pid=\"{}\">", pt.pid);
+        let label = if pt.label.starts_with("pid ") {
+            format!("{} {}", pt.label, truncate(&name, 12))
+        } else {
+            pt.label.clone()
+        };
+        // The process's window, behind its lanes.
+        let (w0, w1) = (
+            x(pt.window.0).clamp(LABEL_W, LABEL_W + PLOT_W),
+            x(pt.window.1).clamp(LABEL_W, LABEL_W + PLOT_W),
+        );
+        if w1 > w0 {
+            let _ = writeln!(
+                out,
+                "<rect class=\"window\" x=\"{w0:.1}\" y=\"{y0:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"none\" stroke=\"#444\" stroke-dasharray=\"3,2\"><title>window {}..{} ns</title></rect>",
+                (w1 - w0).max(1.0),
+                3.0 * NVTX_ROW + 2.0 * LANE,
+                pt.window.0,
+                pt.window.1
+            );
+        }
         let _ = writeln!(
             out,
-            "<text x=\"0\" y=\"{:.1}\" class=\"lbl\">pid {} {}</text><text x=\"0\" y=\"{:.1}\" class=\"sub\">NVTX</text><text x=\"0\" y=\"{:.1}\" class=\"sub\">compute</text><text x=\"0\" y=\"{:.1}\" class=\"sub\">communication</text>",
+            "<text x=\"0\" y=\"{:.1}\" class=\"lbl\">{}</text><text x=\"0\" y=\"{:.1}\" class=\"sub\">NVTX</text><text x=\"0\" y=\"{:.1}\" class=\"sub\">compute</text><text x=\"0\" y=\"{:.1}\" class=\"sub\">communication</text>",
             y0 + 10.0,
-            pt.pid,
-            esc(&truncate(&name, 12)),
+            esc(&truncate(&label, 28)),
             y0 + 3.0 * NVTX_ROW - 2.0,
             y0 + 3.0 * NVTX_ROW + LANE - 3.0,
             y0 + 3.0 * NVTX_ROW + 2.0 * LANE - 3.0
@@ -192,19 +218,362 @@ fn nvtx_rows(out: &mut String, pt: &ProcessTimeline, y0: f64, x: &impl Fn(i64) -
     out.push_str("</g>\n");
 }
 
-pub fn render(report: &Report) -> String {
-    let mut o = String::new();
-    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
-    let _ = writeln!(o, "<title>nsys report: {}</title>", esc(&report.file));
-    o.push_str(
-        "<style>body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}\
+const STYLE: &str = "<style>body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}\
 table{border-collapse:collapse;margin:.5em 0 1.2em}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}\
 td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}\
 .lbl{font:12px sans-serif;font-weight:600}.sub{font:10px sans-serif;fill:#666}.rl{font:9px sans-serif;fill:#111;pointer-events:none}\
-.axis text{font:11px sans-serif;fill:#555}h2{margin-top:1.6em}\
-.sw{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em;vertical-align:middle}</style>\n</head><body>\n",
+.axis text{font:11px sans-serif;fill:#555}h2{margin-top:1.6em}.grew{color:#b00}\
+.stages text{font:11px sans-serif}\
+.sw{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em;vertical-align:middle}</style>\n";
+
+fn page_head(o: &mut String, title: &str) {
+    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
+    let _ = writeln!(o, "<title>{}</title>", esc(title));
+    o.push_str(STYLE);
+    o.push_str("</head><body>\n");
+}
+
+/// `rank 5 (pp 1, ep 1)`, or `pid 4242`.
+fn who(p: &Process) -> String {
+    crate::nsys::report::text::who(p)
+}
+
+fn mesh_label(m: &Option<crate::mesh::Mesh>, rank: Option<u64>, pid: i64) -> String {
+    match (rank, m) {
+        (Some(r), Some(m)) => format!("rank {r} ({})", m.short()),
+        (Some(r), None) => format!("rank {r}"),
+        _ => format!("pid {pid}"),
+    }
+}
+
+pub fn render(doc: &Document) -> String {
+    let mut o = String::new();
+    let files: Vec<&str> = doc.exports.iter().map(|r| r.file.as_str()).collect();
+    page_head(&mut o, &format!("nsys report: {}", files.join(", ")));
+    let _ = writeln!(o, "<h1>nsys report</h1><p>{}</p>", esc(&files.join(", ")));
+    // One scale for every stage chart, so bars compare across ranks.
+    let scale = doc
+        .exports
+        .iter()
+        .flat_map(|r| &r.processes)
+        .flat_map(|p| &p.stages)
+        .map(|s| s.comm_ns)
+        .max()
+        .unwrap_or(0);
+    let many = doc.exports.len() > 1;
+    for (i, r) in doc.exports.iter().enumerate() {
+        if many {
+            let _ = writeln!(o, "<h2 class=\"export\">{}</h2>", esc(&r.file));
+        }
+        export(
+            &mut o,
+            r,
+            if many {
+                format!("e{}-", i + 1)
+            } else {
+                String::new()
+            },
+            scale,
+        );
+    }
+    across(&mut o, &doc.across);
+    o.push_str("</body></html>\n");
+    o
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2}%", x * 100.0)
+}
+
+/// Per stage, one bar: the hidden part, then the exposed part, on the page's common scale.
+fn stage_chart(o: &mut String, p: &Process, scale: i64) {
+    if p.stages.is_empty() || scale <= 0 {
+        return;
+    }
+    const W: f64 = 600.0;
+    const ROW: f64 = 16.0;
+    const LW: f64 = 80.0;
+    let h = ROW * p.stages.len() as f64 + 4.0;
+    let _ = writeln!(
+        o,
+        "<svg class=\"stages\" width=\"{}\" height=\"{h}\" role=\"img\" aria-label=\"exposed and hidden communication per stage\">",
+        LW + W + 200.0
     );
-    let _ = writeln!(o, "<h1>nsys report</h1><p>{}</p>", esc(&report.file));
+    for (i, s) in p.stages.iter().enumerate() {
+        let y = i as f64 * ROW;
+        let hidden = (s.comm_ns - s.exposed_ns).max(0);
+        let wh = hidden as f64 / scale as f64 * W;
+        let we = s.exposed_ns as f64 / scale as f64 * W;
+        let _ = writeln!(
+            o,
+            "<g class=\"stage\" data-stage=\"{st}\"><text x=\"0\" y=\"{:.1}\">{st}</text><rect class=\"hidden\" x=\"{LW}\" y=\"{y:.1}\" width=\"{wh:.1}\" height=\"{:.1}\" fill=\"{COMPUTE}\"><title>{st}: {} ms hidden</title></rect><rect class=\"exposed\" x=\"{:.1}\" y=\"{y:.1}\" width=\"{we:.1}\" height=\"{:.1}\" fill=\"{COMMUNICATION}\"><title>{st}: {} ms exposed</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{} ms exposed, {} hidden</text></g>",
+            y + ROW - 4.0,
+            ROW - 3.0,
+            ms(hidden),
+            LW + wh,
+            ROW - 3.0,
+            ms(s.exposed_ns),
+            LW + wh + we + 6.0,
+            y + ROW - 4.0,
+            ms(s.exposed_ns),
+            pct(s.overlap),
+            st = esc(&s.stage),
+        );
+    }
+    o.push_str("</svg>\n");
+}
+
+/// What the conventions say about a process: mesh, window, streams, the stage chart and table.
+fn rank_section(o: &mut String, p: &Process, scale: i64) {
+    let mut line = String::new();
+    if let Some(m) = &p.mesh {
+        let _ = write!(line, "mesh {}", esc(&m.full()));
+        for (k, v) in &p.setup_fields.0 {
+            if let Some(v) = v {
+                let _ = write!(line, ", {} {v}", esc(k));
+            }
+        }
+        line.push_str(". ");
+    } else if let Some(why) = &p.mesh_unknown {
+        let _ = write!(line, "mesh unknown: {}. ", esc(why));
+    }
+    let w = &p.window;
+    let _ = write!(
+        line,
+        "Window ({}): {} ({}..{} ns, {} ms)",
+        w.pick,
+        esc(&w.name),
+        w.totals.start_ns,
+        w.totals.end_ns,
+        ms(w.totals.end_ns - w.totals.start_ns)
+    );
+    if p.chunks.count > 0 {
+        let _ = write!(
+            line,
+            "; {} chunk ranges, median {} ms",
+            p.chunks.count,
+            ms(p.chunks.median_ns as i64)
+        );
+    }
+    if let Some(n) = &w.note {
+        let _ = write!(line, " ({})", esc(n));
+    }
+    let _ = writeln!(o, "<p class=\"window\">{line}.</p>");
+    if !p.streams.is_empty() {
+        o.push_str("<table class=\"streams\"><tr><th>stream</th><th class=\"n\">purpose</th><th>comm kernels</th><th>other kernels</th><th>comm ms</th><th>other ms</th></tr>\n");
+        for s in &p.streams {
+            let _ = writeln!(
+                o,
+                "<tr data-stream=\"{}\"><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                s.stream,
+                s.stream,
+                esc(&s.purpose),
+                s.n_comm,
+                s.n_comp,
+                ms(s.comm_ns),
+                ms(s.comp_ns)
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    stage_chart(o, p, scale);
+    if !p.stages.is_empty() {
+        o.push_str("<table class=\"stages\"><tr><th class=\"n\">stage</th><th>comm ms</th><th>exposed ms</th><th>overlap</th><th>min</th><th>max</th><th>whole capture: exposed ms</th><th>overlap</th><th class=\"n\"></th></tr>\n");
+        for s in &p.stages {
+            let whole = p.whole_capture.stages.iter().find(|x| x.stage == s.stage);
+            let _ = writeln!(
+                o,
+                "<tr data-stage=\"{st}\"><td class=\"n\">{st}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+                ms(s.comm_ns),
+                ms(s.exposed_ns),
+                pct(s.overlap),
+                pct(s.overlap_min),
+                pct(s.overlap_max),
+                whole.map_or("-".into(), |x| ms(x.exposed_ns)),
+                whole.map_or(String::new(), |x| pct(x.overlap)),
+                esc(s.describe.as_deref().unwrap_or("")),
+                st = esc(&s.stage)
+            );
+        }
+        o.push_str("</table>\n");
+    }
+}
+
+fn across(o: &mut String, a: &Across) {
+    if !a.ranks.iter().any(|r| r.mesh.is_some()) && a.ranks.len() < 2 {
+        return;
+    }
+    o.push_str("<section class=\"across\" id=\"across\"><h2>Across ranks</h2>\n");
+    o.push_str("<table class=\"ranks\"><tr><th class=\"n\">rank</th><th class=\"n\">file</th><th>chunk ms</th><th>compute ms</th><th>comm ms</th><th>exposed ms</th><th>overlap</th><th class=\"n\">most exposed</th></tr>\n");
+    for r in &a.ranks {
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            esc(&mesh_label(&r.mesh, r.rank, r.pid)),
+            esc(&r.file),
+            ms(r.chunk_ns as i64),
+            ms(r.compute_ns),
+            ms(r.comm_ns),
+            ms(r.exposed_ns),
+            pct(r.overlap),
+            esc(r.worst_stage.as_deref().unwrap_or("-"))
+        );
+    }
+    o.push_str("</table>\n");
+    if !a.stages.is_empty() {
+        o.push_str("<h3>Most exposed communication per stage</h3><ul class=\"worst\">\n");
+        for s in &a.stages {
+            let _ = writeln!(
+                o,
+                "<li data-stage=\"{}\">{}: {} exposes {} ms of {} ms (hidden {}){}</li>",
+                esc(&s.stage),
+                esc(&s.stage),
+                esc(&mesh_label(&s.mesh, s.rank, s.pid)),
+                ms(s.exposed_ns),
+                ms(s.comm_ns),
+                pct(s.overlap),
+                if s.others > 0 {
+                    format!(
+                        "; the other {} {}..{} ms",
+                        s.others,
+                        ms(s.others_min_exposed_ns),
+                        ms(s.others_max_exposed_ns)
+                    )
+                } else {
+                    String::new()
+                }
+            );
+        }
+        o.push_str("</ul>\n");
+    }
+    if let Some(b) = &a.balance {
+        let _ = writeln!(
+            o,
+            "<h3>Pipeline balance ({})</h3><table class=\"balance\"><tr><th class=\"n\">{}</th><th>ranks</th><th>chunk ms (median)</th><th>min</th><th>max</th><th>compute ms</th></tr>",
+            esc(&b.axis),
+            esc(&b.axis)
+        );
+        for g in &b.groups {
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                g.coordinate,
+                g.ranks,
+                ms(g.chunk_ns as i64),
+                ms(g.min_chunk_ns as i64),
+                ms(g.max_chunk_ns as i64),
+                ms(g.compute_ns as i64)
+            );
+        }
+        o.push_str("</table>\n");
+        for s in &b.slower {
+            let who = match s.kind {
+                "coordinate" => format!("{} {}", b.axis, s.coordinate),
+                _ => mesh_label(&s.mesh, s.rank, 0),
+            };
+            let _ = writeln!(
+                o,
+                "<p class=\"slower\">{} is slower than its peers: chunk {} ms vs {} ms (+{:.1}%).</p>",
+                esc(&who),
+                ms(s.chunk_ns as i64),
+                ms(s.peers_chunk_ns as i64),
+                s.excess * 100.0
+            );
+        }
+    }
+    o.push_str("</section>\n");
+}
+
+/// `--diff --html`: the comparison as a page.
+pub fn render_diff(d: &Diff) -> String {
+    let mut o = String::new();
+    page_head(&mut o, "nsys diff");
+    let _ = writeln!(
+        o,
+        "<h1>nsys diff</h1><p>before: {} ({} processes)<br>after: {} ({} processes)<br>window: {}</p>",
+        esc(&d.before.files.join(", ")),
+        d.before.processes,
+        esc(&d.after.files.join(", ")),
+        d.after.processes,
+        esc(&d.window)
+    );
+    if let Some(g) = d.gate {
+        if d.grew.is_empty() {
+            let _ = writeln!(
+                o,
+                "<p id=\"gate\" class=\"pass\">gate {g}%: nothing grew by more than {g}%.</p>"
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                "<div id=\"gate\" class=\"fail\"><p class=\"grew\">gate {g}%: {} figure(s) grew by more than {g}%:</p><ul>",
+                d.grew.len()
+            );
+            for x in &d.grew {
+                let _ = writeln!(
+                    o,
+                    "<li class=\"grew\">{}{}: {} {} ns &rarr; {} ns ({})</li>",
+                    esc(&x.label),
+                    x.stage
+                        .as_deref()
+                        .map(|s| format!(" {}", esc(s)))
+                        .unwrap_or_default(),
+                    if x.figure == "chunk_ns" {
+                        "chunk time"
+                    } else {
+                        "exposed communication"
+                    },
+                    x.before as i64,
+                    x.after as i64,
+                    esc(&x.change)
+                );
+            }
+            o.push_str("</ul></div>\n");
+        }
+    }
+    o.push_str("<table class=\"diff\"><tr><th class=\"n\">rank</th><th>chunk ms before</th><th>after</th><th>change</th><th>exposed ms before</th><th>after</th><th>change</th><th class=\"n\">stages that changed</th></tr>\n");
+    for r in &d.ranks {
+        let stages: Vec<String> = r
+            .stages
+            .iter()
+            .filter(|s| s.exposed_ns.delta != 0.0)
+            .map(|s| {
+                format!(
+                    "{} {} &rarr; {} ({})",
+                    esc(&s.stage),
+                    ms(s.exposed_ns.before as i64),
+                    ms(s.exposed_ns.after as i64),
+                    esc(&s.exposed_ns.change)
+                )
+            })
+            .collect();
+        let _ = writeln!(
+            o,
+            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            esc(&r.label),
+            ms(r.chunk_ns.before as i64),
+            ms(r.chunk_ns.after as i64),
+            esc(&r.chunk_ns.change),
+            ms(r.exposed_ns.before as i64),
+            ms(r.exposed_ns.after as i64),
+            esc(&r.exposed_ns.change),
+            stages.join("; ")
+        );
+    }
+    o.push_str("</table>\n");
+    for (what, v) in [
+        ("Only before", &d.only_before),
+        ("Only after", &d.only_after),
+    ] {
+        if !v.is_empty() {
+            let _ = writeln!(o, "<p>{what}: {}</p>", esc(&v.join(", ")));
+        }
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
     let t = &report.totals;
     let _ = writeln!(
         o,
@@ -223,13 +592,22 @@ td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;
         "<p><span class=\"sw\" style=\"background:{COMPUTE}\"></span>compute (kernels that are not communication, CUDA graphs)<span class=\"sw\" style=\"background:{COMMUNICATION}\"></span>communication; opacity: share of each time slice the GPU was busy. NVTX: the longest ranges at nesting depth 0 to 2 (hover for names).</p>"
     );
     if let Some(tl) = &report.timeline {
-        timeline(&mut o, tl, &report.processes);
+        timeline(o, tl, &report.processes);
     }
     for p in &report.processes {
         let _ = writeln!(
             o,
-            "<section class=\"process\" id=\"pid-{}\"><h2>process {} ({}) on GPU {}</h2>",
+            "<section class=\"process\" id=\"{}pid-{}\"{}><h2>{}process {} ({}) on GPU {}</h2>",
+            id_prefix,
             p.pid,
+            p.rank
+                .map(|r| format!(" data-rank=\"{r}\""))
+                .unwrap_or_default(),
+            if p.rank.is_some() {
+                format!("{}, ", esc(&who(p)))
+            } else {
+                String::new()
+            },
             p.pid,
             esc(p.name.as_deref().unwrap_or("?")),
             p.devices
@@ -238,6 +616,7 @@ td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;
                 .collect::<Vec<_>>()
                 .join(",")
         );
+        rank_section(o, p, scale);
         o.push_str("<table class=\"categories\"><tr><th class=\"n\">category</th><th>time ms</th><th>share</th><th>count</th></tr>\n");
         for c in p.categories.iter().filter(|c| c.count > 0) {
             let _ = writeln!(
@@ -324,6 +703,4 @@ td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;
         }
         o.push_str("</ul>\n");
     }
-    o.push_str("</body></html>\n");
-    o
 }

@@ -1,7 +1,7 @@
-//! The report `instrument nsys report` builds from one export, and its renderings:
-//! `text` (the default), `json` (`--json`, streamed; schema in docs/nsys.md) and `html`
-//! (`--html FILE`). Every table is bounded: the `--top N` largest rows and one `rest` row
-//! summing the others (`--all` lists every row).
+//! The report `instrument nsys report` builds from its exports (one `Report` per export, the
+//! ranks side by side in `Across`), and its renderings: `text` (the default), `json` (`--json`,
+//! streamed; schema in docs/nsys.md) and `html` (`--html FILE`). Every table is bounded: the
+//! `--top N` largest rows and one `rest` row summing the others (`--all` lists every row).
 
 pub mod html;
 pub mod json;
@@ -9,9 +9,25 @@ pub mod text;
 
 use serde::Serialize;
 
+use crate::mesh::Mesh;
+use crate::nsys::ranks::SetupFields;
+use crate::nsys::ranks::across::Across;
+use crate::nsys::ranks::figures::{Figures, StageRow, StreamRow, WindowTotals};
 use crate::nsys::stats::Summary;
 
-pub const SCHEMA: &str = "instrument.nsys.report/2";
+pub const SCHEMA: &str = "instrument.nsys.report/3";
+
+/// What `--json` prints: every export, then the ranks side by side.
+#[derive(Debug, Serialize)]
+pub struct Document {
+    pub schema: &'static str,
+    /// The conventions table read (`built-in` or the `--conventions` file).
+    pub conventions: String,
+    /// `--window`: `median`, `all` or `START:END`.
+    pub window: String,
+    pub exports: Vec<Report>,
+    pub across: Across,
+}
 
 /// Nanoseconds as milliseconds with three decimals (text and HTML).
 pub(crate) fn ms(ns: i64) -> String {
@@ -43,7 +59,6 @@ pub(crate) fn work_line(kernel_ns: i64, kernels: u64, graph_ns: i64, graphs: u64
 
 #[derive(Debug, Serialize)]
 pub struct Report {
-    pub schema: &'static str,
     pub file: String,
     pub export: ExportInfo,
     pub capture: CaptureInfo,
@@ -73,6 +88,8 @@ pub struct ExportInfo {
     pub nsys_version: Option<String>,
     /// `META_DATA_EXPORT` (nsys 2023.3+) or `EXPORT_META_DATA` (older).
     pub metadata_table: Option<&'static str>,
+    /// When the nsys session started (`TARGET_INFO_SESSION_START_TIME`), UTC nanoseconds.
+    pub session_start_utc_ns: Option<i64>,
 }
 
 #[derive(Debug, Serialize, Default)]
@@ -133,6 +150,29 @@ pub struct Process {
     pub global_pid: i64,
     pub pid: i64,
     pub name: Option<String>,
+    /// From the setup range (`conventions`): the global rank and the mesh coordinates
+    /// (`{"pp": [rank, size], ...}`), `null` when unknown (`mesh_unknown` says why).
+    pub rank: Option<u64>,
+    pub mesh: Option<Mesh>,
+    /// The setup fields the conventions name (`"mbs": 1, "seq": 4096`).
+    #[serde(flatten)]
+    pub setup_fields: SetupFields,
+    /// The setup range as written (never listed as work in `nvtx`).
+    pub setup: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mesh_unknown: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub setup_note: Option<String>,
+    /// The window the streams and stages are for, and its sums.
+    pub window: WindowInfo,
+    /// The streams with kernels in the window, and what each is for.
+    pub streams: Vec<StreamRow>,
+    /// Per pipeline stage, the communication in the window.
+    pub stages: Vec<StageRow>,
+    /// The window ranges (chunks) of the process: count and lengths.
+    pub chunks: crate::nsys::ranks::Chunks,
+    /// The same figures over the whole capture.
+    pub whole_capture: Figures,
     /// GPUs the process ran work on (GPU ids, after `TARGET_INFO_CUDA_DEVICE`).
     pub devices: Vec<i64>,
     /// First GPU operation start and last GPU operation end.
@@ -178,6 +218,18 @@ pub struct CommRow {
     pub op: &'static str,
     pub time_ns: i64,
     pub count: u64,
+}
+
+/// The window of a process's figures.
+#[derive(Debug, Serialize)]
+pub struct WindowInfo {
+    /// `median`, `all` or `range`.
+    pub pick: &'static str,
+    pub name: String,
+    #[serde(flatten)]
+    pub totals: WindowTotals,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 /// How much communication runs while compute runs, per process (summed over its devices).
@@ -320,6 +372,10 @@ pub struct Timeline {
 #[derive(Debug, Serialize)]
 pub struct ProcessTimeline {
     pub pid: i64,
+    /// `rank 5 (pp 1, ep 1)`, or `pid 4242` when the mesh is unknown.
+    pub label: String,
+    /// The process's window (`--window`), to mark on the axis.
+    pub window: (i64, i64),
     /// Busy ns per bucket of the union of compute (kernels that are not communication, graphs).
     pub compute: Vec<i64>,
     /// Busy ns per bucket of the union of communication kernels.

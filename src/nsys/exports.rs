@@ -1,0 +1,295 @@
+//! Many exports, one report: the files and folders given (a folder means every `.sqlite` in it —
+//! a pithtrain capture writes one export per node, `pithtrain_node<N>.sqlite`), read in
+//! parallel, each with the memory bound of one export, and checked to be one run before their
+//! ranks are put side by side.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex};
+
+use crate::gate::Gate;
+use crate::nsys::analyze::{self, Options};
+use crate::nsys::error::{Error, Result};
+use crate::nsys::ops;
+use crate::nsys::ranks::diff::{self, Diff};
+use crate::nsys::ranks::{RankView, across};
+use crate::nsys::report::{Document, Process, Report, SCHEMA};
+use crate::nsys::sqlite;
+
+/// Two captures of one run start within this of each other (the nodes' nsys sessions start
+/// together); further apart, they are two runs.
+pub const SAME_RUN_NS: i64 = 10 * 60 * 1_000_000_000;
+
+/// The exports named by `paths`: files as given, folders as every `.sqlite` in them, by name.
+pub fn files(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out: Vec<PathBuf> = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut found: Vec<PathBuf> = std::fs::read_dir(p)
+                .map_err(|e| Error::input(p, format!("cannot read the folder: {e}")))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.is_file() && f.extension().is_some_and(|x| x == "sqlite"))
+                .collect();
+            found.sort();
+            if found.is_empty() {
+                return Err(Error::input(
+                    p,
+                    "no .sqlite export in this folder (convert a report with nsys export --type sqlite FILE.nsys-rep)",
+                ));
+            }
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    // The same export twice would count its ranks twice.
+    let mut seen: Vec<(PathBuf, &Path)> = Vec::new();
+    for f in &out {
+        let canon = f.canonicalize().unwrap_or_else(|_| f.clone());
+        if let Some((_, first)) = seen.iter().find(|(c, _)| *c == canon) {
+            return Err(Error::Request(format!(
+                "{} and {} are the same export, given twice",
+                first.display(),
+                f.display()
+            )));
+        }
+        seen.push((canon, f));
+    }
+    Ok(out)
+}
+
+/// What reading one export holds at its peak, per GPU operation: the ops array (56 bytes) and
+/// what the analyses add (the per-rank figures, the NVTX projection's per-instance spans).
+pub const BYTES_PER_GPU_OP: u64 = 80;
+/// The memory the exports read at once may hold together, with SQLite's memory maps: exports
+/// run in parallel (one per core) while their estimates fit, one by one when they do not.
+pub const MEMORY_BUDGET: u64 = 1 << 30;
+
+/// The estimated peak of reading an export (0 when it cannot be opened: reading it will say why).
+fn estimate(path: &Path) -> u64 {
+    match sqlite::open_export(path, 0) {
+        Ok(db) => ops::rows(&db).saturating_mul(BYTES_PER_GPU_OP),
+        Err(_) => 0,
+    }
+}
+
+/// Admits exports while their estimates fit in the budget (always one at least).
+struct Admission {
+    held: Mutex<(u64, usize)>,
+    freed: Condvar,
+}
+
+impl Admission {
+    /// Wait until `need` fits, then hold it; returns the SQLite memory map the export may use:
+    /// `sqlite::MMAP_BYTES` shared by the exports in flight, and no more than the budget has left
+    /// (mapped pages count in the resident memory).
+    fn enter(&self, need: u64) -> i64 {
+        let mut held = self.held.lock().expect("no worker panics holding it");
+        while held.1 > 0 && held.0 + need > MEMORY_BUDGET {
+            held = self.freed.wait(held).expect("no worker panics holding it");
+        }
+        held.0 += need;
+        held.1 += 1;
+        let n = held.1 as u64;
+        let left = MEMORY_BUDGET.saturating_sub(held.0) / n;
+        left.min(sqlite::MMAP_BYTES as u64 / n) as i64
+    }
+
+    fn leave(&self, need: u64) {
+        let mut held = self.held.lock().expect("no worker panics holding it");
+        held.0 -= need;
+        held.1 -= 1;
+        self.freed.notify_all();
+    }
+}
+
+/// Read every export, in parallel within the memory budget, into its report (in the order
+/// given). The first export (in that order) that fails decides the error; nothing is reported
+/// then.
+pub fn analyze_all(files: &[PathBuf], opts: &Options) -> Result<Vec<Report>> {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let estimates: Vec<u64> = files.iter().map(|f| estimate(f)).collect();
+    // As many workers as the largest exports fit in the budget together: exports read one after
+    // the other then share one thread, whose freed memory the next one reuses.
+    let mut largest = estimates.clone();
+    largest.sort_unstable_by(|a, b| b.cmp(a));
+    let mut fit = 0;
+    let mut sum = 0u64;
+    for e in &largest {
+        sum = sum.saturating_add(*e);
+        if fit > 0 && sum > MEMORY_BUDGET {
+            break;
+        }
+        fit += 1;
+    }
+    let workers = fit.clamp(1, cores.max(1));
+    let admission = Admission {
+        held: Mutex::new((0, 0)),
+        freed: Condvar::new(),
+    };
+    let next = Mutex::new(0usize);
+    let results: Mutex<Vec<Option<Result<Report>>>> =
+        Mutex::new((0..files.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                loop {
+                    let i = {
+                        let mut n = next.lock().expect("no worker panics holding it");
+                        let i = *n;
+                        *n += 1;
+                        i
+                    };
+                    if i >= files.len() {
+                        break;
+                    }
+                    let mmap_bytes = admission.enter(estimates[i]).min(opts.mmap_bytes);
+                    let mine = Options {
+                        mmap_bytes,
+                        ..opts.clone()
+                    };
+                    let r = analyze::analyze(&files[i], &mine);
+                    release_freed_memory();
+                    admission.leave(estimates[i]);
+                    results.lock().expect("no worker panics holding it")[i] = Some(r);
+                }
+            });
+        }
+    });
+    results
+        .into_inner()
+        .expect("workers are done")
+        .into_iter()
+        .map(|r| r.expect("every export was read"))
+        .collect()
+}
+
+/// Give the memory an export freed back to the system (glibc keeps freed heap memory for
+/// reuse; the next export may run on another thread and allocate from another arena).
+fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free heap pages to the kernel.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+fn describe(p: &Process) -> String {
+    let mut s = p.mesh.as_ref().map(|m| m.full()).unwrap_or_default();
+    for (k, v) in &p.setup_fields.0 {
+        if let Some(v) = v {
+            s.push_str(&format!(" {k}={v}"));
+        }
+    }
+    s
+}
+
+/// Refuse exports of different runs in one report, naming both: a different mesh shape or setup
+/// fields, a rank in two exports, captures started far apart.
+pub fn check_one_run(reports: &[Report]) -> Result<()> {
+    let mut first: Option<(&Report, &Process)> = None;
+    for r in reports {
+        if let Some(p) = r.processes.iter().find(|p| p.mesh.is_some()) {
+            match first {
+                None => first = Some((r, p)),
+                Some((fr, fp)) => {
+                    let same_shape = fp
+                        .mesh
+                        .as_ref()
+                        .zip(p.mesh.as_ref())
+                        .is_some_and(|(a, b)| a.same_shape(b));
+                    if !same_shape || fp.setup_fields.0 != p.setup_fields.0 {
+                        return Err(Error::Request(format!(
+                            "{} and {} are exports of different runs: rank {} of {} is {}, rank {} of {} is {}",
+                            fr.file,
+                            r.file,
+                            fp.rank.unwrap_or(0),
+                            fr.file,
+                            describe(fp),
+                            p.rank.unwrap_or(0),
+                            r.file,
+                            describe(p)
+                        )));
+                    }
+                }
+            }
+        }
+    }
+    let mut seen: Vec<(u64, &str)> = Vec::new();
+    for r in reports {
+        for p in &r.processes {
+            let Some(rank) = p.rank else { continue };
+            if let Some((_, f)) = seen.iter().find(|(k, _)| *k == rank) {
+                return Err(Error::Request(format!(
+                    "rank {rank} is in both {f} and {}: exports of different runs (or the same node twice)",
+                    r.file
+                )));
+            }
+            seen.push((rank, &r.file));
+        }
+    }
+    let starts: Vec<(i64, &str)> = reports
+        .iter()
+        .filter_map(|r| r.export.session_start_utc_ns.map(|t| (t, r.file.as_str())))
+        .collect();
+    if let (Some(lo), Some(hi)) = (
+        starts.iter().min_by_key(|s| s.0),
+        starts.iter().max_by_key(|s| s.0),
+    ) && hi.0 - lo.0 > SAME_RUN_NS
+    {
+        return Err(Error::Request(format!(
+            "{} and {} are exports of different runs: their captures started {:.1} minutes apart",
+            lo.1,
+            hi.1,
+            (hi.0 - lo.0) as f64 / 60e9
+        )));
+    }
+    Ok(())
+}
+
+/// Every process of the exports as the comparisons see it.
+pub fn views(exports: &[Report]) -> Vec<RankView> {
+    exports
+        .iter()
+        .enumerate()
+        .flat_map(|(e, r)| {
+            r.processes.iter().enumerate().map(move |(i, p)| RankView {
+                file: r.file.clone(),
+                export: e,
+                index: i,
+                pid: p.pid,
+                rank: p.rank,
+                mesh: p.mesh.clone(),
+                window: p.window.name.clone(),
+                totals: p.window.totals.clone(),
+                stages: p.stages.clone(),
+                chunks: p.chunks.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Two runs' documents compared (`--diff`), with the gate.
+pub fn compare(before: &Document, after: &Document, gate: Option<Gate>) -> Diff {
+    let (vb, va) = (views(&before.exports), views(&after.exports));
+    let run = |d: &'_ Document, v| diff::Run {
+        window: &before.window,
+        files: d.exports.iter().map(|r| r.file.clone()).collect(),
+        views: v,
+    };
+    diff::diff(&run(before, &vb), &run(after, &va), gate)
+}
+
+/// Read the exports of one run into the document the renderings print.
+pub fn report(paths: &[PathBuf], opts: &Options, window: &str) -> Result<Document> {
+    let files = files(paths)?;
+    let exports = analyze_all(&files, opts)?;
+    check_one_run(&exports)?;
+    let across = across::across(&views(&exports), &opts.conventions.balance_axis);
+    Ok(Document {
+        schema: SCHEMA,
+        conventions: opts.conventions.origin.clone(),
+        window: window.to_string(),
+        exports,
+        across,
+    })
+}
