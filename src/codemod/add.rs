@@ -174,9 +174,6 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
             None
         }
     };
-    if let Some(m) = &model {
-        parse_ahead(&root, &set, m);
-    }
     let ctx = computed::Context {
         root: &root,
         manifest: &set.manifest,
@@ -288,37 +285,6 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     }
     report.verdict = Verdict::Applied;
     Ok(report)
-}
-
-/// Start parsing the files the rules for `model` edit (all but the model file, which
-/// working out the parameters parses first), largest first, while the parameters are
-/// worked out: the planner takes the parses from there. Each is parsed as the planner
-/// reads it, without this set's old regions; a file that cannot be read is left to the
-/// planner, which reports it.
-fn parse_ahead(root: &std::path::Path, set: &RuleSet, model: &str) {
-    let model_file = set
-        .manifest
-        .models
-        .as_ref()
-        .map(|m| format!("{}/{model}.py", m.dir));
-    let mut files: Vec<String> = set
-        .rules
-        .iter()
-        .filter(|r| r.models.is_empty() || r.models.iter().any(|x| x == model))
-        .map(|r| r.file.replace("{MODEL}", model))
-        .filter(|f| Some(f) != model_file.as_ref())
-        .collect();
-    files.sort();
-    files.dedup();
-    let name = set.manifest.name.as_str();
-    let mut texts: Vec<String> = files
-        .iter()
-        .filter_map(|f| std::fs::read_to_string(root.join(f)).ok())
-        .filter_map(|t| super::markers::strip(&t, |r| r.rule_set == name).ok())
-        .map(|(text, _)| text)
-        .collect();
-    texts.sort_by_key(|t| std::cmp::Reverse(t.len()));
-    crate::python::parse_ahead(texts);
 }
 
 /// The model `targets` names, if this rule set has rules for it.

@@ -62,12 +62,8 @@ pub struct Source {
     pub tree: Tree,
 }
 
-/// A parse shared within the process: done, or under way on another thread.
-type Slot = std::sync::Arc<std::sync::OnceLock<Tree>>;
-
-/// Parses shared within the process (see `Source::share`, `parse_ahead`): a few, by
-/// exact text.
-static SHARED: std::sync::Mutex<Vec<(String, Slot)>> = std::sync::Mutex::new(Vec::new());
+/// Parses shared within the process (see `Source::share`): a few, by exact text.
+static SHARED: std::sync::Mutex<Vec<(String, Tree)>> = std::sync::Mutex::new(Vec::new());
 
 /// Where tree-sitter found a syntax error: 1-based line and column.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,19 +98,15 @@ impl Source {
     }
 
     /// Parse `text`, or take the tree of an earlier parse of exactly this text that was
-    /// shared with `share` or `parse_ahead` (waiting for it if it is under way): the
-    /// detail-layer choice and the planner read the model file, and the planner's files
-    /// are parsed while the rule set's parameters are worked out.
+    /// shared with `share` (the detail-layer choice and the planner read the model file).
     pub fn parse_reusing(text: String) -> Source {
-        let slot = SHARED
-            .lock()
-            .ok()
-            .and_then(|s| s.iter().find(|(t, _)| *t == text).map(|(_, s)| s.clone()));
-        match slot {
-            Some(slot) => Source {
-                text,
-                tree: slot.wait().clone(),
-            },
+        let shared = SHARED.lock().ok().and_then(|s| {
+            s.iter()
+                .find(|(t, _)| *t == text)
+                .map(|(_, tree)| tree.clone())
+        });
+        match shared {
+            Some(tree) => Source { text, tree },
             None => Self::parse(text),
         }
     }
@@ -122,9 +114,7 @@ impl Source {
     /// Offer this parse to later `parse_reusing` calls of the same text.
     pub fn share(&self) {
         if let Ok(mut s) = SHARED.lock() {
-            let slot = Slot::default();
-            let _ = slot.set(self.tree.clone());
-            s.push((self.text.clone(), slot));
+            s.push((self.text.clone(), self.tree.clone()));
         }
     }
 
@@ -187,26 +177,6 @@ impl Source {
     pub fn line_of(&self, byte: usize) -> usize {
         line_of(&self.text, byte)
     }
-}
-
-/// Parse `texts` on a thread of their own, in order, each shared with later
-/// `parse_reusing` calls as soon as it is done (they wait for one under way). The parses
-/// shared before are let go: they belong to an earlier command of this process.
-pub fn parse_ahead(texts: Vec<String>) {
-    let slots: Vec<(String, Slot)> = texts.into_iter().map(|t| (t, Slot::default())).collect();
-    let Ok(mut shared) = SHARED.lock() else {
-        return;
-    };
-    shared.clear();
-    shared.extend(slots.iter().map(|(t, s)| (t.clone(), s.clone())));
-    drop(shared);
-    // Not joined: a command that ends first leaves the rest unparsed. A parse does not
-    // fail (nor panic): every slot is filled, and no reader waits for ever.
-    std::thread::spawn(move || {
-        for (text, slot) in slots {
-            let _ = slot.set(Source::parse(text).tree);
-        }
-    });
 }
 
 /// The names of a function's parameters (`self`, `x`, `*args` as `args`, ...).
