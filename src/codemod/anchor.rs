@@ -7,7 +7,7 @@ use tree_sitter::Node;
 
 use crate::python::pattern::{Bindings, Pattern};
 use crate::python::{self, Source};
-use crate::rules::load::RulePatterns;
+use crate::rules::set::RulePatterns;
 use crate::rules::{Occurrence, Rule};
 
 /// Where a rule lands.

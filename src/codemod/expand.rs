@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::rules::load::compile_patterns;
+use crate::rules::set::compile_patterns;
 use crate::rules::{Anchor, Per, Rule, RuleSet};
 
 /// A selected function, as the expansion needs it.

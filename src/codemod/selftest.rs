@@ -162,7 +162,7 @@ fn with_roles(
     }
     let mut concrete = rule.clone();
     crate::rules::models::fill_roles(&mut concrete, &found.classes);
-    let patterns = crate::rules::load::compile_patterns(&concrete)?;
+    let patterns = crate::rules::set::compile_patterns(&concrete)?;
     Ok(RuleSet {
         manifest: set.manifest.clone(),
         rules: vec![concrete],

@@ -13,10 +13,12 @@ pub mod error;
 pub mod load;
 pub mod models;
 pub mod prints;
+pub mod set;
 
 pub use error::Error;
-pub use load::{RuleSet, load_rule_set, load_rule_set_lazy};
+pub use load::{load_rule_set, load_rule_set_lazy};
 pub use prints::PrintDecl;
+pub use set::RuleSet;
 
 /// The rule set used when `--rules` is not given.
 pub const DEFAULT_SET: &str = "memory-prints";

@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::error::Error;
-use super::load::{RuleSet, tagged_id};
+pub use super::set::placeholders;
+use super::set::{RuleSet, tagged_id};
 use super::{Rule, TargetKind};
 
 /// The rules for one model, ready to compile and plan.
@@ -16,30 +17,6 @@ pub struct ModelRules {
     /// For each rule (by index in `set.rules`) that scopes into a role no class was found
     /// for: the role.
     pub unplaced: BTreeMap<usize, String>,
-}
-
-/// `{NAME}` placeholders in `text`, in order.
-pub fn placeholders(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('{') {
-        let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close) => {
-                let name = &after[..close];
-                if !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                {
-                    out.push(name);
-                }
-                rest = &after[close + 1..];
-            }
-            None => break,
-        }
-    }
-    out
 }
 
 /// The pattern fields of a rule, where role placeholders may stand (and the summary,
