@@ -605,6 +605,12 @@ fn the_estimate_is_found_from_the_run_or_its_absence_said_in_one_line() {
         &["--root", bare.path().to_str().unwrap()],
     );
     assert!(why(&r).contains("has no memory estimator"), "{}", why(&r));
+    // Since when checkouts have it is the estimator table's (`since`).
+    assert!(
+        why(&r).ends_with("is not there): it came with pithtrain PR #18"),
+        "{}",
+        why(&r)
+    );
     let no_python = tempfile::tempdir().unwrap();
     let r = json(&inside, Some(no_python.path().to_str().unwrap()), &rel, &[]);
     assert!(why(&r).starts_with("no Python"), "{}", why(&r));

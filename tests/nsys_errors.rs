@@ -123,6 +123,27 @@ fn export_without_kernels_says_what_was_traced_and_what_to_add() {
         &q,
         "nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi",
     );
+    // How the window opens is the trainer's: the built-in table's hint, none in a table without.
+    assert_user_error(&q, "(pithtrain: set training.nsys_start and nsys_stop)");
+    let builtin = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("src/nsys/conventions.toml"),
+    )
+    .unwrap();
+    let table = d.path().join("other.toml");
+    let cut = builtin
+        .find("[capture]")
+        .expect("the built-in table has a hint");
+    std::fs::write(&table, &builtin[..cut]).unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_instrument"))
+        .args(["nsys", "report", "--conventions"])
+        .arg(&table)
+        .arg(&q)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("cudaProfilerStop is recorded\n"), "{err}");
+    assert!(!err.contains("pithtrain"), "{err}");
 }
 
 #[test]

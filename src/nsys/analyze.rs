@@ -58,7 +58,7 @@ impl Default for Options {
 }
 
 /// One line saying why an export holds no GPU work and what to add.
-fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool) -> Error {
+fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool, capture_hint: Option<&str>) -> Error {
     let file = &db.path;
     let what = if have_tables {
         "the export has GPU tables but no rows in them".to_string()
@@ -80,7 +80,8 @@ fn no_gpu_work(db: &Db, meta: &Meta, have_tables: bool) -> Error {
         Some(_) => Error::input(
             file,
             format!(
-                "no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded (pithtrain: set training.nsys_start and nsys_stop)"
+                "no CUDA kernel data ({what}) although cuda was traced: nothing ran on the GPU while nsys recorded; with --capture-range=cudaProfilerApi only the work between cudaProfilerStart and cudaProfilerStop is recorded{}",
+                capture_hint.map(|h| format!(" ({h})")).unwrap_or_default()
             ),
         ),
         None => Error::input(
@@ -156,13 +157,14 @@ fn analyze_export(path: &Path, opts: &Options) -> Result<Report> {
     let have_tables = [sqlite::KERNEL, sqlite::GRAPH_TRACE]
         .iter()
         .any(|t| db.has(t));
+    let hint = opts.conventions.capture_hint.as_deref();
     if !have_tables {
-        return Err(no_gpu_work(&db, &meta, false));
+        return Err(no_gpu_work(&db, &meta, false, hint));
     }
     let classifier = &opts.classifier;
     let mut ops = ops::read(&db, &meta, classifier)?;
     if ops.ops.is_empty() {
-        return Err(no_gpu_work(&db, &meta, true));
+        return Err(no_gpu_work(&db, &meta, true, hint));
     }
     let mut proc_index: IntMap<i64, u16> = ops
         .procs

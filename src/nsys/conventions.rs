@@ -63,6 +63,16 @@ struct File {
     #[serde(default)]
     purpose: Vec<PurposeFile>,
     balance: BalanceFile,
+    #[serde(default)]
+    capture: CaptureFile,
+}
+
+/// How the trainer opens the capture window: said when an export holds no GPU work although
+/// cuda was traced.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaptureFile {
+    hint: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,6 +154,8 @@ pub struct Conventions {
     pub scan: usize,
     pub purposes: Vec<Purpose>,
     pub balance_axis: String,
+    /// What to set so the trainer's capture window holds work (`[capture] hint`).
+    pub capture_hint: Option<String>,
 }
 
 impl Conventions {
@@ -231,6 +243,7 @@ impl Conventions {
                 })
                 .collect(),
             balance_axis: f.balance.axis,
+            capture_hint: f.capture.hint,
         })
     }
 

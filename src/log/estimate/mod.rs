@@ -37,9 +37,14 @@ pub enum EstimateError {
     #[error("the run's shape lacks {0}, which the estimator needs")]
     ShapeLacks(String),
     #[error(
-        "{checkout} has no memory estimator ({marker} is not there): it came with pithtrain PR #18"
+        "{checkout} has no memory estimator ({marker} is not there){}",
+        since.as_ref().map(|s| format!(": it came with {s}")).unwrap_or_default()
     )]
-    NoEstimator { checkout: String, marker: String },
+    NoEstimator {
+        checkout: String,
+        marker: String,
+        since: Option<String>,
+    },
     #[error(
         "no memory estimator found ({marker}): not in a folder above the model path {model}, nor in {cwd} or above it; pass --root CHECKOUT"
     )]
@@ -115,7 +120,8 @@ fn fill(
         sequence_length: int(&keys.sequence_length)?,
     };
     let world = int(&keys.world)?;
-    let (checkout, found_by) = run::find_checkout(root, &model, &table.marker)?;
+    let (checkout, found_by) =
+        run::find_checkout(root, &model, &table.marker, table.since.as_deref())?;
     out.checkout = Some(checkout.display().to_string());
     out.found_by = Some(found_by);
     let config = run::model_config(&checkout, &model, &table.config_in_folder)?;

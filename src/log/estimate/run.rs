@@ -19,6 +19,7 @@ pub fn find_checkout(
     root: Option<&Path>,
     model: &str,
     marker: &str,
+    since: Option<&str>,
 ) -> Result<(PathBuf, FoundBy), EstimateError> {
     if let Some(r) = root {
         return if r.join(marker).is_file() {
@@ -27,6 +28,7 @@ pub fn find_checkout(
             Err(EstimateError::NoEstimator {
                 checkout: r.display().to_string(),
                 marker: marker.to_string(),
+                since: since.map(str::to_string),
             })
         };
     }

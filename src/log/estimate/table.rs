@@ -12,6 +12,9 @@ pub struct Table {
     pub name: String,
     pub package: String,
     pub marker: String,
+    /// Where the estimator came from, for a checkout without it (`since`).
+    #[serde(default)]
+    pub since: Option<String>,
     pub config_in_folder: String,
     pub fragmentation: f64,
     pub shape: ShapeKeys,
