@@ -11,9 +11,6 @@
 //!   internal error (a bug).
 
 use std::fmt;
-use std::mem::ManuallyDrop;
-use std::ops::Deref;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub const OK: u8 = 0;
 pub const FOUND: u8 = 1;
@@ -125,42 +122,6 @@ impl std::error::Error for UserError {}
 impl Classify for UserError {
     fn class(&self) -> Class {
         Class::User
-    }
-}
-
-/// Set once the command line knows the process ends when its command returns.
-static ENDS_AFTER_COMMAND: AtomicBool = AtomicBool::new(false);
-
-/// Say that this process ends when its command returns (the command line does): large
-/// values kept in `Kept` are then left to the system, which takes the memory back at
-/// once, instead of being freed piece by piece (parse trees are many small pieces).
-pub fn process_ends_after_command() {
-    ENDS_AFTER_COMMAND.store(true, Ordering::Relaxed);
-}
-
-/// A value that is freed when it goes out of scope unless the process is about to end
-/// (see `process_ends_after_command`); it reads as the value itself.
-pub struct Kept<T>(ManuallyDrop<T>);
-
-impl<T> Kept<T> {
-    pub fn new(value: T) -> Kept<T> {
-        Kept(ManuallyDrop::new(value))
-    }
-}
-
-impl<T> Deref for Kept<T> {
-    type Target = T;
-    fn deref(&self) -> &T {
-        &self.0
-    }
-}
-
-impl<T> Drop for Kept<T> {
-    fn drop(&mut self) {
-        if !ENDS_AFTER_COMMAND.load(Ordering::Relaxed) {
-            // SAFETY: the value is dropped here once, and never read again.
-            unsafe { ManuallyDrop::drop(&mut self.0) }
-        }
     }
 }
 

@@ -11,12 +11,14 @@
 //! - `mesh`     — a run's shape as a trainer labels it (`rank=3; pp=0/2 ...`), for every reader;
 //! - `gate`     — `--gate PCT` of the before/after comparisons;
 //! - `par`      — independent work spread over the machine's cores;
+//! - `kept`     — large values left to the system when the process ends;
 //! - `cli`      — the command line, thin glue over the above.
 
 pub mod cli;
 pub mod codemod;
 pub mod exit;
 pub mod gate;
+pub mod kept;
 pub mod log;
 pub mod mesh;
 pub mod nsys;

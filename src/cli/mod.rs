@@ -130,7 +130,7 @@ pub fn command(manifest: Option<&crate::rules::Manifest>) -> clap::Command {
 
 /// Parse the arguments, run the command, print errors as one line, return the exit code.
 pub fn run() -> ExitCode {
-    exit::process_ends_after_command();
+    crate::kept::process_ends_after_command();
     let args: Vec<OsString> = std::env::args_os().collect();
     let rules_spec = add_rules(&args);
     let manifest = match rules_spec.as_deref().map(crate::rules::load::load_manifest) {

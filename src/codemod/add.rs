@@ -224,7 +224,7 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         style,
         blocked,
     };
-    let outcome = crate::exit::Kept::new(session::plan_add(&req));
+    let outcome = crate::kept::Kept::new(session::plan_add(&req));
     // A parameter that could not be worked out matters only to the groups that apply:
     // under --partial, one only skipped groups use is no reason to refuse.
     for (name, problem) in problems {

@@ -18,7 +18,7 @@ pub(crate) use super::fix::describe_anchor_failure;
 use super::fix::{self, Fix};
 use super::imports;
 use super::markers;
-use crate::exit::Kept;
+use crate::kept::Kept;
 use crate::python::{self, Source};
 use crate::rules::Rule;
 
@@ -135,7 +135,7 @@ pub fn plan_file(
 
     // 2. Parse; refuse a file the grammar does not accept.
     // The tree and the blocks are many small allocations: left to the system when the
-    // process ends next (see `exit::Kept`).
+    // process ends next (see `kept::Kept`).
     let src = Kept::new(Source::parse_reusing(stripped.clone()));
     if let Some(err) = src.first_error() {
         plan.failures.push(fail(
