@@ -57,9 +57,7 @@ fn bodies(container: Node) -> Vec<Node> {
     match container.kind_of() {
         "module" => vec![container],
         "decorated_definition" => bodies(python::undecorated(container)),
-        "function_definition" | "class_definition" => {
-            container.child_by_field_name("body").into_iter().collect()
-        }
+        "function_definition" | "class_definition" => container.field("body").into_iter().collect(),
         _ => python::nested_blocks(container),
     }
 }
@@ -70,7 +68,7 @@ fn walk_block<'t>(block: Node<'t>, out: &mut Vec<Node<'t>>) {
         let inner = python::undecorated(stmt);
         match inner.kind_of() {
             "class_definition" => {
-                if let Some(body) = inner.child_by_field_name("body") {
+                if let Some(body) = inner.field("body") {
                     walk_block(body, out);
                 }
             }

@@ -337,7 +337,7 @@ pub(super) fn edits<'t>(
             let block = if scope.kind_of() == "module" {
                 Some(scope)
             } else {
-                scope.child_by_field_name("body")
+                scope.field("body")
             };
             let Some(block) = block else {
                 return Err(fail(
@@ -427,7 +427,7 @@ pub(super) fn edits<'t>(
             // The parameter is bound in the function's body: the name checks look there.
             let body_at = resolved
                 .scope
-                .child_by_field_name("body")
+                .field("body")
                 .map_or(resolved.scope.start_byte(), |b| b.start_byte());
             signature::plan_add_parameter(src, rule, index, resolved, ctx, unit)
                 .map(|edits| fix(body_at, edits))

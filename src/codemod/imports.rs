@@ -97,18 +97,14 @@ fn sort_key(src: &Source, stmt: Node, first_party: &[String]) -> Option<(u8, u8,
             0,
             stmt.named_child(0).map(|n| {
                 let n = if n.kind_of() == "aliased_import" {
-                    n.child_by_field_name("name").unwrap_or(n)
+                    n.field("name").unwrap_or(n)
                 } else {
                     n
                 };
                 src.text_of(n).to_string()
             })?,
         ),
-        "import_from_statement" => (
-            1,
-            src.text_of(stmt.child_by_field_name("module_name")?)
-                .to_string(),
-        ),
+        "import_from_statement" => (1, src.text_of(stmt.field("module_name")?).to_string()),
         "future_import_statement" => (1, "__future__".to_string()),
         _ => return None,
     };
@@ -127,7 +123,7 @@ fn bound_names(import: &Source) -> Vec<String> {
         if !plain && stmt.kind_of() != "import_from_statement" {
             continue;
         }
-        let module = stmt.child_by_field_name("module_name").map(|m| m.id());
+        let module = stmt.field("module_name").map(|m| m.id());
         let mut cursor = stmt.walk();
         for c in stmt.named_children(&mut cursor) {
             if Some(c.id()) == module {
@@ -135,7 +131,7 @@ fn bound_names(import: &Source) -> Vec<String> {
             }
             match c.kind_of() {
                 "aliased_import" => {
-                    if let Some(a) = c.child_by_field_name("alias") {
+                    if let Some(a) = c.field("alias") {
                         out.push(import.text_of(a).to_string());
                     }
                 }

@@ -324,17 +324,15 @@ fn find_bound<'t>(src: &'t Source, stmt: Node<'t>, p: &Pattern) -> Option<Node<'
 fn start_env(found: &Found, func: Node, config: &Config, i: u64) -> Env {
     let src = &found.src;
     let mut env = Env::default();
-    if let Some(params) = func.child_by_field_name("parameters") {
+    if let Some(params) = func.field("parameters") {
         let mut cursor = params.walk();
         for p in params.named_children(&mut cursor) {
             let (name, annotation, default) = match p.kind_of() {
                 "identifier" => (Some(p), None, None),
-                "typed_parameter" => (p.named_child(0), p.child_by_field_name("type"), None),
-                "default_parameter" | "typed_default_parameter" => (
-                    p.child_by_field_name("name"),
-                    p.child_by_field_name("type"),
-                    p.child_by_field_name("value"),
-                ),
+                "typed_parameter" => (p.named_child(0), p.field("type"), None),
+                "default_parameter" | "typed_default_parameter" => {
+                    (p.field("name"), p.field("type"), p.field("value"))
+                }
                 _ => (None, None, None),
             };
             let Some(name) = name.map(|n| src.text_of(n)) else {
@@ -389,9 +387,7 @@ fn moe_layers(
         .ok_or_else(|| format!("{} has no num_hidden_layers; pass {flag}", config.path))?;
     let src = &found.src;
     let func = node_at(src, &found.func, Some("function_definition")).ok_or("lost the decoder")?;
-    let body = func
-        .child_by_field_name("body")
-        .ok_or("the decoder has no body")?;
+    let body = func.field("body").ok_or("the decoder has no body")?;
     let cond = node_at(src, cond, None).ok_or("lost the condition")?;
     let mut out = Vec::new();
     let mut reads = std::collections::BTreeSet::new();

@@ -58,7 +58,7 @@ fn classes<'t>(src: &'t Source) -> Vec<Class<'t>> {
             continue;
         };
         let mut methods = Vec::new();
-        if let Some(body) = def.child_by_field_name("body") {
+        if let Some(body) = def.field("body") {
             for s in python::statements_of(body) {
                 let f = python::undecorated(s);
                 if f.kind_of() == "function_definition"

@@ -30,7 +30,7 @@ pub(super) fn plan_add_parameter(
         return Err("add-parameter needs a `def` scope".into());
     }
     let params = func
-        .child_by_field_name("parameters")
+        .field("parameters")
         .ok_or("the function has no parameter list")?;
     let mut cursor = params.walk();
     let items: Vec<Node> = params
@@ -114,9 +114,7 @@ pub(super) fn plan_add_parameter(
         .children(&mut cursor)
         .find(|c| c.kind_of() == ":")
         .ok_or("the function has no colon")?;
-    let body = func
-        .child_by_field_name("body")
-        .ok_or("the function has no body")?;
+    let body = func.field("body").ok_or("the function has no body")?;
     if body.start_position().row == colon.start_position().row {
         return Err(
             "the body is on the same line as the `def`; put it on its own lines first".into(),

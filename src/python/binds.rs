@@ -49,7 +49,7 @@ pub fn scope_at(src: &Source, at: usize) -> Node<'_> {
     loop {
         let inside = match node.kind_of() {
             "function_definition" | "class_definition" | "lambda" => node
-                .child_by_field_name("body")
+                .field("body")
                 .is_some_and(|b| b.start_byte() <= at && at < b.end_byte().max(b.start_byte() + 1)),
             k => is_comprehension(k) || k == "module",
         };
@@ -152,9 +152,7 @@ impl Spans {
 }
 
 fn describe(src: &Source, scope: Node) -> String {
-    let name = scope
-        .child_by_field_name("name")
-        .map(|n| src.text_of(n).to_string());
+    let name = scope.field("name").map(|n| src.text_of(n).to_string());
     match (scope.kind_of(), name) {
         ("function_definition", Some(n)) => format!("`{n}`"),
         ("class_definition", Some(n)) => format!("class `{n}`"),
@@ -190,7 +188,7 @@ pub(crate) fn is_comprehension(kind: &str) -> bool {
 /// The names a function declares `global` (not in functions nested in it).
 pub(crate) fn declared_global(src: &Source, func: Node) -> HashSet<String> {
     let mut out = HashSet::new();
-    let Some(body) = func.child_by_field_name("body") else {
+    let Some(body) = func.field("body") else {
         return out;
     };
     // Most functions declare nothing global: their text says so (`global_rank` is
@@ -261,10 +259,8 @@ fn is_name(ident: Node) -> bool {
     let Some(parent) = ident.parent() else {
         return true;
     };
-    let is_field = |node: Node, field: &str| {
-        node.child_by_field_name(field)
-            .is_some_and(|c| c.id() == ident.id())
-    };
+    let is_field =
+        |node: Node, field: &str| node.field(field).is_some_and(|c| c.id() == ident.id());
     match parent.kind_of() {
         "attribute" => !is_field(parent, "attribute"),
         "keyword_argument" => !is_field(parent, "name"),
@@ -278,7 +274,7 @@ fn is_name(ident: Node) -> bool {
             match holder.kind_of() {
                 "import_statement" => first,
                 "import_from_statement" => holder
-                    .child_by_field_name("module_name")
+                    .field("module_name")
                     .is_none_or(|m| m.id() != parent.id()),
                 "aliased_import" => false,
                 _ => true,
@@ -307,7 +303,7 @@ fn walk_bindings<'a>(root: Node<'a>, ranges: &Spans, f: &mut impl FnMut(Node<'a>
 
 /// The identifiers `node` binds itself (not those of nested constructs).
 pub(crate) fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
-    let field = |name: &str| node.child_by_field_name(name);
+    let field = |name: &str| node.field(name);
     match node.kind_of() {
         "assignment" | "augmented_assignment" | "for_statement" | "for_in_clause" => {
             if let Some(left) = field("left") {
@@ -334,7 +330,7 @@ pub(crate) fn for_each_bound<'a>(node: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
                 }
                 match item.kind_of() {
                     "aliased_import" => {
-                        if let Some(alias) = item.child_by_field_name("alias") {
+                        if let Some(alias) = item.field("alias") {
                             f(alias);
                         }
                     }

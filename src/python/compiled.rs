@@ -89,7 +89,7 @@ pub fn run_inside(
     for stmt in statements_of(src.root()) {
         let inner = undecorated(stmt);
         let name = |n: Node| {
-            n.child_by_field_name("name")
+            n.field("name")
                 .map(|x| src.text_of(x).to_string())
                 .unwrap_or_default()
         };
@@ -99,7 +99,7 @@ pub fn run_inside(
             }
             "class_definition" => {
                 let class = name(inner);
-                let Some(body) = inner.child_by_field_name("body") else {
+                let Some(body) = inner.field("body") else {
                     continue;
                 };
                 for m in statements_of(body) {
@@ -107,7 +107,7 @@ pub fn run_inside(
                     if mi.kind_of() == "function_definition" {
                         let method = name(mi);
                         if method == "__init__"
-                            && let Some(b) = mi.child_by_field_name("body")
+                            && let Some(b) = mi.field("body")
                         {
                             let a = attrs.entry(class.clone()).or_default();
                             collect_self_attrs(src, b, a);
@@ -126,14 +126,14 @@ pub fn run_inside(
         .collect();
     let mut seen: BTreeSet<(String, String)> = work.iter().cloned().collect();
     while let Some(key) = work.pop() {
-        let Some(body) = defs.get(&key).and_then(|f| f.child_by_field_name("body")) else {
+        let Some(body) = defs.get(&key).and_then(|f| f.field("body")) else {
             continue;
         };
         let class = key.0.clone();
         let mut stack = vec![body];
         while let Some(n) = stack.pop() {
             if n.kind_of() == "call"
-                && let Some(f) = n.child_by_field_name("function")
+                && let Some(f) = n.field("function")
                 && let Some(name) = dotted(src, f)
             {
                 let parts: Vec<&str> = name.split('.').collect();
@@ -179,10 +179,7 @@ fn collect_self_attrs(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if n.kind_of() == "assignment"
-            && let (Some(l), Some(r)) = (
-                n.child_by_field_name("left"),
-                n.child_by_field_name("right"),
-            )
+            && let (Some(l), Some(r)) = (n.field("left"), n.field("right"))
             && let Some(target) = dotted(src, l)
             && let Some(attr) = target.strip_prefix("self.")
         {
@@ -193,9 +190,7 @@ fn collect_self_attrs(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
             }
             for v in values {
                 if v.kind_of() == "call"
-                    && let Some(k) = v
-                        .child_by_field_name("function")
-                        .and_then(|k| dotted(src, k))
+                    && let Some(k) = v.field("function").and_then(|k| dotted(src, k))
                 {
                     let k = k.rsplit('.').next().unwrap_or(&k).to_string();
                     out.entry(attr.to_string()).or_insert(k);
@@ -216,8 +211,8 @@ fn dotted(src: &Source, node: Node) -> Option<String> {
         "identifier" => Some(src.text_of(node).to_string()),
         "attribute" => Some(format!(
             "{}.{}",
-            dotted(src, node.child_by_field_name("object")?)?,
-            src.text_of(node.child_by_field_name("attribute")?)
+            dotted(src, node.field("object")?)?,
+            src.text_of(node.field("attribute")?)
         )),
         _ => None,
     }
@@ -240,7 +235,7 @@ pub fn qualify(aliases: &BTreeMap<String, String>, name: &str) -> String {
 fn callee<'t>(node: Node<'t>) -> Node<'t> {
     let mut n = node;
     while n.kind_of() == "call" {
-        match n.child_by_field_name("function") {
+        match n.field("function") {
             Some(f) => n = f,
             None => break,
         }
@@ -261,10 +256,7 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
                             out.insert(head.to_string(), head.to_string());
                         }
                         "aliased_import" => {
-                            if let (Some(name), Some(alias)) = (
-                                n.child_by_field_name("name"),
-                                n.child_by_field_name("alias"),
-                            ) {
+                            if let (Some(name), Some(alias)) = (n.field("name"), n.field("alias")) {
                                 out.insert(
                                     src.text_of(alias).to_string(),
                                     src.text_of(name).to_string(),
@@ -276,7 +268,7 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
                 }
             }
             "import_from_statement" => {
-                let Some(module) = stmt.child_by_field_name("module_name") else {
+                let Some(module) = stmt.field("module_name") else {
                     continue;
                 };
                 let module = src.text_of(module).to_string();
@@ -284,8 +276,8 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
                 for n in stmt.children_by_field_name("name", &mut c) {
                     let (name, local) = match n.kind_of() {
                         "aliased_import" => (
-                            n.child_by_field_name("name").map(|x| src.text_of(x)),
-                            n.child_by_field_name("alias").map(|x| src.text_of(x)),
+                            n.field("name").map(|x| src.text_of(x)),
+                            n.field("alias").map(|x| src.text_of(x)),
                         ),
                         _ => (Some(src.text_of(n)), Some(src.text_of(n))),
                     };
@@ -299,10 +291,7 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
                 let Some(a) = stmt.named_child(0).filter(|a| a.kind_of() == "assignment") else {
                     continue;
                 };
-                let (Some(left), Some(right)) = (
-                    a.child_by_field_name("left"),
-                    a.child_by_field_name("right"),
-                ) else {
+                let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
                     continue;
                 };
                 if left.kind_of() != "identifier" {
@@ -324,7 +313,7 @@ fn collect_aliases(src: &Source, root: Node, out: &mut BTreeMap<String, String>)
 /// The first positional argument of a call, when it can name a function: a name, an
 /// attribute chain, or a constructor call.
 fn first_function_arg<'t>(src: &Source, call: Node<'t>) -> Option<Node<'t>> {
-    let args = call.child_by_field_name("arguments")?;
+    let args = call.field("arguments")?;
     let mut c = args.walk();
     let first = args
         .named_children(&mut c)
@@ -332,7 +321,7 @@ fn first_function_arg<'t>(src: &Source, call: Node<'t>) -> Option<Node<'t>> {
     let named = match first.kind_of() {
         "identifier" | "attribute" => dotted(src, first).is_some(),
         "call" => first
-            .child_by_field_name("function")
+            .field("function")
             .and_then(|f| dotted(src, f))
             .is_some_and(|f| {
                 f.rsplit('.')
@@ -384,7 +373,7 @@ fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
             return true;
         };
         let name = func
-            .child_by_field_name("name")
+            .field("name")
             .map(|x| src.text_of(x))
             .unwrap_or_default();
         let text = src.text_of(body);
@@ -401,15 +390,15 @@ fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
             match inner.kind_of() {
                 "class_definition" => {
                     let name = inner
-                        .child_by_field_name("name")
+                        .field("name")
                         .map(|x| src.text_of(x).to_string())
                         .unwrap_or_default();
                     let entry = classes.entry(name.clone()).or_default();
-                    if let Some(body) = inner.child_by_field_name("body") {
+                    if let Some(body) = inner.field("body") {
                         for s in statements_of(body) {
                             let si = undecorated(s);
                             if si.kind_of() == "function_definition"
-                                && let Some(m) = si.child_by_field_name("name")
+                                && let Some(m) = si.field("name")
                             {
                                 entry.0.push(src.text_of(m).to_string());
                             }
@@ -419,7 +408,7 @@ fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
                 }
                 "function_definition" => {
                     let name = inner
-                        .child_by_field_name("name")
+                        .field("name")
                         .map(|x| src.text_of(x).to_string())
                         .unwrap_or_default();
                     if n.kind_of() == "decorated_definition" {
@@ -442,7 +431,7 @@ fn facts_where(src: &Source, compilers: Option<&[String]>) -> Facts {
                             }
                         }
                     }
-                    if let Some(body) = inner.child_by_field_name("body")
+                    if let Some(body) = inner.field("body")
                         && worth_walking(inner, body)
                     {
                         stack.push((body, class.clone()));
@@ -489,19 +478,14 @@ fn wrapped_in(
     let Some(a) = stmt.named_child(0).filter(|a| a.kind_of() == "assignment") else {
         return;
     };
-    let (Some(left), Some(right)) = (
-        a.child_by_field_name("left"),
-        a.child_by_field_name("right"),
-    ) else {
+    let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
         return;
     };
     // Remember `self.x = K(...)` for the class.
     if let (Some(cls), Some(target)) = (class, dotted(src, left))
         && let Some(attr) = target.strip_prefix("self.")
         && right.kind_of() == "call"
-        && let Some(k) = right
-            .child_by_field_name("function")
-            .and_then(|k| dotted(src, k))
+        && let Some(k) = right.field("function").and_then(|k| dotted(src, k))
     {
         let k = k.rsplit('.').next().unwrap_or(&k).to_string();
         classes
@@ -526,7 +510,7 @@ fn wrapped_in(
     let (target_class, function) = match arg.kind_of() {
         "call" => {
             let k = arg
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|k| dotted(src, k))
                 .unwrap_or_default();
             (

@@ -78,7 +78,7 @@ pub fn eval_bool(src: &Source, node: Node, env: &Env) -> Result<bool, String> {
 }
 
 fn child<'t>(node: Node<'t>, field: &str) -> Result<Node<'t>, String> {
-    node.child_by_field_name(field)
+    node.field(field)
         .ok_or_else(|| format!("malformed {}", node.kind_of()))
 }
 
@@ -87,8 +87,8 @@ fn dotted(src: &Source, node: Node) -> Option<String> {
     match node.kind_of() {
         "identifier" => Some(text_of(src, node).to_string()),
         "attribute" => {
-            let obj = dotted(src, node.child_by_field_name("object")?)?;
-            let attr = text_of(src, node.child_by_field_name("attribute")?);
+            let obj = dotted(src, node.field("object")?)?;
+            let attr = text_of(src, node.field("attribute")?);
             Some(format!("{obj}.{attr}"))
         }
         _ => None,
@@ -206,10 +206,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
         "not_operator" => Ok(Value::Bool(!truthy(&next(child(node, "argument")?)?))),
         "boolean_operator" => {
             let left = next(child(node, "left")?)?;
-            let op = node
-                .child_by_field_name("operator")
-                .map(|o| o.kind_of())
-                .unwrap_or("");
+            let op = node.field("operator").map(|o| o.kind_of()).unwrap_or("");
             match op {
                 "and" if !truthy(&left) => Ok(left),
                 "or" if truthy(&left) => Ok(left),
@@ -220,10 +217,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
         "binary_operator" => {
             let l = int(&next(child(node, "left")?)?, "the left operand")?;
             let r = int(&next(child(node, "right")?)?, "the right operand")?;
-            let op = node
-                .child_by_field_name("operator")
-                .map(|o| o.kind_of())
-                .unwrap_or("");
+            let op = node.field("operator").map(|o| o.kind_of()).unwrap_or("");
             let v = match op {
                 "+" => l.checked_add(r),
                 "-" => l.checked_sub(r),
@@ -443,16 +437,13 @@ fn run_if(
 ) -> Result<(), String> {
     // The branches in order: (condition or None for else, body).
     let mut branches: Vec<(Option<Node>, Node)> = Vec::new();
-    if let (Some(c), Some(b)) = (
-        stmt.child_by_field_name("condition"),
-        stmt.child_by_field_name("consequence"),
-    ) {
+    if let (Some(c), Some(b)) = (stmt.field("condition"), stmt.field("consequence")) {
         branches.push((Some(c), b));
     }
     let mut cursor = stmt.walk();
     for clause in stmt.children_by_field_name("alternative", &mut cursor) {
-        let body = clause.child_by_field_name("body");
-        let cond = clause.child_by_field_name("condition");
+        let body = clause.field("body");
+        let cond = clause.field("condition");
         if let Some(b) = body {
             branches.push((cond, b));
         }
@@ -492,10 +483,7 @@ fn assign(src: &Source, e: Node, env: &mut Env) {
     if !matches!(e.kind_of(), "assignment" | "augmented_assignment") {
         return;
     }
-    let (Some(left), Some(right)) = (
-        e.child_by_field_name("left"),
-        e.child_by_field_name("right"),
-    ) else {
+    let (Some(left), Some(right)) = (e.field("left"), e.field("right")) else {
         return;
     };
     let Some(name) = dotted(src, left) else {
@@ -539,7 +527,7 @@ fn mark_assigned_unknown(src: &Source, node: Node, env: &mut Env, why: &str) {
         if matches!(
             n.kind_of(),
             "assignment" | "augmented_assignment" | "for_statement"
-        ) && let Some(left) = n.child_by_field_name("left")
+        ) && let Some(left) = n.field("left")
         {
             let mut names = vec![left];
             while let Some(t) = names.pop() {
@@ -615,7 +603,7 @@ mod tests {
         let code = "def __init__(self, config, layer_idx):\n    self.idx = layer_idx\n    decoder_sparse_step = config.decoder_sparse_step\n    mlp_only_layers = getattr(config, \"mlp_only_layers\", []) or []\n    if config.flag:\n        k = 1\n    else:\n        k = 2\n    for i in range(3):\n        j = i\n    use_moe = (layer_idx + k) % decoder_sparse_step == 0 and layer_idx not in mlp_only_layers\n";
         let src = Source::parse(code.to_string());
         let func = src.root().named_child(0).unwrap();
-        let body = func.child_by_field_name("body").unwrap();
+        let body = func.field("body").unwrap();
         let stop = code.find("use_moe").unwrap();
         let mut env = Env::default();
         env.set("layer_idx", Value::from(1));

@@ -42,7 +42,7 @@ pub struct Host<'a> {
     globals: std::cell::RefCell<HashMap<usize, HashSet<String>>>,
     /// Byte -> the scopes around it and its path from the root (every read of one piece
     /// of inserted code asks for the same place).
-    chains: std::cell::RefCell<HashMap<usize, Chain<'a>>>,
+    chains: std::cell::RefCell<HashMap<usize, std::rc::Rc<Chain<'a>>>>,
 }
 
 /// The scopes around a place, innermost first, and the path from the root to it.
@@ -101,12 +101,12 @@ impl<'a> Host<'a> {
     /// The scopes around byte `at` of the original, innermost first (functions, lambdas
     /// and comprehensions; a class body only for code directly in it), and the path of
     /// nodes from the root to it.
-    fn chain(&self, at: usize) -> Chain<'a> {
+    fn chain(&self, at: usize) -> std::rc::Rc<Chain<'a>> {
         if let Some(c) = self.chains.borrow().get(&at) {
-            return c.clone();
+            return std::rc::Rc::clone(c);
         }
-        let c = self.chain_uncached(at);
-        self.chains.borrow_mut().insert(at, c.clone());
+        let c = std::rc::Rc::new(self.chain_uncached(at));
+        self.chains.borrow_mut().insert(at, std::rc::Rc::clone(&c));
         c
     }
 
@@ -119,7 +119,7 @@ impl<'a> Host<'a> {
         for n in path.iter().rev() {
             let kind = n.kind_of();
             let in_body = || {
-                n.child_by_field_name("body")
+                n.field("body")
                     .is_some_and(|b| b.start_byte() <= at && at < b.end_byte())
             };
             match kind {
@@ -201,13 +201,12 @@ impl<'a> Host<'a> {
     fn binds_here(&self, scope: Node<'a>, path: &[Node<'a>], ident: Node<'a>) -> bool {
         // A parameter of the scope's own function or lambda.
         if matches!(scope.kind_of(), "function_definition" | "lambda")
-            && let Some(params) = scope.child_by_field_name("parameters")
+            && let Some(params) = scope.field("parameters")
             && params.byte_range().contains(&ident.start_byte())
         {
             let is_name = |p: Node| {
                 p.id() == ident.id()
-                    || p.child_by_field_name("name")
-                        .is_some_and(|n| n.id() == ident.id())
+                    || p.field("name").is_some_and(|n| n.id() == ident.id())
                     || p.named_child(0).is_some_and(|n| {
                         n.id() == ident.id()
                             || n.named_child(0).is_some_and(|m| m.id() == ident.id())
@@ -271,8 +270,9 @@ impl<'a> Host<'a> {
     /// code, by inserted code before it, as a builtin. `in_own_function`: the read runs
     /// later, in a function the inserted code defines.
     pub fn resolve(&self, name: &str, point: &Point, in_own_function: bool) -> Resolution {
-        let (chain, ancestors) = self.chain(point.scope_at);
-        for (key, scope_node) in &chain {
+        let chain_and_path = self.chain(point.scope_at);
+        let (chain, ancestors) = &*chain_and_path;
+        for (key, scope_node) in chain {
             if self.declares_global(*scope_node, name) {
                 break;
             }
@@ -291,7 +291,7 @@ impl<'a> Host<'a> {
                     .iter()
                     .copied()
                     .chain(inserted.iter().map(|o| o.0))
-                    .any(|o| shares_loop(&ancestors, o, *scope_node));
+                    .any(|o| shares_loop(ancestors, o, *scope_node));
                 if earlier || in_shared_loop {
                     return Resolution::Bound;
                 }

@@ -19,8 +19,12 @@ pub mod style;
 
 /// `Node::kind` without its cost: tree-sitter's converts the kind's C string to UTF-8 on
 /// every call, and the walks ask it for every node; the grammar's kind names are read once.
-pub trait KindOf {
+pub trait KindOf: Sized {
     fn kind_of(&self) -> &'static str;
+    /// `child_by_field_name` without its cost: tree-sitter finds a field's id by comparing
+    /// the name with every field of the grammar (`strncmp`) on every call; the ids of the
+    /// fields the tool asks about are looked up once.
+    fn field(&self, name: &str) -> Option<Self>;
 }
 
 impl KindOf for Node<'_> {
@@ -34,6 +38,47 @@ impl KindOf for Node<'_> {
             None => "_ERROR",
         }
     }
+
+    #[inline]
+    fn field(&self, name: &str) -> Option<Self> {
+        match FIELDS.iter().position(|f| *f == name) {
+            Some(i) => self.child_by_field_id(field_ids()[i]?.get()),
+            None => self.child_by_field_name(name),
+        }
+    }
+}
+
+/// The fields the tool reads, by name (any other is looked up by tree-sitter).
+const FIELDS: [&str; 19] = [
+    "body",
+    "name",
+    "left",
+    "function",
+    "right",
+    "parameters",
+    "alias",
+    "module_name",
+    "attribute",
+    "value",
+    "superclasses",
+    "operator",
+    "object",
+    "arguments",
+    "type",
+    "definition",
+    "condition",
+    "return_type",
+    "consequence",
+];
+
+/// The grammar's id of each of `FIELDS` (None: a field the grammar does not have).
+fn field_ids() -> &'static [Option<std::num::NonZeroU16>; FIELDS.len()] {
+    static IDS: std::sync::OnceLock<[Option<std::num::NonZeroU16>; FIELDS.len()]> =
+        std::sync::OnceLock::new();
+    IDS.get_or_init(|| {
+        let language: tree_sitter::Language = tree_sitter_python::LANGUAGE.into();
+        FIELDS.map(|f| language.field_id_for_name(f))
+    })
 }
 
 fn kinds() -> &'static [&'static str] {
@@ -181,7 +226,7 @@ impl Source {
 
 /// The names of a function's parameters (`self`, `x`, `*args` as `args`, ...).
 pub fn parameter_names<'s>(src: &'s Source, func: Node) -> Vec<&'s str> {
-    let Some(params) = func.child_by_field_name("parameters") else {
+    let Some(params) = func.field("parameters") else {
         return Vec::new();
     };
     let mut cursor = params.walk();
@@ -190,17 +235,14 @@ pub fn parameter_names<'s>(src: &'s Source, func: Node) -> Vec<&'s str> {
         .filter_map(|p| {
             let ident = match p.kind_of() {
                 "identifier" => Some(p),
-                _ => p
-                    .child_by_field_name("name")
-                    .or_else(|| p.named_child(0))
-                    .and_then(|n| {
-                        // `*args: T` nests the splat inside the typed parameter.
-                        if n.kind_of() == "identifier" {
-                            Some(n)
-                        } else {
-                            n.named_child(0).filter(|i| i.kind_of() == "identifier")
-                        }
-                    }),
+                _ => p.field("name").or_else(|| p.named_child(0)).and_then(|n| {
+                    // `*args: T` nests the splat inside the typed parameter.
+                    if n.kind_of() == "identifier" {
+                        Some(n)
+                    } else {
+                        n.named_child(0).filter(|i| i.kind_of() == "identifier")
+                    }
+                }),
             };
             ident.map(|n| src.text_of(n))
         })
@@ -271,7 +313,7 @@ pub fn is_definition(kind: &str) -> bool {
 /// The definition inside a `decorated_definition`, or the node itself.
 pub fn undecorated(node: Node) -> Node {
     if node.kind_of() == "decorated_definition" {
-        node.child_by_field_name("definition").unwrap_or(node)
+        node.field("definition").unwrap_or(node)
     } else {
         node
     }
@@ -334,7 +376,7 @@ pub fn all_statements(root: Node) -> Vec<Node> {
             let inner = undecorated(stmt);
             match inner.kind_of() {
                 "function_definition" | "class_definition" => {
-                    if let Some(body) = inner.child_by_field_name("body") {
+                    if let Some(body) = inner.field("body") {
                         walk(body, out);
                     }
                 }
@@ -353,9 +395,7 @@ pub fn all_statements(root: Node) -> Vec<Node> {
 
 /// The name of a function or class definition.
 pub fn definition_name<'a>(src: &'a Source, def: Node) -> Option<&'a str> {
-    undecorated(def)
-        .child_by_field_name("name")
-        .map(|n| src.text_of(n))
+    undecorated(def).field("name").map(|n| src.text_of(n))
 }
 
 /// The docstring statement of a body (module, class or function), if the body opens with one.
@@ -395,6 +435,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_field_by_its_cached_id_is_the_field_by_name() {
+        // Every field the table names exists in the grammar, and reads the same child as
+        // tree-sitter's own lookup, on every node of a file that has each of them.
+        let src = Source::parse(
+            "import a.b as c\nfrom m import n as o\n\n\nclass K(B):\n    def f(self, x) -> int:\n        for i in x:\n            y = i.v + 1\n        while x:\n            pass\n        if y:\n            return g(y)\n        return y\n"
+                .to_string(),
+        );
+        assert!(field_ids().iter().all(Option::is_some));
+        let mut stack = vec![src.root()];
+        let mut found = std::collections::BTreeSet::new();
+        while let Some(n) = stack.pop() {
+            for name in FIELDS.iter().chain(&["key", "no_such_field"]) {
+                let by_id = n.field(name);
+                assert_eq!(by_id, n.child_by_field_name(name), "{name} of {}", n.kind());
+                if by_id.is_some() {
+                    found.insert(*name);
+                }
+            }
+            let mut c = n.walk();
+            stack.extend(n.children(&mut c));
+        }
+        assert!(found.len() >= 15, "the file exercises most fields: {found:?}");
+    }
+
+    #[test]
     fn incremental_reparse_equals_a_fresh_parse() {
         let old = Source::parse(
             "def f():\n    x = 1\n    return x\n\n\ndef g():\n    pass\n".to_string(),
@@ -429,11 +494,11 @@ mod tests {
     fn finds_docstring_only_when_first() {
         let src = Source::parse("def f():\n    \"\"\"Doc.\"\"\"\n    return 1\n".to_string());
         let def = src.root().named_child(0).unwrap();
-        let body = def.child_by_field_name("body").unwrap();
+        let body = def.field("body").unwrap();
         assert!(docstring(body).is_some());
         let src = Source::parse("def f():\n    x = 1\n    \"\"\"Not a doc.\"\"\"\n".to_string());
         let def = src.root().named_child(0).unwrap();
-        assert!(docstring(def.child_by_field_name("body").unwrap()).is_none());
+        assert!(docstring(def.field("body").unwrap()).is_none());
     }
 
     #[test]

@@ -389,7 +389,7 @@ impl<'a> Analysis<'a> {
             "identifier" => self.bind(scope, target),
             // `a.b = x` and `a[i] = x` read `a`; they bind nothing.
             "attribute" => {
-                if let Some(attr) = target.child_by_field_name("attribute") {
+                if let Some(attr) = target.field("attribute") {
                     self.not_reads.insert(attr.start_byte());
                 }
             }
@@ -432,7 +432,7 @@ impl<'a> Analysis<'a> {
                     }
                 }
                 "default_parameter" | "typed_default_parameter" => {
-                    if let Some(name) = p.child_by_field_name("name") {
+                    if let Some(name) = p.field("name") {
                         self.bind(scope, name);
                     }
                 }
@@ -457,7 +457,7 @@ impl<'a> Analysis<'a> {
             return;
         }
         let body_span = |n: Node<'a>| {
-            n.child_by_field_name("body").map(|b| ScopeSpan {
+            n.field("body").map(|b| ScopeSpan {
                 range: b.byte_range(),
                 node: n,
             })
@@ -477,21 +477,21 @@ impl<'a> Analysis<'a> {
         }
         match node.kind_of() {
             "function_definition" => {
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = node.field("name") {
                     self.bind(scope, name);
                 }
                 let inner = node.start_byte();
                 self.scopes.entry(inner).or_default();
                 // Defaults, annotations and decorators belong to the outer scope; the
                 // parameter names to the inner one.
-                if let Some(params) = node.child_by_field_name("parameters") {
+                if let Some(params) = node.field("parameters") {
                     self.bind_parameters(inner, params);
                     self.collect_children(params, scope);
                 }
-                if let Some(ret) = node.child_by_field_name("return_type") {
+                if let Some(ret) = node.field("return_type") {
                     self.collect(ret, scope);
                 }
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     let r = body.byte_range();
                     if self
                         .focus
@@ -504,24 +504,24 @@ impl<'a> Analysis<'a> {
                 return;
             }
             "class_definition" => {
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = node.field("name") {
                     self.bind(scope, name);
                 }
-                if let Some(sup) = node.child_by_field_name("superclasses") {
+                if let Some(sup) = node.field("superclasses") {
                     self.collect(sup, scope);
                 }
                 // A class body is its own scope, invisible to the methods inside it.
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     self.collect(body, node.start_byte());
                 }
                 return;
             }
             "lambda" => {
                 let inner = node.start_byte();
-                if let Some(params) = node.child_by_field_name("parameters") {
+                if let Some(params) = node.field("parameters") {
                     self.bind_parameters(inner, params);
                 }
-                if let Some(body) = node.child_by_field_name("body") {
+                if let Some(body) = node.field("body") {
                     self.collect(body, inner);
                 }
                 return;
@@ -536,7 +536,7 @@ impl<'a> Analysis<'a> {
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in &children {
                     if c.kind_of() == "for_in_clause"
-                        && let Some(left) = c.child_by_field_name("left")
+                        && let Some(left) = c.field("left")
                     {
                         self.bind_target(inner, left);
                     }
@@ -547,12 +547,12 @@ impl<'a> Analysis<'a> {
                 return;
             }
             "assignment" | "augmented_assignment" => {
-                if let Some(left) = node.child_by_field_name("left") {
+                if let Some(left) = node.field("left") {
                     self.bind_target(scope, left);
                 }
             }
             "for_statement" | "for_in_clause" => {
-                if let Some(left) = node.child_by_field_name("left") {
+                if let Some(left) = node.field("left") {
                     self.bind_target(scope, left);
                 }
             }
@@ -563,13 +563,13 @@ impl<'a> Analysis<'a> {
                 while let Some(outer) = self.comprehension_outer.get(&target) {
                     target = *outer;
                 }
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = node.field("name") {
                     self.bind(target, name);
                 }
             }
             "except_clause" => {
                 // Older grammars put the alias directly on the clause.
-                if let Some(alias) = node.child_by_field_name("alias") {
+                if let Some(alias) = node.field("alias") {
                     self.bind_target(scope, alias);
                 }
             }
@@ -582,9 +582,7 @@ impl<'a> Analysis<'a> {
                 return;
             }
             "import_from_statement" | "future_import_statement" => {
-                let module = node
-                    .child_by_field_name("module_name")
-                    .map(|m| m.start_byte());
+                let module = node.field("module_name").map(|m| m.start_byte());
                 let mut cursor = node.walk();
                 let children: Vec<Node> = node.named_children(&mut cursor).collect();
                 for c in children {
@@ -615,12 +613,12 @@ impl<'a> Analysis<'a> {
                 return;
             }
             "attribute" => {
-                if let Some(attr) = node.child_by_field_name("attribute") {
+                if let Some(attr) = node.field("attribute") {
                     self.not_reads.insert(attr.start_byte());
                 }
             }
             "keyword_argument" => {
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = node.field("name") {
                     self.not_reads.insert(name.start_byte());
                 }
             }
@@ -657,10 +655,10 @@ impl<'a> Analysis<'a> {
     fn bind_import_name(&mut self, scope: usize, node: Node, plain_import: bool) {
         match node.kind_of() {
             "aliased_import" => {
-                if let Some(name) = node.child_by_field_name("name") {
+                if let Some(name) = node.field("name") {
                     self.mark_all_not_reads(name);
                 }
-                if let Some(alias) = node.child_by_field_name("alias") {
+                if let Some(alias) = node.field("alias") {
                     self.bind(scope, alias);
                 }
             }

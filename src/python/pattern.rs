@@ -264,10 +264,7 @@ impl Pattern {
                 HeaderKind::With | HeaderKind::Try => &[],
             };
             for field in fields {
-                let (pf, tf) = (
-                    p.child_by_field_name(field)?,
-                    stmt.child_by_field_name(field)?,
-                );
+                let (pf, tf) = (p.field(field)?, stmt.field(field)?);
                 if !m.node(pf, tf, &mut b) {
                     return None;
                 }
@@ -280,9 +277,9 @@ impl Pattern {
                 }
             }
             if h == HeaderKind::Class
-                && let Some(ps) = p.child_by_field_name("superclasses")
+                && let Some(ps) = p.field("superclasses")
             {
-                let ts = stmt.child_by_field_name("superclasses")?;
+                let ts = stmt.field("superclasses")?;
                 if !m.node(ps, ts, &mut b) {
                     return None;
                 }
@@ -323,7 +320,7 @@ fn statement_value(stmt: Node) -> Option<Node> {
         "expression_statement" => {
             let e = stmt.named_child(0)?;
             match e.kind_of() {
-                "assignment" | "augmented_assignment" => e.child_by_field_name("right"),
+                "assignment" | "augmented_assignment" => e.field("right"),
                 _ => None,
             }
         }
@@ -492,21 +489,12 @@ impl<'a> Matcher<'a> {
         }
         let mut used = vec![false; t_kw.len()];
         for pk in &p_kw {
-            let pname = pk
-                .child_by_field_name("name")
-                .map(|n| self.p_src.text_of(n));
+            let pname = pk.field("name").map(|n| self.p_src.text_of(n));
             let found = t_kw.iter().enumerate().find(|(i, tk)| {
-                !used[*i]
-                    && tk
-                        .child_by_field_name("name")
-                        .map(|n| self.t_src.text_of(n))
-                        == pname
+                !used[*i] && tk.field("name").map(|n| self.t_src.text_of(n)) == pname
             });
             let Some((i, tk)) = found else { return false };
-            let (Some(pv), Some(tv)) = (
-                pk.child_by_field_name("value"),
-                tk.child_by_field_name("value"),
-            ) else {
+            let (Some(pv), Some(tv)) = (pk.field("value"), tk.field("value")) else {
                 return false;
             };
             if !self.node(pv, tv, &mut trial) {

@@ -108,14 +108,11 @@ pub fn printed_lines(templates: &[(usize, &str)], params: &[&str]) -> BTreeMap<u
         if def.kind_of() != "function_definition" {
             continue;
         }
-        let name = def
-            .child_by_field_name("name")
-            .map(|n| src.text_of(n))
-            .unwrap_or("");
+        let name = def.field("name").map(|n| src.text_of(n)).unwrap_or("");
         let Some(&rule) = wrappers.get(name) else {
             continue;
         };
-        let Some(body) = def.child_by_field_name("body") else {
+        let Some(body) = def.field("body") else {
             continue;
         };
         bodies.insert(rule, body);
@@ -124,7 +121,7 @@ pub fn printed_lines(templates: &[(usize, &str)], params: &[&str]) -> BTreeMap<u
             let stmt = undecorate(stmt);
             if matches!(stmt.kind_of(), "function_definition" | "class_definition") {
                 if stmt.kind_of() == "function_definition"
-                    && let Some(n) = stmt.child_by_field_name("name")
+                    && let Some(n) = stmt.field("name")
                 {
                     defs.insert(src.text_of(n).to_string(), stmt);
                 }
@@ -171,7 +168,7 @@ pub fn printed_lines(templates: &[(usize, &str)], params: &[&str]) -> BTreeMap<u
 
 fn undecorate(n: Node) -> Node {
     if n.kind_of() == "decorated_definition" {
-        n.child_by_field_name("definition").unwrap_or(n)
+        n.field("definition").unwrap_or(n)
     } else {
         n
     }
@@ -267,7 +264,7 @@ impl<'s> Eval<'s> {
     /// parameters (those belong to its callers), or a class's methods.
     fn definition_alone(&self, def: Node<'s>, out: &mut Vec<Line>) {
         if def.kind_of() == "class_definition" {
-            let Some(body) = def.child_by_field_name("body") else {
+            let Some(body) = def.field("body") else {
                 return;
             };
             let methods: Vec<Node> = {
@@ -312,13 +309,13 @@ impl<'s> Eval<'s> {
     }
 
     fn function_body(&self, def: Node<'s>, env: &mut Env, out: &mut Vec<Line>) {
-        if let Some(body) = def.child_by_field_name("body") {
+        if let Some(body) = def.field("body") {
             self.block(body, env, out, 0);
         }
     }
 
     fn params(&self, def: Node) -> Vec<String> {
-        let Some(ps) = def.child_by_field_name("parameters") else {
+        let Some(ps) = def.field("parameters") else {
             return Vec::new();
         };
         let mut out = Vec::new();
@@ -327,7 +324,7 @@ impl<'s> Eval<'s> {
             let name = match p.kind_of() {
                 "identifier" => Some(p),
                 "typed_parameter" => p.named_child(0),
-                "default_parameter" | "typed_default_parameter" => p.child_by_field_name("name"),
+                "default_parameter" | "typed_default_parameter" => p.field("name"),
                 _ => None,
             };
             if let Some(n) = name {
@@ -372,10 +369,7 @@ impl<'s> Eval<'s> {
                 }
             }
             "for_statement" => {
-                if let (Some(left), Some(right)) = (
-                    s.child_by_field_name("left"),
-                    s.child_by_field_name("right"),
-                ) {
+                if let (Some(left), Some(right)) = (s.field("left"), s.field("right")) {
                     let name = self.text(left).to_string();
                     match env.lists.get(self.text(right)).cloned() {
                         Some(items) => {
@@ -475,8 +469,8 @@ impl<'s> Eval<'s> {
         match func.kind_of() {
             "identifier" => self.defs.get(self.text(func)).copied(),
             "attribute" => {
-                let obj = func.child_by_field_name("object")?;
-                let attr = func.child_by_field_name("attribute")?;
+                let obj = func.field("object")?;
+                let attr = func.field("attribute")?;
                 if obj.kind_of() != "identifier" || self.text(obj) == "self" {
                     return None;
                 }
@@ -487,20 +481,15 @@ impl<'s> Eval<'s> {
     }
 
     fn assignment(&self, a: Node<'s>, env: &mut Env, out: &mut Vec<Line>, depth: usize) {
-        let (Some(left), Some(right)) = (
-            a.child_by_field_name("left"),
-            a.child_by_field_name("right"),
-        ) else {
+        let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
             return;
         };
         // `x = helper(...)`: what the helper prints is printed whatever becomes of `x`.
         let called = match right.kind_of() {
             "call" if depth < MAX_DEPTH => right
-                .child_by_field_name("function")
+                .field("function")
                 .and_then(|f| self.helper(f))
-                .map(|def| {
-                    self.invoke(def, right.child_by_field_name("arguments"), env, out, depth)
-                }),
+                .map(|def| self.invoke(def, right.field("arguments"), env, out, depth)),
             _ => None,
         };
         if left.kind_of() != "identifier" {
@@ -522,17 +511,11 @@ impl<'s> Eval<'s> {
     }
 
     fn augmented(&self, a: Node<'s>, env: &mut Env) {
-        let (Some(left), Some(right)) = (
-            a.child_by_field_name("left"),
-            a.child_by_field_name("right"),
-        ) else {
+        let (Some(left), Some(right)) = (a.field("left"), a.field("right")) else {
             return;
         };
         let name = self.text(left).to_string();
-        let op = a
-            .child_by_field_name("operator")
-            .map(|o| self.text(o))
-            .unwrap_or("");
+        let op = a.field("operator").map(|o| self.text(o)).unwrap_or("");
         match (env.strings.get(&name).cloned(), self.string(right, env, 0)) {
             (Some(old), Some(add)) if op == "+=" => {
                 env.strings.insert(name, old.concat(&add));
@@ -544,10 +527,10 @@ impl<'s> Eval<'s> {
     }
 
     fn call(&self, call: Node<'s>, env: &mut Env, out: &mut Vec<Line>, depth: usize) {
-        let Some(func) = call.child_by_field_name("function") else {
+        let Some(func) = call.field("function") else {
             return;
         };
-        let args = call.child_by_field_name("arguments");
+        let args = call.field("arguments");
         let fname = self.text(func);
         if fname == "print" {
             if let Some(args) = args {
@@ -569,9 +552,9 @@ impl<'s> Eval<'s> {
             return;
         }
         if func.kind_of() == "attribute"
-            && let Some(attr) = func.child_by_field_name("attribute")
+            && let Some(attr) = func.field("attribute")
             && self.text(attr) == "append"
-            && let Some(obj) = func.child_by_field_name("object")
+            && let Some(obj) = func.field("object")
             && let Some(args) = args
         {
             let (positional, _) = self.arguments(args);
@@ -616,7 +599,7 @@ impl<'s> Eval<'s> {
                 }
             }
         }
-        if let Some(body) = def.child_by_field_name("body") {
+        if let Some(body) = def.field("body") {
             self.block(body, &mut inner, out, depth + 1);
         }
         inner.returns
@@ -629,10 +612,7 @@ impl<'s> Eval<'s> {
         for a in args.named_children(&mut c) {
             match a.kind_of() {
                 "keyword_argument" => {
-                    if let (Some(n), Some(v)) = (
-                        a.child_by_field_name("name"),
-                        a.child_by_field_name("value"),
-                    ) {
+                    if let (Some(n), Some(v)) = (a.field("name"), a.field("value")) {
                         keywords.insert(self.text(n).to_string(), v);
                     }
                 }
@@ -665,12 +645,12 @@ impl<'s> Eval<'s> {
             "parenthesized_expression" => n.named_child(0).and_then(|x| self.string(x, env, depth)),
             "identifier" => env.strings.get(self.text(n)).cloned(),
             "binary_operator" => {
-                let op = n.child_by_field_name("operator").map(|o| self.text(o))?;
+                let op = n.field("operator").map(|o| self.text(o))?;
                 if op != "+" {
                     return None;
                 }
-                let l = self.string(n.child_by_field_name("left")?, env, depth)?;
-                let r = self.string(n.child_by_field_name("right")?, env, depth)?;
+                let l = self.string(n.field("left")?, env, depth)?;
+                let r = self.string(n.field("right")?, env, depth)?;
                 Some(l.concat(&r))
             }
             "conditional_expression" => {
@@ -686,19 +666,13 @@ impl<'s> Eval<'s> {
                 Some(a.union(b))
             }
             "call" => {
-                let func = n.child_by_field_name("function")?;
+                let func = n.field("function")?;
                 let def = self.helper(func)?;
                 if depth >= MAX_DEPTH {
                     return None;
                 }
                 let mut ignore = Vec::new();
-                self.invoke(
-                    def,
-                    n.child_by_field_name("arguments"),
-                    env,
-                    &mut ignore,
-                    depth,
-                )
+                self.invoke(def, n.field("arguments"), env, &mut ignore, depth)
             }
             _ => None,
         }

@@ -132,7 +132,7 @@ fn calls_in(src: &Source, body: Node) -> (Vec<Vec<String>>, Vec<String>) {
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if n.kind_of() == "call"
-            && let Some(f) = n.child_by_field_name("function")
+            && let Some(f) = n.field("function")
         {
             let text = src.text_of(f);
             if f.kind_of() == "identifier" {
@@ -165,7 +165,7 @@ fn function(src: &Source, node: Node, nested: bool) -> Option<Function> {
         return None;
     }
     let (self_calls, calls) = def
-        .child_by_field_name("body")
+        .field("body")
         .map(|b| calls_in(src, b))
         .unwrap_or_default();
     Some(Function {
@@ -191,7 +191,7 @@ fn nested_defs(src: &Source, body: Node, functions: &mut Vec<Function>, classes:
             match inner.kind_of() {
                 "function_definition" => {
                     functions.extend(function(src, child, true));
-                    if let Some(b) = inner.child_by_field_name("body") {
+                    if let Some(b) = inner.field("body") {
                         stack.push(b);
                     }
                 }
@@ -214,7 +214,7 @@ fn class(src: &Source, node: Node, nested: bool) -> Option<Class> {
         nested,
         attr_types: BTreeMap::new(),
     };
-    if let Some(sup) = def.child_by_field_name("superclasses") {
+    if let Some(sup) = def.field("superclasses") {
         let mut c = sup.walk();
         out.bases = sup
             .named_children(&mut c)
@@ -222,13 +222,13 @@ fn class(src: &Source, node: Node, nested: bool) -> Option<Class> {
             .map(|b| src.text_of(b).to_string())
             .collect();
     }
-    let Some(body) = def.child_by_field_name("body") else {
+    let Some(body) = def.field("body") else {
         return Some(out);
     };
     for stmt in statements_of(body) {
         if let Some(f) = function(src, stmt, nested) {
             if f.name == "__init__"
-                && let Some(init_body) = undecorated(stmt).child_by_field_name("body")
+                && let Some(init_body) = undecorated(stmt).field("body")
             {
                 collect_attr_types(src, init_body, &mut out.attr_types);
             }
@@ -243,10 +243,7 @@ fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if n.kind_of() == "assignment" {
-            let (Some(left), Some(right)) = (
-                n.child_by_field_name("left"),
-                n.child_by_field_name("right"),
-            ) else {
+            let (Some(left), Some(right)) = (n.field("left"), n.field("right")) else {
                 continue;
             };
             let target = src.text_of(left);
@@ -263,7 +260,7 @@ fn collect_attr_types(src: &Source, body: Node, out: &mut BTreeMap<String, Strin
             }
             for v in values {
                 if v.kind_of() == "call"
-                    && let Some(f) = v.child_by_field_name("function")
+                    && let Some(f) = v.field("function")
                 {
                     let name = src.text_of(f).rsplit('.').next().unwrap_or("").to_string();
                     out.entry(attr.to_string()).or_insert(name);
@@ -286,7 +283,7 @@ fn imports(src: &Source, root: Node) -> BTreeMap<String, (String, String)> {
             continue;
         }
         let Some(module) = stmt
-            .child_by_field_name("module_name")
+            .field("module_name")
             .map(|m| src.text_of(m).to_string())
         else {
             continue;
@@ -295,12 +292,8 @@ fn imports(src: &Source, root: Node) -> BTreeMap<String, (String, String)> {
         for name in stmt.children_by_field_name("name", &mut c) {
             let (orig, local) = match name.kind_of() {
                 "aliased_import" => (
-                    name.child_by_field_name("name")
-                        .map(|n| src.text_of(n))
-                        .unwrap_or(""),
-                    name.child_by_field_name("alias")
-                        .map(|n| src.text_of(n))
-                        .unwrap_or(""),
+                    name.field("name").map(|n| src.text_of(n)).unwrap_or(""),
+                    name.field("alias").map(|n| src.text_of(n)).unwrap_or(""),
                 ),
                 _ => (src.text_of(name), src.text_of(name)),
             };
@@ -370,7 +363,7 @@ pub fn scan_source(
         match inner.kind_of() {
             "function_definition" => {
                 m.functions.extend(function(src, stmt, false));
-                if let Some(b) = inner.child_by_field_name("body") {
+                if let Some(b) = inner.field("body") {
                     nested_defs(src, b, &mut m.functions, &mut m.classes);
                 }
             }
@@ -378,13 +371,13 @@ pub fn scan_source(
                 if let Some(c) = class(src, stmt, false) {
                     m.classes.push(c);
                 }
-                if let Some(b) = inner.child_by_field_name("body") {
+                if let Some(b) = inner.field("body") {
                     for s in statements_of(b) {
                         let si = undecorated(s);
                         if si.kind_of() == "class_definition" {
                             m.classes.extend(class(src, s, true));
                         } else if si.kind_of() == "function_definition"
-                            && let Some(fb) = si.child_by_field_name("body")
+                            && let Some(fb) = si.field("body")
                         {
                             nested_defs(src, fb, &mut m.functions, &mut m.classes);
                         }
