@@ -2,6 +2,7 @@
 //! the default) or from a folder (`--rules DIR`), with every rule checked before use.
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use include_dir::{Dir, include_dir};
 
@@ -9,7 +10,13 @@ use super::error::Error;
 use super::set::{RuleSet, tagged_id};
 use super::{Manifest, Rule};
 
+/// The raw files: for `embedded_names`, and for the TOML path that messages come from.
 static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
+
+// `EMBEDDED_JSON` (sets and their files, by name) and `EMBEDDED_SETS` (how many): every
+// embedded TOML file parsed by build.rs and written as JSON, which `serde_json` reads into
+// the same `toml::Table` many times faster than `toml::from_str` (issue #19's CPU target).
+include!(concat!(env!("OUT_DIR"), "/embedded_rules.rs"));
 
 /// Names of the rule sets built into the binary.
 pub fn embedded_names() -> Vec<String> {
@@ -48,22 +55,14 @@ pub fn load_rules_only(spec: &str) -> Result<RuleSet, Error> {
         return load_from_dir(path);
     }
     if let Some(dir) = EMBEDDED.get_dir(spec) {
-        let mut files: Vec<(String, String)> = Vec::new();
-        for f in dir.files() {
-            let name = f
-                .path()
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .to_string();
-            if name.ends_with(".toml") {
-                let text = f.contents_utf8().ok_or_else(|| {
-                    Error::invalid(format!("embedded rule file {name} is not UTF-8"))
-                })?;
-                files.push((name, text.to_string()));
-            }
+        let origin = format!("embedded:{spec}");
+        // The pre-parsed copy; should it fail, the TOML says why, with file and line.
+        if let Some(set) = json_index(dir.path())
+            && let Ok(rules) = from_json(&origin, set)
+        {
+            return Ok(rules);
         }
-        return build(format!("embedded:{spec}"), files);
+        return build(origin, embedded_texts(dir)?);
     }
     if path.exists() {
         return Err(Error::NoManifest {
@@ -75,6 +74,79 @@ pub fn load_rules_only(spec: &str) -> Result<RuleSet, Error> {
         spec: spec.to_string(),
         builtin: embedded_names().join(", "),
     })
+}
+
+/// The `.toml` files of an embedded rule set, as text.
+fn embedded_texts(dir: &Dir<'_>) -> Result<Vec<(String, String)>, Error> {
+    let mut files: Vec<(String, String)> = Vec::new();
+    for f in dir.files() {
+        let name = f
+            .path()
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .to_string();
+        if name.ends_with(".toml") {
+            let text = f
+                .contents_utf8()
+                .ok_or_else(|| Error::invalid(format!("embedded rule file {name} is not UTF-8")))?;
+            files.push((name, text.to_string()));
+        }
+    }
+    Ok(files)
+}
+
+/// Which entry of `EMBEDDED_JSON` holds the embedded set at `dir` (none: `dir` has no
+/// `ruleset.toml`).
+fn json_index(dir: &Path) -> Option<usize> {
+    EMBEDDED_JSON
+        .iter()
+        .position(|(name, _)| Path::new(name) == dir)
+}
+
+/// Embedded set `set` from its pre-parsed JSON, through the same checks as `build`.
+/// Its errors carry no line (the JSON has none): the caller then loads the TOML instead.
+fn from_json(origin: &str, set: usize) -> Result<RuleSet, Error> {
+    let manifest = embedded_manifest(origin, set)?;
+    let mut tables = Vec::new();
+    for (name, json) in EMBEDDED_JSON[set].1 {
+        if *name != "ruleset.toml" {
+            let doc: toml::Table = serde_json::from_str(json)
+                .map_err(|e| Error::invalid(format!("{origin}/{name}: {e}")))?;
+            rule_tables(origin, name, doc, &mut tables)?;
+        }
+    }
+    assemble(origin.to_string(), manifest, tables, &[])
+}
+
+/// The checked manifest of embedded set `set`, read once per process: `add` wants it for
+/// its flags before it loads the rules.
+fn embedded_manifest(origin: &str, set: usize) -> Result<Manifest, Error> {
+    static CACHE: [OnceLock<Manifest>; EMBEDDED_SETS] = [const { OnceLock::new() }; EMBEDDED_SETS];
+    if let Some(m) = CACHE[set].get() {
+        return Ok(m.clone());
+    }
+    let (name, files) = EMBEDDED_JSON[set];
+    let from_json = files
+        .iter()
+        .find(|(n, _)| *n == "ruleset.toml")
+        .and_then(|(_, json)| serde_json::from_str::<toml::Table>(json).ok())
+        .and_then(|t| toml::Value::Table(t).try_into::<Manifest>().ok());
+    let manifest = match from_json {
+        Some(m) => check_manifest(origin, m)?,
+        // Not read back (it should always be): the TOML says why.
+        None => {
+            let text = EMBEDDED
+                .get_file(format!("{name}/ruleset.toml"))
+                .and_then(|f| f.contents_utf8())
+                .ok_or_else(|| {
+                    Error::invalid(format!("{origin}: ruleset.toml is missing or not UTF-8"))
+                })?;
+            parse_manifest(origin, text)?
+        }
+    };
+    let _ = CACHE[set].set(manifest.clone());
+    Ok(manifest)
 }
 
 fn load_from_dir(dir: &Path) -> Result<RuleSet, Error> {
@@ -115,86 +187,114 @@ fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, Er
     // not set, from a rule of any file.
     let mut tables: Vec<(String, toml::Table)> = Vec::new();
     for (name, text) in files.iter().filter(|(n, _)| n != "ruleset.toml") {
-        let mut doc: toml::Table = toml::from_str(text).map_err(|e| {
+        let doc: toml::Table = toml::from_str(text).map_err(|e| {
             Error::invalid(format!("{origin}/{name}: {}", one_line(&e.to_string())))
         })?;
-        let rules = match doc.remove("rule") {
-            None => Vec::new(),
-            Some(toml::Value::Array(items)) => items,
-            Some(_) => {
+        rule_tables(&origin, name, doc, &mut tables)?;
+    }
+    assemble(origin, manifest, tables, &files)
+}
+
+/// The `[[rule]]` tables of rule file `name`, appended to `tables` with the file's name.
+fn rule_tables(
+    origin: &str,
+    name: &str,
+    mut doc: toml::Table,
+    tables: &mut Vec<(String, toml::Table)>,
+) -> Result<(), Error> {
+    let rules = match doc.remove("rule") {
+        None => Vec::new(),
+        Some(toml::Value::Array(items)) => items,
+        Some(_) => {
+            return Err(Error::invalid(format!(
+                "{origin}/{name}: `rule` must be written [[rule]]"
+            )));
+        }
+    };
+    if let Some(key) = doc.keys().next() {
+        return Err(Error::invalid(format!(
+            "{origin}/{name}: unknown key `{key}` (a rule file holds [[rule]] tables)"
+        )));
+    }
+    for item in rules {
+        match item {
+            toml::Value::Table(t) => tables.push((name.to_string(), t)),
+            _ => {
                 return Err(Error::invalid(format!(
                     "{origin}/{name}: `rule` must be written [[rule]]"
                 )));
             }
-        };
-        if let Some(key) = doc.keys().next() {
-            return Err(Error::invalid(format!(
-                "{origin}/{name}: unknown key `{key}` (a rule file holds [[rule]] tables)"
-            )));
-        }
-        for item in rules {
-            match item {
-                toml::Value::Table(t) => tables.push((name.clone(), t)),
-                _ => {
-                    return Err(Error::invalid(format!(
-                        "{origin}/{name}: `rule` must be written [[rule]]"
-                    )));
-                }
-            }
         }
     }
+    Ok(())
+}
+
+/// The rule set from its manifest and rule tables: `extends` resolved, every rule read
+/// and checked. `files` (name, text) give the lines of messages; without them (the
+/// pre-parsed embedded copy) a message names the file only.
+fn assemble(
+    origin: String,
+    manifest: Manifest,
+    tables: Vec<(String, toml::Table)>,
+    files: &[(String, String)],
+) -> Result<RuleSet, Error> {
+    let at = |name: &str, id: &str| {
+        let line = files
+            .iter()
+            .find(|(n, _)| n == name)
+            .and_then(|(_, text)| line_of_id(text, id));
+        match line {
+            Some(l) => format!("{origin}/{name}:{l}: rule {id}"),
+            None => format!("{origin}/{name}: rule {id}"),
+        }
+    };
+    // The rules that extend another are merged first, while their bases are whole; every
+    // other table is then moved into its rule, not copied (issue #19: CPU). An error waits
+    // for its rule's turn, so the first rule at fault is the one named.
+    let merged: Vec<Option<Result<toml::Table, Error>>> = tables
+        .iter()
+        .enumerate()
+        .map(|(i, (name, table))| {
+            let base = table.get("extends").and_then(|v| v.as_str())?;
+            let id = table.get("id").and_then(|v| v.as_str()).unwrap_or("?");
+            let found = tables
+                .iter()
+                .enumerate()
+                .find(|(j, (_, t))| {
+                    *j != i
+                        && t.get("extends").is_none()
+                        && t.get("id").and_then(|v| v.as_str()) == Some(base)
+                })
+                .map(|(_, (_, t))| t);
+            Some(match found {
+                None => Err(Error::invalid(format!(
+                    "{}: extends rule {base}, which the rule set does not have (or which extends another)",
+                    at(name, id)
+                ))),
+                Some(base_table) => inherit(base_table, table, &manifest)
+                    .map_err(|e| Error::invalid(format!("{}: {e}", at(name, id)))),
+            })
+        })
+        .collect();
     let mut rules = Vec::new();
     let mut rule_files = Vec::new();
-    for (i, (name, table)) in tables.iter().enumerate() {
-        let at = |id: &str| {
-            let line = files
-                .iter()
-                .find(|(n, _)| n == name)
-                .and_then(|(_, text)| line_of_id(text, id));
-            match line {
-                Some(l) => format!("{origin}/{name}:{l}: rule {id}"),
-                None => format!("{origin}/{name}: rule {id}"),
-            }
+    for ((name, table), merged) in tables.into_iter().zip(merged) {
+        let table = match merged {
+            None => table,
+            Some(merged) => merged?,
         };
         let id = table
             .get("id")
             .and_then(|v| v.as_str())
             .unwrap_or("?")
             .to_string();
-        let merged = match table.get("extends").and_then(|v| v.as_str()) {
-            None => table.clone(),
-            Some(base) => {
-                let found = tables
-                    .iter()
-                    .enumerate()
-                    .find(|(j, (_, t))| {
-                        *j != i
-                            && t.get("extends").is_none()
-                            && t.get("id").and_then(|v| v.as_str()) == Some(base)
-                    })
-                    .map(|(_, (_, t))| t);
-                let Some(base_table) = found else {
-                    return Err(Error::invalid(format!(
-                        "{}: extends rule {base}, which the rule set does not have (or which extends another)",
-                        at(&id)
-                    )));
-                };
-                inherit(base_table, table, &manifest)
-                    .map_err(|e| Error::invalid(format!("{}: {e}", at(&id))))?
-            }
-        };
-        let id = merged
-            .get("id")
-            .and_then(|v| v.as_str())
-            .unwrap_or("?")
-            .to_string();
-        let rule: Rule = toml::Value::Table(merged)
+        let rule: Rule = toml::Value::Table(table)
             .try_into()
             .map_err(|e: toml::de::Error| {
-                Error::invalid(format!("{}: {}", at(&id), one_line(&e.to_string())))
+                Error::invalid(format!("{}: {}", at(&name, &id), one_line(&e.to_string())))
             })?;
         rules.push(rule);
-        rule_files.push(name.clone());
+        rule_files.push(name);
     }
     let set = RuleSet {
         manifest,
@@ -215,12 +315,17 @@ pub const OWN_FLAGS: &[&str] = &[
 
 /// Read and check `ruleset.toml`.
 fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, Error> {
-    let mut manifest: Manifest = toml::from_str(text).map_err(|e| {
+    let manifest: Manifest = toml::from_str(text).map_err(|e| {
         Error::invalid(format!(
             "{origin}/ruleset.toml: {}",
             one_line(&e.to_string())
         ))
     })?;
+    check_manifest(origin, manifest)
+}
+
+/// A read manifest checked: its flags and computed defaults.
+fn check_manifest(origin: &str, mut manifest: Manifest) -> Result<Manifest, Error> {
     if let Some(legacy) = manifest.detail_layers.take() {
         manifest
             .computed
@@ -284,12 +389,16 @@ pub fn load_manifest(spec: &str) -> Result<Manifest, Error> {
         return parse_manifest(&path.display().to_string(), &text);
     }
     if let Some(file) = EMBEDDED.get_file(format!("{spec}/ruleset.toml")) {
+        let origin = format!("embedded:{spec}");
+        if let Some(set) = file.path().parent().and_then(json_index) {
+            return embedded_manifest(&origin, set);
+        }
         let text = file.contents_utf8().ok_or_else(|| {
             Error::invalid(format!(
                 "embedded rule set {spec}: ruleset.toml is not UTF-8"
             ))
         })?;
-        return parse_manifest(&format!("embedded:{spec}"), text);
+        return parse_manifest(&origin, text);
     }
     // The full load says why, as `add` would.
     load_rule_set_lazy(spec).map(|s| s.manifest)
@@ -351,6 +460,51 @@ fn one_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The pre-parsed copy of every embedded set (build.rs) is what its TOML gives: the
+    /// same files, the same tables, the same rule set, and it loads without the fallback.
+    #[test]
+    fn the_pre_parsed_embedded_sets_are_their_toml() {
+        let names = embedded_names();
+        assert_eq!(
+            names,
+            EMBEDDED_JSON
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            names.contains(&"memory-prints".to_string()) && names.contains(&"nvtx".to_string())
+        );
+        for (set, name) in names.iter().enumerate() {
+            let dir = EMBEDDED.get_dir(name).unwrap();
+            let mut texts = embedded_texts(dir).unwrap();
+            texts.sort();
+            let files = EMBEDDED_JSON[set].1;
+            assert_eq!(
+                texts.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+                files.iter().map(|(n, _)| *n).collect::<Vec<_>>()
+            );
+            for ((file, text), (_, json)) in texts.iter().zip(files) {
+                let from_toml: toml::Table = toml::from_str(text).unwrap();
+                let from_json: toml::Table = serde_json::from_str(json).unwrap();
+                assert_eq!(from_toml, from_json, "{name}/{file}");
+            }
+            let origin = format!("embedded:{name}");
+            let fast = from_json(&origin, set).unwrap();
+            let slow = build(origin.clone(), texts).unwrap();
+            assert!(!slow.rules.is_empty());
+            assert_eq!(format!("{fast:?}"), format!("{slow:?}"), "{name}");
+            // And what `add` gets: the cached manifest, then the cached one again.
+            let manifest = format!("{:?}", slow.manifest);
+            assert_eq!(format!("{:?}", load_manifest(name).unwrap()), manifest);
+            assert_eq!(format!("{:?}", load_manifest(name).unwrap()), manifest);
+            assert_eq!(
+                format!("{:?}", load_rules_only(name).unwrap()),
+                format!("{slow:?}")
+            );
+        }
+    }
 
     #[test]
     fn a_legacy_detail_layers_table_is_a_computed_value() {
