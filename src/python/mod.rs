@@ -456,7 +456,10 @@ mod tests {
             let mut c = n.walk();
             stack.extend(n.children(&mut c));
         }
-        assert!(found.len() >= 15, "the file exercises most fields: {found:?}");
+        assert!(
+            found.len() >= 15,
+            "the file exercises most fields: {found:?}"
+        );
     }
 
     #[test]
