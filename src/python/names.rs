@@ -204,47 +204,55 @@ pub(super) fn ancestors<'a>(root: Node<'a>, node: Node<'a>) -> Vec<Node<'a>> {
     path
 }
 
+/// Every read in `range` below `top` (whose ancestors, the root first, are `path`), in
+/// source order. One cursor walks the whole subtree: a cursor per node would allocate
+/// and free its stack at every node of inserted code and host alike.
 fn visit_reads<'a>(
     src: &Source,
     analysis: &Analysis<'a>,
     range: &Range<usize>,
-    node: Node<'a>,
+    top: Node<'a>,
     path: &mut Vec<Node<'a>>,
     out: &mut Vec<UnboundRead>,
 ) {
-    if node.end_byte() <= range.start || node.start_byte() >= range.end {
-        return;
-    }
-    if node.kind_of() == "identifier" && range.contains(&node.start_byte()) {
-        if analysis.is_read(node, path.last().copied()) {
-            let name = src.text_of(node);
-            match analysis.resolve(node, name, path) {
-                Resolution::Bound => {}
-                Resolution::BoundLater => out.push(UnboundRead {
-                    name: name.to_string(),
-                    at: node.start_byte(),
-                    bound_later: true,
-                }),
-                Resolution::Unbound => out.push(UnboundRead {
-                    name: name.to_string(),
-                    at: node.start_byte(),
-                    bound_later: false,
-                }),
+    let mut cursor = top.walk();
+    loop {
+        let node = cursor.node();
+        let outside = node.end_byte() <= range.start || node.start_byte() >= range.end;
+        let mut descend = !outside;
+        if !outside && node.kind_of() == "identifier" && range.contains(&node.start_byte()) {
+            descend = false;
+            if analysis.is_read(node, path.last().copied()) {
+                let name = src.text_of(node);
+                let bound_later = match analysis.resolve(node, name, path) {
+                    Resolution::Bound => None,
+                    Resolution::BoundLater => Some(true),
+                    Resolution::Unbound => Some(false),
+                };
+                if let Some(bound_later) = bound_later {
+                    out.push(UnboundRead {
+                        name: name.to_string(),
+                        at: node.start_byte(),
+                        bound_later,
+                    });
+                }
             }
         }
-        return;
-    }
-    path.push(node);
-    let mut cursor = node.walk();
-    if cursor.goto_first_child() {
+        if descend && cursor.goto_first_child() {
+            path.push(node);
+            continue;
+        }
+        // The next node: a sibling, or the sibling of the nearest ancestor that has one.
         loop {
-            visit_reads(src, analysis, range, cursor.node(), path, out);
-            if !cursor.goto_next_sibling() {
+            if cursor.goto_next_sibling() {
                 break;
             }
+            if !cursor.goto_parent() {
+                return;
+            }
+            path.pop();
         }
     }
-    path.pop();
 }
 
 /// Whether a name is bound where it is read.
@@ -345,6 +353,8 @@ struct Analysis<'a> {
     focus: &'a [Range<usize>],
     /// A comprehension's scope key -> the scope around it (where a walrus in it binds).
     comprehension_outer: HashMap<usize, usize>,
+    /// Cursors free for the walk to reuse.
+    cursors: Vec<tree_sitter::TreeCursor<'a>>,
 }
 
 struct ScopeSpan<'a> {
@@ -367,6 +377,7 @@ impl<'a> Analysis<'a> {
             star_import: false,
             spans: Vec::new(),
             comprehension_outer: HashMap::new(),
+            cursors: Vec::new(),
         };
         a.collect(src.root(), MODULE_KEY);
         a
@@ -628,7 +639,14 @@ impl<'a> Analysis<'a> {
     }
 
     fn collect_children(&mut self, node: Node<'a>, scope: usize) {
-        let mut cursor = node.walk();
+        // Cursors are reused (a new one allocates its stack): one per level of the walk.
+        let mut cursor = match self.cursors.pop() {
+            Some(mut c) => {
+                c.reset(node);
+                c
+            }
+            None => node.walk(),
+        };
         if cursor.goto_first_child() {
             loop {
                 self.collect(cursor.node(), scope);
@@ -637,6 +655,7 @@ impl<'a> Analysis<'a> {
                 }
             }
         }
+        self.cursors.push(cursor);
     }
 
     fn mark_all_not_reads(&mut self, node: Node) {
