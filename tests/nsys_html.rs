@@ -3,21 +3,17 @@
 //! Rendered in headless Chromium when /usr/bin/chromium exists (required when
 //! INSTRUMENT_REQUIRE_CHROMIUM=1).
 
+mod nsys_common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use nsys_common::write_export;
 use serde_json::Value;
 
 fn generate(dir: &Path, args: &[&str]) -> (PathBuf, Value) {
     let out = dir.join("x.sqlite");
-    let o = Command::new(std::env::var("INSTRUMENT_PYTHON").unwrap_or_else(|_| "python3".into()))
-        .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/gen_nsys_sqlite.py"))
-        .args(args)
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    write_export(&out, args);
     let truth =
         serde_json::from_str(&std::fs::read_to_string(dir.join("x.expected.json")).unwrap())
             .unwrap();
@@ -203,22 +199,10 @@ fn ranks_are_labelled_by_mesh_and_their_stages_charted() {
     let run = d.path().join("run");
     std::fs::create_dir(&run).unwrap();
     for node in ["0", "1"] {
-        let o =
-            Command::new(std::env::var("INSTRUMENT_PYTHON").unwrap_or_else(|_| "python3".into()))
-                .arg(PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tools/gen_nsys_sqlite.py"))
-                .args([
-                    "--scenario",
-                    "dualpipe",
-                    "--ranks",
-                    "4",
-                    "--node",
-                    node,
-                    "--out",
-                ])
-                .arg(run.join(format!("pithtrain_node{node}.sqlite")))
-                .output()
-                .unwrap();
-        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        write_export(
+            &run.join(format!("pithtrain_node{node}.sqlite")),
+            &["--scenario", "dualpipe", "--ranks", "4", "--node", node],
+        );
     }
     let page = write_html(&run, &d.path().join("report.html"));
     let o = Command::new(env!("CARGO_BIN_EXE_instrument"))

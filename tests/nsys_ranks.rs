@@ -30,15 +30,19 @@ fn runs() -> &'static Runs {
         for (d, variant) in [(&base, "base"), (&regressed, "regressed")] {
             std::fs::create_dir(d).unwrap();
             for node in ["0", "1"] {
-                let o = Command::new(python())
-                    .arg(repo().join("tools/gen_nsys_sqlite.py"))
-                    .arg("--out")
-                    .arg(d.join(format!("pithtrain_node{node}.sqlite")))
-                    .args(["--scenario", "dualpipe", "--ranks", "4", "--node", node])
-                    .args(["--variant", variant])
-                    .output()
-                    .unwrap();
-                assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+                write_export(
+                    &d.join(format!("pithtrain_node{node}.sqlite")),
+                    &[
+                        "--scenario",
+                        "dualpipe",
+                        "--ranks",
+                        "4",
+                        "--node",
+                        node,
+                        "--variant",
+                        variant,
+                    ],
+                );
             }
         }
         Runs {
@@ -796,11 +800,9 @@ fn bad_arguments_are_one_line_and_exit_2() {
 fn an_nvtx_table_out_of_order_gives_the_same_figures() {
     let d = tempfile::tempdir().unwrap();
     let db = d.path().join("pithtrain_node0.sqlite");
-    let o = Command::new(python())
-        .arg(repo().join("tools/gen_nsys_sqlite.py"))
-        .arg("--out")
-        .arg(&db)
-        .args([
+    write_export(
+        &db,
+        &[
             "--scenario",
             "dualpipe",
             "--ranks",
@@ -808,10 +810,8 @@ fn an_nvtx_table_out_of_order_gives_the_same_figures() {
             "--node",
             "0",
             "--shuffle-nvtx",
-        ])
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        ],
+    );
     let e = report_json_with(&db, &["--top", "1"]);
     let kinds: Vec<&str> = e["notes"]
         .as_array()

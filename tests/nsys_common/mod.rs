@@ -20,14 +20,13 @@ pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Generate an export; returns (sqlite path, expected truth, tempdir guard).
-pub fn generate(args: &[&str]) -> (PathBuf, Value, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let out = dir.path().join("x.sqlite");
+/// Write an export to `out` with tools/gen_nsys_sqlite.py `args` (its truth lands beside
+/// it, `x.expected.json` for `x.sqlite`).
+pub fn write_export(out: &Path, args: &[&str]) {
     let o = Command::new(python())
         .arg(repo().join("tools/gen_nsys_sqlite.py"))
         .arg("--out")
-        .arg(&out)
+        .arg(out)
         .args(args)
         .output()
         .expect("python3 runs the generator");
@@ -36,6 +35,13 @@ pub fn generate(args: &[&str]) -> (PathBuf, Value, tempfile::TempDir) {
         "generator failed: {}",
         String::from_utf8_lossy(&o.stderr)
     );
+}
+
+/// Generate an export; returns (sqlite path, expected truth, tempdir guard).
+pub fn generate(args: &[&str]) -> (PathBuf, Value, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x.sqlite");
+    write_export(&out, args);
     let expected: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("x.expected.json")).unwrap())
             .unwrap();
