@@ -1,9 +1,18 @@
 //! `--gate PCT` for before/after comparisons: a figure that grew by more than PCT per cent fails
 //! the comparison (exit 1), so a CI job can hold a change to its claim. Every reader with a
-//! `--diff` uses this one definition of "grew by more than".
+//! `--diff` uses this one definition of "grew by more than", and this one view of its figures
+//! (`judge`): the largest relative change first, in the report's units, and a one-line verdict
+//! as the last line. A gate with nothing comparable never passes: it is refused (exit 2),
+//! saying why.
 
 use std::fmt;
+use std::fmt::Write as _;
 use std::str::FromStr;
+
+use serde::Serialize;
+
+use crate::exit;
+use crate::findings::{Unit, Where};
 
 /// The largest growth allowed, in per cent of the before figure.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,9 +72,260 @@ pub fn change_percent(before: f64, after: f64) -> String {
     format!("{:+.1}%", (after - before) / before * 100.0)
 }
 
+/// One figure of both runs, as a reader pairs them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Paired {
+    pub place: Where,
+    /// What the figure is: `exposed communication`, `peak allocated`.
+    pub figure: String,
+    pub unit: Unit,
+    pub before: f64,
+    pub after: f64,
+}
+
+/// A figure as the gate shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    #[serde(rename = "where")]
+    pub place: Where,
+    pub figure: String,
+    pub unit: Unit,
+    pub before: f64,
+    pub after: f64,
+    /// `+25.0%`, `-3.1%`, `new`.
+    pub change: String,
+    /// The relative growth, (after - before) / before; `null` for a figure new in the after run.
+    pub growth: Option<f64>,
+    /// Grew by more than the gate allows.
+    pub exceeded: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Passed,
+    Failed,
+    /// Nothing comparable: the gate can vouch for nothing.
+    Refused,
+}
+
+/// The gate's view of a comparison.
+#[derive(Debug, Clone, Serialize)]
+pub struct Outcome {
+    pub percent: f64,
+    pub verdict: Verdict,
+    /// Why the gate was refused; `null` otherwise.
+    pub why: Option<String>,
+    /// Figures compared (nonzero in at least one run).
+    pub compared: usize,
+    /// Figures that grew by more than the gate allows.
+    pub failed: usize,
+    /// Every compared figure, the largest relative growth first.
+    pub rows: Vec<Row>,
+}
+
+/// Judges a comparison. `refusals` are what the reader found that makes the runs not
+/// comparable as a whole (a rank on one side only, another run shape, no chunk ranges): any
+/// one refuses the gate. Figures zero in both runs compare nothing and are left out; when none
+/// is left the gate is refused too.
+pub fn judge(gate: Gate, figures: Vec<Paired>, refusals: Vec<String>) -> Outcome {
+    let mut rows: Vec<Row> = figures
+        .into_iter()
+        .filter(|p| p.before != 0.0 || p.after != 0.0)
+        .map(|p| Row {
+            change: change_percent(p.before, p.after),
+            growth: (p.before > 0.0).then(|| (p.after - p.before) / p.before),
+            exceeded: gate.exceeded(p.before, p.after),
+            place: p.place,
+            figure: p.figure,
+            unit: p.unit,
+            before: p.before,
+            after: p.after,
+        })
+        .collect();
+    rows.sort_by(|a, b| {
+        let g = |r: &Row| r.growth.unwrap_or(f64::INFINITY);
+        g(b).partial_cmp(&g(a))
+            .unwrap_or(std::cmp::Ordering::Equal)
+            .then_with(|| {
+                (b.after - b.before)
+                    .abs()
+                    .partial_cmp(&(a.after - a.before).abs())
+                    .unwrap_or(std::cmp::Ordering::Equal)
+            })
+    });
+    let failed = rows.iter().filter(|r| r.exceeded).count();
+    let (verdict, why) = if !refusals.is_empty() {
+        (Verdict::Refused, Some(refusals.join("; ")))
+    } else if rows.is_empty() {
+        (
+            Verdict::Refused,
+            Some("no figure to compare: every figure is missing or zero in both runs".into()),
+        )
+    } else if failed > 0 {
+        (Verdict::Failed, None)
+    } else {
+        (Verdict::Passed, None)
+    };
+    Outcome {
+        percent: gate.percent(),
+        verdict,
+        why,
+        compared: rows.len(),
+        failed,
+        rows,
+    }
+}
+
+impl Outcome {
+    /// 0 passed, 1 failed, 2 refused.
+    pub fn code(&self) -> u8 {
+        match self.verdict {
+            Verdict::Passed => exit::OK,
+            Verdict::Failed => exit::FOUND,
+            Verdict::Refused => exit::USER_ERROR,
+        }
+    }
+
+    /// The verdict in one line, for the tail of a CI log.
+    pub fn verdict_line(&self) -> String {
+        let largest = self.rows.first().map(|r| {
+            format!(
+                "{} {} {} ({} -> {})",
+                r.place.label(),
+                r.figure,
+                r.change,
+                r.unit.show(r.before),
+                r.unit.show(r.after)
+            )
+        });
+        let p = self.percent;
+        match self.verdict {
+            Verdict::Refused => format!(
+                "gate {p}%: REFUSED, nothing comparable: {}",
+                self.why.as_deref().unwrap_or("")
+            ),
+            Verdict::Failed => format!(
+                "gate {p}%: FAILED, {} of {} figures grew by more than {p}%; the largest: {}",
+                self.failed,
+                self.compared,
+                largest.unwrap_or_default()
+            ),
+            Verdict::Passed => format!(
+                "gate {p}%: passed, none of {} figures grew by more than {p}%; the largest change: {}",
+                self.compared,
+                largest.unwrap_or_default()
+            ),
+        }
+    }
+
+    /// The figures, largest growth first: every one that failed and up to `shown` more, then
+    /// the verdict as the last line.
+    pub fn render(&self, out: &mut String, shown: usize) {
+        if !self.rows.is_empty() {
+            let _ = writeln!(
+                out,
+                "Gate {}%: {} figures, the largest growth first",
+                self.percent, self.compared
+            );
+            let take = self.failed.max(shown).min(self.rows.len());
+            let width = self.rows[..take]
+                .iter()
+                .map(|r| r.place.label().chars().count() + r.figure.chars().count() + 1)
+                .max()
+                .unwrap_or(0)
+                .min(56);
+            for r in &self.rows[..take] {
+                let what = format!("{} {}", r.place.label(), r.figure);
+                let what = what.trim_start();
+                let line = format!(
+                    "  {} {what:<width$}  {:>12} -> {:>12}  {:>8}",
+                    if r.exceeded { "x" } else { " " },
+                    r.unit.show(r.before),
+                    r.unit.show(r.after),
+                    r.change,
+                );
+                crate::findings::text::wrap(out, &line);
+            }
+            if self.rows.len() > take {
+                let _ = writeln!(
+                    out,
+                    "    and {} more within the gate (--json lists them all)",
+                    self.rows.len() - take
+                );
+            }
+        }
+        // One line, however long: a CI log's tail shows it whole.
+        let _ = writeln!(out, "{}", self.verdict_line());
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn paired(rank: i64, figure: &str, before: f64, after: f64) -> Paired {
+        Paired {
+            place: Where::rank(rank),
+            figure: figure.into(),
+            unit: Unit::Ns,
+            before,
+            after,
+        }
+    }
+
+    #[test]
+    fn largest_growth_first_and_the_verdict_last() {
+        let g: Gate = "5".parse().unwrap();
+        let o = judge(
+            g,
+            vec![
+                paired(0, "a", 100.0, 108.0),
+                paired(5, "stage4_b exposed", 1.0e6, 6.2e6),
+                paired(1, "b", 100.0, 90.0),
+                paired(2, "c", 0.0, 0.0),
+                paired(3, "d", 0.0, 2.0e6),
+            ],
+            vec![],
+        );
+        let order: Vec<i64> = o.rows.iter().map(|r| r.place.rank.unwrap()).collect();
+        assert_eq!(
+            order,
+            vec![3, 5, 0, 1],
+            "new first, then +520%, +8%, -10%; zeros left out"
+        );
+        assert_eq!(o.verdict, Verdict::Failed);
+        assert_eq!((o.compared, o.failed), (4, 3));
+        assert_eq!(o.code(), exit::FOUND);
+        let mut text = String::new();
+        o.render(&mut text, 10);
+        assert_eq!(
+            text.lines().last().unwrap(),
+            "gate 5%: FAILED, 3 of 4 figures grew by more than 5%; the largest: rank 3 d new \
+             (0.000 ms -> 2.000 ms)"
+        );
+    }
+
+    #[test]
+    fn never_passes_on_nothing() {
+        let g: Gate = "5".parse().unwrap();
+        let none = judge(g, vec![], vec![]);
+        assert_eq!(
+            (none.verdict, none.code()),
+            (Verdict::Refused, exit::USER_ERROR)
+        );
+        let zeros = judge(g, vec![paired(0, "a", 0.0, 0.0)], vec![]);
+        assert_eq!(zeros.verdict, Verdict::Refused);
+        let refused = judge(
+            g,
+            vec![paired(0, "a", 1.0, 1.0)],
+            vec!["rank 7 only in the after run".into()],
+        );
+        assert_eq!(refused.verdict, Verdict::Refused);
+        assert_eq!(refused.why.as_deref(), Some("rank 7 only in the after run"));
+        let ok = judge(g, vec![paired(0, "a", 100.0, 104.0)], vec![]);
+        assert_eq!((ok.verdict, ok.code()), (Verdict::Passed, exit::OK));
+    }
 
     #[test]
     fn grows_by_more_than() {

@@ -9,7 +9,8 @@
 //! - `nsys`     — Nsight Systems helpers (`instrument nsys ...`);
 //! - `log`      — reading what the prints printed (`instrument log`);
 //! - `mesh`     — a run's shape as a trainer labels it (`rank=3; pp=0/2 ...`), for every reader;
-//! - `gate`     — `--gate PCT` of the before/after comparisons;
+//! - `findings` — the findings model every reader opens with, its text and HTML;
+//! - `gate`     — `--gate PCT` of the before/after comparisons, a view of their figures;
 //! - `par`      — independent work spread over the machine's cores;
 //! - `kept`     — large values left to the system when the process ends;
 //! - `cli`      — the command line, thin glue over the above.
@@ -17,6 +18,7 @@
 pub mod cli;
 pub mod codemod;
 pub mod exit;
+pub mod findings;
 pub mod gate;
 pub mod kept;
 pub mod log;
