@@ -129,13 +129,23 @@ pub struct Outcome {
 /// one refuses the gate. Figures zero in both runs compare nothing and are left out; when none
 /// is left the gate is refused too.
 pub fn judge(gate: Gate, figures: Vec<Paired>, refusals: Vec<String>) -> Outcome {
+    judge_within(
+        gate,
+        figures.into_iter().map(|p| (p, 0.0)).collect(),
+        refusals,
+    )
+}
+
+/// `judge` for figures read with a resolution (a print rounded to 0.01 GiB): growth up to each
+/// figure's resolution is rounding, never a failure.
+pub fn judge_within(gate: Gate, figures: Vec<(Paired, f64)>, refusals: Vec<String>) -> Outcome {
     let mut rows: Vec<Row> = figures
         .into_iter()
-        .filter(|p| p.before != 0.0 || p.after != 0.0)
-        .map(|p| Row {
+        .filter(|(p, _)| p.before != 0.0 || p.after != 0.0)
+        .map(|(p, resolution)| Row {
             change: change_percent(p.before, p.after),
             growth: (p.before > 0.0).then(|| (p.after - p.before) / p.before),
-            exceeded: gate.exceeded(p.before, p.after),
+            exceeded: p.after - p.before > resolution && gate.exceeded(p.before, p.after),
             place: p.place,
             figure: p.figure,
             unit: p.unit,
@@ -217,6 +227,47 @@ impl Outcome {
                 largest.unwrap_or_default()
             ),
         }
+    }
+
+    /// The gate on an HTML page: the verdict first (a page has no tail), then every figure,
+    /// largest growth first, the failed ones marked.
+    pub fn render_html(&self, out: &mut String) {
+        use crate::findings::html::esc;
+        let class = match self.verdict {
+            Verdict::Passed => "passed",
+            Verdict::Failed => "failed",
+            Verdict::Refused => "refused",
+        };
+        let _ = write!(
+            out,
+            "<section class=\"gate {class}\"><h2>Gate</h2><p><b>{}</b></p>",
+            esc(&self.verdict_line())
+        );
+        if !self.rows.is_empty() {
+            out.push_str(
+                "<table><tr><th></th><th>where</th><th>figure</th><th>before</th><th>after</th>\
+                 <th>change</th></tr>",
+            );
+            for r in &self.rows {
+                let _ = write!(
+                    out,
+                    "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                    if r.exceeded {
+                        " class=\"exceeded\""
+                    } else {
+                        ""
+                    },
+                    if r.exceeded { "&#10007;" } else { "" },
+                    esc(&r.place.label()),
+                    esc(&r.figure),
+                    esc(&r.unit.show(r.before)),
+                    esc(&r.unit.show(r.after)),
+                    esc(&r.change)
+                );
+            }
+            out.push_str("</table>");
+        }
+        out.push_str("</section>");
     }
 
     /// The figures, largest growth first: every one that failed and up to `shown` more, then
@@ -325,6 +376,9 @@ mod tests {
         assert_eq!(refused.why.as_deref(), Some("rank 7 only in the after run"));
         let ok = judge(g, vec![paired(0, "a", 100.0, 104.0)], vec![]);
         assert_eq!((ok.verdict, ok.code()), (Verdict::Passed, exit::OK));
+        // +50%, but within the figure's resolution: rounding, not growth.
+        let rounding = judge_within(g, vec![(paired(0, "a", 2.0, 3.0), 1.5)], vec![]);
+        assert_eq!((rounding.verdict, rounding.failed), (Verdict::Passed, 0));
     }
 
     #[test]

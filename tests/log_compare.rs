@@ -194,25 +194,53 @@ fn the_diff_names_the_planted_layer_the_peak_and_where_the_timelines_part() {
     };
     let (code, d, _) = gated("5");
     assert_eq!(code, Some(1));
-    assert_eq!(d["gate"]["passed"], false);
-    let failed: BTreeSet<(i64, &str)> = d["gate"]["failed"]
-        .as_array()
-        .unwrap()
+    assert_eq!(d["gate"]["verdict"], "failed");
+    let rows = d["gate"]["rows"].as_array().unwrap();
+    let failed: Vec<(i64, &str)> = rows
         .iter()
-        .map(|f| (f["rank"].as_i64().unwrap(), f["figure"].as_str().unwrap()))
+        .filter(|f| f["exceeded"] == true)
+        .map(|f| {
+            (
+                f["where"]["rank"].as_i64().unwrap(),
+                f["figure"].as_str().unwrap(),
+            )
+        })
         .collect();
-    let want: BTreeSet<(i64, &str)> = [
-        (14, "peak allocated"),
-        (14, "layer 3 saved activations, all stages"),
-    ]
-    .into();
-    assert_eq!(failed, want);
-    // The layer's saved activations grew from 20 to 276 MiB: 1280%, and the peak by less.
+    // The largest growth first: the layer's saved activations (20 -> 276 MiB, +1280%), then
+    // the peak.
+    assert_eq!(
+        failed,
+        vec![
+            (14, "layer 3 saved activations, all stages"),
+            (14, "peak allocated"),
+        ]
+    );
+    assert_eq!(d["gate"]["failed"], 2);
+    let growth: Vec<f64> = rows.iter().filter_map(|r| r["growth"].as_f64()).collect();
+    assert!(growth.windows(2).all(|w| w[0] >= w[1]), "{growth:?}");
     let (code, d, _) = gated("2000");
-    assert_eq!((code, &d["gate"]["passed"]), (Some(0), &Value::from(true)));
+    assert_eq!(
+        (code, &d["gate"]["verdict"]),
+        (Some(0), &Value::from("passed"))
+    );
     let (code, d, _) = gated("500");
     assert_eq!(code, Some(1));
-    assert_eq!(d["gate"]["failed"].as_array().unwrap().len(), 1, "{d}");
+    assert_eq!(d["gate"]["failed"], 1, "{d}");
+    // In text the verdict is the last line, for a CI log's tail.
+    let text = instrument(&[
+        "log",
+        &before.path("srun.log"),
+        "--diff",
+        &after.path("srun.log"),
+        "--gate",
+        "5",
+    ]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let last = text.lines().last().unwrap();
+    assert!(
+        last.starts_with("gate 5%: FAILED, 2 of ") && last.contains("layer 3 saved activations"),
+        "{last}"
+    );
     // The same run against itself: no change anywhere, the gate passes.
     let (code, d, _) = run_json(&[
         "log",
@@ -327,6 +355,28 @@ fn the_diff_refuses_a_wrong_comparison_in_one_line() {
     assert!(
         text.contains("rank 14: not compared, printed nothing after"),
         "{text}"
+    );
+    // With a gate, a rank on one side only refuses it: the gate vouches for the whole run
+    // or for nothing (exit 2, the reason in the JSON and as the text's last line).
+    let gate_args = [
+        "log",
+        &pp2.path("srun.log"),
+        "--diff",
+        &pp2.path("node0.console.log"),
+        "--gate",
+        "5",
+    ];
+    let mut with_json = gate_args.to_vec();
+    with_json.push("--json");
+    let (code, d, _) = run_json(&with_json);
+    assert_eq!(code, Some(2));
+    assert_eq!(d["gate"]["verdict"], "refused");
+    assert_eq!(d["gate"]["why"], "rank 14 printed nothing after");
+    let text = instrument(&gate_args);
+    assert_eq!(text.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&text.stdout).lines().last(),
+        Some("gate 5%: REFUSED, nothing comparable: rank 14 printed nothing after")
     );
     // The same rank at another place in the mesh: not compared.
     let moved = pp2.out.path().join("moved.log");

@@ -345,7 +345,17 @@ fn every_model_on_both_pipeline_layouts_reads_what_the_fake_torch_returned() {
 #[test]
 fn the_rank_that_holds_more_stands_out_where_it_holds_it() {
     let Some(py) = python() else { return };
-    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 1, &["--hold-mib", "14:300"]);
+    // Three ranks on the one stage: standing out needs three peers or more.
+    let s = scenario_full(
+        &py,
+        "qwen3-moe",
+        "qwen3-tiny",
+        1,
+        "3,5,14",
+        &[],
+        &["--hold-mib", "14:300"],
+        None,
+    );
     check_scenario(&s, "qwen3-moe pp=1, rank 14 holding 300 MiB");
     let report = log_json(&[
         &s.path("node0.console.log"),
@@ -354,6 +364,19 @@ fn the_rank_that_holds_more_stands_out_where_it_holds_it() {
     let standout = &report["across"]["standout"];
     assert_eq!(standout["rank"], 14, "{standout}");
     assert_eq!(standout["figure"], "peak allocated");
+    assert_eq!(standout["compared_with"], serde_json::json!([3, 5]));
+    // The same, as the report's one finding, its figure against the peers' median.
+    let f = &report["findings"].as_array().unwrap();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(
+        (&f[0]["kind"], &f[0]["where"]["rank"]),
+        (&Value::from("stands-out"), &Value::from(14))
+    );
+    assert_eq!(f[0]["figure"]["value"].as_f64(), standout["bytes"].as_f64());
+    assert_eq!(
+        f[0]["figure"]["compared_with"]["value"].as_f64(),
+        standout["median_bytes"].as_f64()
+    );
     let held = b(&s.truth["ranks"]["14"]["held_bytes"]);
     let phases = standout["phases"].as_array().unwrap();
     assert!(!phases.is_empty());
@@ -458,16 +481,45 @@ fn a_rank_out_of_memory_reports_what_the_allocator_said_and_its_snapshot() {
         "{}",
         report["findings"]
     );
-    assert_eq!(report["findings"][0]["rank"], 3);
-    assert_eq!(report["findings"][0]["kind"], "out-of-memory");
+    // One finding, an error, first: the allocation that failed, what was free of what, and
+    // the snapshot written at the error as the next step.
+    let f = &report["findings"][0];
+    assert_eq!(f["where"]["rank"], 3);
+    assert_eq!(
+        (&f["kind"], &f["severity"]),
+        (&Value::from("out-of-memory"), &Value::from("error"))
+    );
+    assert_eq!(f["figure"]["unit"], "bytes");
+    near_gib(
+        b(&f["figure"]["value"]),
+        b(&oom[0]["requested"]),
+        "requested",
+    );
     let said = format!(
-        "{:.2} GiB requested, {:.2} GiB free of {:.2} GiB",
-        b(&oom[0]["requested"]) / GIB,
+        "{:.2} GiB free of {:.2} GiB",
         b(&oom[0]["free"]) / GIB,
         b(&oom[0]["allowed"]) / GIB
     );
-    let text = report["findings"][0]["text"].as_str().unwrap();
-    assert!(text.contains(&said), "{text} vs {said}");
+    assert!(
+        f["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == &Value::from(said.clone())),
+        "{f} vs {said}"
+    );
+    assert!(f["next"].as_str().unwrap().ends_with(on_disk[0]), "{f}");
+    // In text the findings open the report, right after the files read.
+    let text = instrument(&["log", &s.path("srun.log")]);
+    let text = String::from_utf8_lossy(&text.stdout).into_owned();
+    let heading = text
+        .lines()
+        .position(|l| l.starts_with("Findings: 1 (1 error(s)"))
+        .unwrap();
+    assert!(
+        text.lines().take(heading).all(|l| !l.starts_with("==")),
+        "findings come before any rank's detail: {text}"
+    );
 }
 
 #[test]
@@ -580,13 +632,14 @@ fn ranks_stand_out_only_against_ranks_on_their_own_pipeline_stage() {
         }
     }
 
-    // Rank 5 holds 300 MiB through the step: it stands out against rank 3, its stage peer.
+    // Rank 5 holds 300 MiB through the step: it stands out against ranks 3 and 6, its stage
+    // peers.
     let s = scenario_full(
         &py,
         "qwen3-moe",
         "qwen3-tiny",
         2,
-        "3,5,14",
+        "3,5,6,14",
         &[],
         &["--hold-mib", "5:300"],
         None,
@@ -601,7 +654,7 @@ fn ranks_stand_out_only_against_ranks_on_their_own_pipeline_stage() {
     assert_eq!(standout["figure"], "peak allocated");
     assert_eq!(standout["among"], "same-stage");
     assert_eq!(standout["pp_rank"], t["5"]["pp_rank"]);
-    assert_eq!(standout["compared_with"], serde_json::json!([3]));
+    assert_eq!(standout["compared_with"], serde_json::json!([3, 6]));
     near_gib(
         b(&standout["bytes"]),
         truth_peak(&t["5"], 5),
@@ -661,7 +714,10 @@ fn ranks_each_on_their_own_stage_are_compared_only_on_costs_alike_on_every_stage
         flat.contains("ranks 3 and 14 are on different pipeline stages (3 on pp=0, 14 on pp=1)"),
         "{text}"
     );
-    assert!(flat.contains("no rank stands out"), "{text}");
+    assert!(
+        flat.contains("no rank is called out: standing out needs three ranks or more"),
+        "{text}"
+    );
     // The side-by-side table is still there.
     let table = text.split("== Across ranks").nth(1).unwrap();
     assert!(
@@ -670,13 +726,17 @@ fn ranks_each_on_their_own_stage_are_compared_only_on_costs_alike_on_every_stage
     );
 
     // The NCCL world costs rank 14 half a GiB more: a setup cost alike on every stage, so
-    // it is compared across stages, and the phases named are the setup phases it shows in.
-    let s = scenario(
+    // it is compared across stages (three ranks: 3 and 6 on pp 0, 14 on pp 1), and the
+    // phases named are the setup phases it shows in.
+    let s = scenario_full(
         &py,
         "qwen3-moe",
         "qwen3-tiny",
         2,
+        "3,6,14",
+        &[],
         &["--nccl-world-gib", "14:1.5"],
+        None,
     );
     let t = &s.truth["ranks"];
     let report = log_json(&[&s.path("srun.log")]);
@@ -684,7 +744,7 @@ fn ranks_each_on_their_own_stage_are_compared_only_on_costs_alike_on_every_stage
     assert_eq!(standout["rank"], 14, "{standout}");
     assert_eq!(standout["figure"], "NCCL world");
     assert_eq!(standout["among"], "all-ranks");
-    assert_eq!(standout["compared_with"], serde_json::json!([3]));
+    assert_eq!(standout["compared_with"], serde_json::json!([3, 6]));
     near_gib(
         b(&standout["bytes"]),
         truth_nccl(&t["14"]),
@@ -729,9 +789,9 @@ fn a_step_out_of_range_is_a_finding_of_every_profiled_rank() {
         let t = &s.truth["ranks"][r.to_string()];
         let max_steps = t["max_steps"].as_i64().unwrap();
         assert!(max_steps <= 50);
-        assert_eq!(f["rank"], r);
+        assert_eq!(f["where"]["rank"], r);
         assert_eq!(f["kind"], "warning");
-        let text = f["text"].as_str().unwrap();
+        let text = f["what"].as_str().unwrap();
         assert!(
             text.contains(&format!("--step 50 is not before max_steps {max_steps}")),
             "{text}"
@@ -756,11 +816,11 @@ fn a_step_out_of_range_is_a_finding_of_every_profiled_rank() {
     );
     let report = log_json(&[&s.path("srun.log")]);
     let findings = report["findings"].as_array().unwrap();
-    let ranks: Vec<&Value> = findings.iter().map(|f| &f["rank"]).collect();
+    let ranks: Vec<&Value> = findings.iter().map(|f| &f["where"]["rank"]).collect();
     assert_eq!(ranks, [3, 14], "{findings:?}");
     for f in findings {
         assert_eq!(f["kind"], "warning");
-        let text = f["text"].as_str().unwrap();
+        let text = f["what"].as_str().unwrap();
         assert!(text.contains("--step 2 comes before step 5"), "{text}");
     }
 }
@@ -775,10 +835,10 @@ fn a_torch_without_the_oom_observer_is_a_finding_and_the_rest_reads_as_usual() {
     assert_eq!(findings.len(), 2, "{findings:?}");
     for (f, r) in findings.iter().zip([3, 14]) {
         assert_eq!(s.truth["ranks"][r.to_string()]["oom_observer"], false);
-        assert_eq!(f["rank"], r);
+        assert_eq!(f["where"]["rank"], r);
         assert_eq!(f["kind"], "warning");
         assert!(
-            f["text"].as_str().unwrap().contains("no OOM snapshot"),
+            f["what"].as_str().unwrap().contains("no OOM snapshot"),
             "{f}"
         );
     }

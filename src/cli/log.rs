@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::exit::{Error, FOUND, InternalError, OK, user_error};
+use crate::exit::{Error, InternalError, OK, user_error};
 use crate::gate::Gate;
 use crate::log::{Options, add_estimate, diff, html, read, read_side, text};
 use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
@@ -118,8 +118,5 @@ fn compare(args: &LogArgs, set: &crate::rules::RuleSet, opts: &Options) -> Resul
         args.html.as_deref(),
         diff::html::render,
     )?;
-    Ok(match &d.gate {
-        Some(g) if !g.passed => FOUND,
-        _ => OK,
-    })
+    Ok(d.gate.as_ref().map_or(OK, |g| g.code()))
 }

@@ -104,6 +104,8 @@ pub fn across(ranks: &[RankReport]) -> Option<Across> {
             if values.len() < 2 {
                 continue;
             }
+            // The highest of two is worth a line; "the odd one out" needs three peers or more.
+            let peers_enough = values.len() >= 3;
             let all: Vec<i64> = values.iter().map(|v| v.1).collect();
             let &(rank, top) = values
                 .iter()
@@ -133,7 +135,7 @@ pub fn across(ranks: &[RankReport]) -> Option<Across> {
                             || (distance == c.distance && b > median && c.bytes <= c.median)
                     }
                 };
-                if distance > resolution * 3 / 2 && better {
+                if peers_enough && distance > resolution * 3 / 2 && better {
                     best = Some(Candidate {
                         distance,
                         figure: fi,

@@ -147,11 +147,4 @@ pub fn rank_name(rank: i64, mesh: &Option<crate::mesh::Mesh>, pp_rank: Option<i6
     }
 }
 
-/// Text for an HTML page.
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-        .replace('\'', "&#39;")
-}
+pub use crate::findings::html::esc;

@@ -8,7 +8,7 @@ use std::fmt::Write;
 use super::fmt::esc;
 use super::model::*;
 use super::text::{
-    NO_STANDOUT, command_line, gib, mesh_axes, mib, peak_text, rank_name, signed_gib, standout_text,
+    command_line, gib, mesh_axes, mib, no_standout, peak_text, rank_name, signed_gib, standout_text,
 };
 
 const GIB: f64 = 1073741824.0;
@@ -32,7 +32,7 @@ svg text{font:11px system-ui,sans-serif}.row{display:flex;flex-wrap:wrap;gap:24p
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
     o.push_str("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>instrument log</title>");
-    let _ = write!(o, "<style>{STYLE}</style>");
+    let _ = write!(o, "<style>{STYLE}{}</style>", crate::findings::html::STYLE);
     o.push_str("<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message));});</script>");
     o.push_str("</head><body><div id=\"tip\"></div>");
     let ranks: Vec<String> = r.ranks.iter().map(|x| x.rank.to_string()).collect();
@@ -47,19 +47,7 @@ pub fn render(r: &Report) -> String {
     );
     o.push_str("<p class=\"muted\">Memory as printed, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB).</p>");
     inputs(&mut o, r);
-    if !r.findings.is_empty() {
-        o.push_str("<h2>Findings</h2><div class=\"standout\">");
-        for f in &r.findings {
-            let _ = write!(
-                o,
-                "<p>rank {}: {} <span class=\"muted\">({})</span></p>",
-                f.rank,
-                esc(&f.text),
-                esc(&f.at)
-            );
-        }
-        o.push_str("</div>");
-    }
+    crate::findings::html::render(&mut o, &r.findings);
     if let Some(e) = &r.estimate
         && let Some(why) = &e.unavailable
     {
@@ -144,7 +132,7 @@ fn across(o: &mut String, a: &Across) {
             esc(&standout_text(s))
         );
     } else {
-        let _ = write!(o, "<p>{}.</p>", esc(&capitalized(NO_STANDOUT)));
+        let _ = write!(o, "<p>{}.</p>", esc(&capitalized(no_standout(a))));
     }
     if let Some(n) = &a.not_compared {
         let _ = write!(o, "<p class=\"not-compared\">{}.</p>", esc(&capitalized(n)));

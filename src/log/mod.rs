@@ -134,7 +134,7 @@ pub fn read_all(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Repo
         .filter(|r| !ranks.iter().any(|x| x.rank == *r))
         .collect();
     let across = across::across(&ranks);
-    let findings = findings::findings(&ranks);
+    let findings = findings::findings(&ranks, across.as_ref());
     Ok(Report {
         schema: model::SCHEMA,
         rules: catalog.origin.clone(),

@@ -24,7 +24,8 @@ pub struct Report {
     pub ranks: Vec<RankReport>,
     /// What went wrong or leaves the report short, every rank's, in rank order: out of
     /// memory, files not written, warnings.
-    pub findings: Vec<Finding>,
+    /// What to see first, ranked (`crate::findings`).
+    pub findings: Vec<crate::findings::Finding>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub across: Option<Across>,
     /// Ranks asked for with `--rank` that printed nothing.
@@ -358,16 +359,6 @@ pub struct DetailLayers {
     /// The layers the rank holds, as printed (`0-1, 6-7`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
-    pub at: At,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Finding {
-    pub rank: i64,
-    /// `out-of-memory`, `file-not-written` or `warning`.
-    pub kind: &'static str,
-    /// One line saying it, units included.
-    pub text: String,
     pub at: At,
 }
 

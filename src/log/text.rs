@@ -95,12 +95,7 @@ pub fn render(r: &Report) -> String {
         o,
         "Memory as printed: GiB, rounded to 0.01 GiB; saved tensors in MiB (the prints' \"MB\" are MiB)."
     );
-    if !r.findings.is_empty() {
-        let _ = writeln!(o, "Findings");
-        for f in &r.findings {
-            say(&mut o, &format!("  rank {}: {} ({})", f.rank, f.text, f.at));
-        }
-    }
+    crate::findings::text::render(&mut o, &r.findings);
     if let Some(e) = &r.estimate
         && let Some(why) = &e.unavailable
     {
@@ -445,6 +440,19 @@ fn wrap(o: &mut String, head: &str, items: &[String]) {
 /// What is said when no rank stands out.
 pub const NO_STANDOUT: &str = "no rank stands out: every figure compared is within the prints' resolution of the median of the ranks it is compared with";
 
+/// What is said when too few ranks were read to call one out: the odd one out needs three
+/// peers or more.
+pub const TOO_FEW_PEERS: &str = "no rank is called out: standing out needs three ranks or more of one pipeline stage (all ranks, for the costs alike on every stage); read the logs of more ranks";
+
+/// `NO_STANDOUT`, or `TOO_FEW_PEERS` when no figure had three ranks to compare.
+pub fn no_standout(a: &Across) -> &'static str {
+    if a.ranks.len() >= 3 {
+        NO_STANDOUT
+    } else {
+        TOO_FEW_PEERS
+    }
+}
+
 /// The rank that stands out, and the phases where it differs most, as a sentence.
 pub fn standout_text(s: &Standout) -> String {
     let others: Vec<String> = s.compared_with.iter().map(i64::to_string).collect();
@@ -621,7 +629,7 @@ fn render_across(o: &mut String, a: &Across) {
     }
     match &a.standout {
         None => {
-            say(o, &format!("  {}", NO_STANDOUT));
+            say(o, &format!("  {}", no_standout(a)));
         }
         Some(s) => say(o, &format!("  {}", standout_text(s))),
     }

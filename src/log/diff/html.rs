@@ -39,27 +39,7 @@ pub fn render(d: &DiffReport) -> String {
         let _ = write!(o, "<p class=\"muted\">Note: {}</p>", esc(n));
     }
     if let Some(g) = &d.gate {
-        if g.passed {
-            let _ = write!(o, "<p class=\"gate\">Gate {}%: passed.</p>", g.percent);
-        } else {
-            let _ = write!(
-                o,
-                "<div class=\"standout gate\"><p><b>Gate {}%: failed</b></p>",
-                g.percent
-            );
-            for f in &g.failed {
-                let _ = write!(
-                    o,
-                    "<p>{}: {} grew by {} ({} → {})</p>",
-                    esc(&who(f.rank, &f.mesh, f.pp_rank)),
-                    esc(&f.figure),
-                    esc(&f.change),
-                    amount(f.kind, f.before_bytes),
-                    amount(f.kind, f.after_bytes)
-                );
-            }
-            o.push_str("</div>");
-        }
+        g.render_html(&mut o);
     }
     let max = d
         .ranks

@@ -3,7 +3,7 @@
 //! where the two timelines part, each setup cost, and each detail layer's saved tensors per
 //! stage and over its stages. A difference within the prints' rounding is no change.
 //! `--gate PCT` fails the comparison when a rank's peak or a layer's saved activations grew
-//! by more than PCT per cent (`crate::gate`).
+//! by more than PCT per cent, and is refused when a rank is on one side only (`crate::gate`).
 //!
 //! - `model`: the comparison as data; `text`, `html`: renderers.
 
@@ -12,7 +12,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::LogError;
 use super::model::{RankReport, Report};
 use super::shape;
-use crate::gate::{Gate, change_percent};
+use crate::findings::{Unit, Where};
+use crate::gate::{Gate, Outcome, Paired, change_percent, judge_within};
 
 pub mod html;
 pub mod model;
@@ -68,7 +69,7 @@ pub fn compare(
             r.rank,
         )
     });
-    let gate = gate.map(|g| gate_result(g, &ranks));
+    let gate = gate.map(|g| gate_result(g, &ranks, &not_compared));
     Ok(DiffReport {
         schema: SCHEMA,
         rules: after.rules.clone(),
@@ -352,44 +353,45 @@ fn parting(b: &[(String, i64)], a: &[(String, i64)], res: i64) -> Option<Parting
         })
 }
 
-/// Which ranks' peaks and which layers' saved activations (over their stages) grew by more
-/// than the gate allows. Growth within the prints' rounding is no growth.
-fn gate_result(g: Gate, ranks: &[RankDiff]) -> GateResult {
-    let mut failed = Vec::new();
+/// The gate's view (`crate::gate::judge_within`) of every rank's peak and every layer's saved
+/// activations over its stages. Growth within the prints' rounding is no growth (1.5 printed
+/// units, as the timelines' parting). A rank on one side only, or at other coordinates, makes
+/// the runs not comparable as a whole: the gate is refused.
+fn gate_result(g: Gate, ranks: &[RankDiff], not_compared: &[NotCompared]) -> Outcome {
+    let mut figures = Vec::new();
     for r in ranks {
+        let mut place = Where::rank(r.rank);
+        if let Some(p) = crate::log::fmt::place(&r.mesh, r.pp_rank) {
+            place = place.with_mesh(p);
+        }
         let candidates = r.peak.iter().chain(
             r.changes
                 .iter()
                 .filter(|c| c.kind == "saved-activations" && c.stage.is_none()),
         );
         for c in candidates {
-            // A figure that was not there before grew from nothing.
-            let Some(after) = c.after_bytes else { continue };
-            let before = c.before_bytes.unwrap_or(0);
             let res = if c.kind == "peak" {
                 r.resolution_bytes
             } else {
                 r.saved_resolution_bytes
             };
-            if after - before > res * 3 / 2 && g.exceeded(before as f64, after as f64) {
-                failed.push(GateFailure {
-                    rank: r.rank,
-                    mesh: r.mesh.clone(),
-                    pp_rank: r.pp_rank,
+            figures.push((
+                Paired {
+                    place: place.clone(),
                     figure: c.figure.clone(),
-                    kind: c.kind,
-                    before_bytes: before,
-                    after_bytes: after,
-                    change: c.change.clone(),
-                });
-            }
+                    unit: Unit::Bytes,
+                    before: c.before_bytes.unwrap_or(0) as f64,
+                    after: c.after_bytes.unwrap_or(0) as f64,
+                },
+                (res * 3 / 2) as f64,
+            ));
         }
     }
-    GateResult {
-        percent: g.percent(),
-        passed: failed.is_empty(),
-        failed,
-    }
+    let refusals = not_compared
+        .iter()
+        .map(|n| format!("rank {} {}", n.rank, n.why))
+        .collect();
+    judge_within(g, figures, refusals)
 }
 
 #[cfg(test)]

@@ -22,7 +22,8 @@ pub struct DiffReport {
     /// Ranks on one side only, or at other coordinates on the other side.
     pub not_compared: Vec<NotCompared>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gate: Option<GateResult>,
+    /// With `--gate`: the gate's view of the figures, its verdict last (`crate::gate`).
+    pub gate: Option<crate::gate::Outcome>,
 }
 
 #[derive(Debug, Serialize)]
@@ -109,27 +110,4 @@ pub struct NotCompared {
     /// `before`, `after` (the only side it is on), or `both` (at other coordinates).
     pub side: &'static str,
     pub why: String,
-}
-
-#[derive(Debug, Serialize)]
-pub struct GateResult {
-    pub percent: f64,
-    pub passed: bool,
-    /// Every figure that grew by more than the gate allows.
-    pub failed: Vec<GateFailure>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct GateFailure {
-    pub rank: i64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mesh: Option<Mesh>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub pp_rank: Option<i64>,
-    pub figure: String,
-    /// `peak` or `saved-activations`.
-    pub kind: &'static str,
-    pub before_bytes: i64,
-    pub after_bytes: i64,
-    pub change: String,
 }

@@ -138,28 +138,8 @@ pub fn render(d: &DiffReport) -> String {
         );
     }
     if let Some(g) = &d.gate {
-        if g.passed {
-            let _ = writeln!(
-                o,
-                "\ngate {}%: passed (no rank's peak and no layer's saved activations grew by more)",
-                g.percent
-            );
-        } else {
-            let _ = writeln!(o, "\ngate {}%: FAILED", g.percent);
-            for f in &g.failed {
-                say(
-                    &mut o,
-                    &format!(
-                        "  {}: {} grew by {} ({} -> {})",
-                        who(f.rank, &f.mesh, f.pp_rank),
-                        f.figure,
-                        f.change,
-                        amount(f.kind, f.before_bytes),
-                        amount(f.kind, f.after_bytes)
-                    ),
-                );
-            }
-        }
+        o.push('\n');
+        g.render(&mut o, 10);
     }
     o
 }
