@@ -162,6 +162,26 @@ impl Classify for InternalError {
     }
 }
 
+/// The class of an I/O error by what the system said, the same in every command: a path that
+/// is not there, not a file, not a folder, not allowed or on a read-only file system is the
+/// user's to fix (2); a full disk, a failing device or anything else is the system's (3).
+pub fn io_class(e: &std::io::Error) -> Class {
+    use std::io::ErrorKind::*;
+    match e.kind() {
+        NotFound | PermissionDenied | IsADirectory | NotADirectory | AlreadyExists
+        | InvalidInput | InvalidFilename | ReadOnlyFilesystem | DirectoryNotEmpty => Class::User,
+        _ => Class::Io,
+    }
+}
+
+/// An I/O error as one line, with the class `io_class` gives it.
+pub fn io_error(e: &std::io::Error, msg: impl Into<String>) -> Error {
+    match io_class(e) {
+        Class::User => Error::from(UserError(msg.into())),
+        _ => Error::from(IoError(msg.into())),
+    }
+}
+
 /// Shorthand for an error the user can fix, exit 2 (the command line's own checks of its
 /// arguments).
 pub fn user_error(msg: impl Into<String>) -> Error {
@@ -187,6 +207,20 @@ mod tests {
                 Sample::Read(_) => Class::Io,
             }
         }
+    }
+
+    #[test]
+    fn io_errors_are_classed_by_what_the_system_said() {
+        use std::io::{Error as E, ErrorKind as K};
+        for k in [K::NotFound, K::PermissionDenied, K::IsADirectory, K::NotADirectory] {
+            assert_eq!(io_error(&E::from(k), "x").code(), USER_ERROR, "{k:?}");
+        }
+        for k in [K::StorageFull, K::QuotaExceeded, K::Other, K::UnexpectedEof] {
+            assert_eq!(io_error(&E::from(k), "x").code(), INTERNAL, "{k:?}");
+        }
+        // A real one: a folder where a file is read.
+        let e = std::fs::read_to_string("/").unwrap_err();
+        assert_eq!(io_class(&e), Class::User);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::exit::{Error, user_error};
+use crate::exit::{Error, io_error, user_error};
 
 /// Write `contents` to `path` atomically; on failure the temporary file is removed and
 /// the error names the file and `what` it was to hold.
@@ -17,9 +17,11 @@ pub fn write_atomically(path: &Path, what: &str, contents: &[u8]) -> Result<(), 
         f.sync_all()?;
         std::fs::rename(&tmp, path)
     })();
+    // A full disk is the system's failure (exit 3), a folder that is a file the user's (2):
+    // the same classes in every command (`exit::io_class`).
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        user_error(format!("{}: cannot write {what}: {e}", path.display()))
+        io_error(&e, format!("{}: cannot write {what}: {e}", path.display()))
     })
 }
 

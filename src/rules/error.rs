@@ -34,7 +34,7 @@ impl Error {
 impl Classify for Error {
     fn class(&self) -> Class {
         match self {
-            Error::Read { .. } => Class::Io,
+            Error::Read { source, .. } => crate::exit::io_class(source),
             _ => Class::User,
         }
     }
