@@ -11,6 +11,7 @@
 //! - `analysis` — device choice, totals per device/stream, sites of live memory;
 //! - `trace`    — `device_traces`: counts, pending frees, OOMs, retention, bursts;
 //! - `steps`    — training steps: the run's own markers first, else a guess;
+//! - `schedule` — a marked pipeline schedule: memory per schedule event;
 //! - `expandable` — expandable segments as torch keeps them (mapped pages);
 //! - `oom`      — the allocator's state at an OOM, and why it failed;
 //! - `patterns` — the named patterns with evidence and fix;
@@ -34,6 +35,7 @@ pub mod ranks;
 pub mod read;
 pub mod report;
 pub mod run;
+pub mod schedule;
 pub mod sites;
 pub mod steps;
 pub mod trace;

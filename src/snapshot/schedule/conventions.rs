@@ -1,0 +1,149 @@
+//! The schedule conventions as data (`conventions.toml`, embedded): which annotations are
+//! schedule events and detail-layer stages, and the categories of memory in the trainer's own
+//! words. The Rust knows no trainer: it reads the table.
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+pub const BUILTIN: &str = include_str!("conventions.toml");
+
+#[derive(Deserialize)]
+struct Raw {
+    schedule: RawSchedule,
+    #[serde(default)]
+    category: Vec<RawCategory>,
+    structural: Structural,
+}
+
+#[derive(Deserialize)]
+struct RawSchedule {
+    event: String,
+    stage: String,
+    #[serde(default)]
+    steps: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct RawCategory {
+    name: String,
+    #[serde(default)]
+    files: Vec<String>,
+    #[serde(default)]
+    functions: Vec<String>,
+}
+
+/// The names of the categories given by where an allocation lives in the schedule.
+#[derive(Deserialize, Clone, Debug)]
+pub struct Structural {
+    pub temporary: String,
+    pub saved: String,
+    pub deferred: String,
+    pub gradient: String,
+    pub other: String,
+}
+
+/// A category named by an allocation's frames.
+#[derive(Clone, Debug)]
+pub struct FrameRule {
+    pub name: String,
+    pub files: Vec<String>,
+    pub functions: Vec<String>,
+}
+
+impl FrameRule {
+    pub fn matches(&self, file: &str, function: &str) -> bool {
+        self.files.iter().any(|f| file.contains(f.as_str()))
+            || self.functions.iter().any(|f| f == function)
+    }
+}
+
+pub struct Conventions {
+    /// A schedule event's name: groups `step`, `iter`, `op`.
+    pub event: Regex,
+    /// A detail layer's stage: groups `layer`, `stage`.
+    pub stage: Regex,
+    /// What each step of the schedule does, by its number.
+    pub steps: BTreeMap<u8, String>,
+    pub frames: Vec<FrameRule>,
+    pub structural: Structural,
+}
+
+impl Conventions {
+    pub fn parse(text: &str) -> Result<Conventions, String> {
+        let raw: Raw = toml::from_str(text).map_err(|e| e.to_string())?;
+        let re = |what: &str, p: &str, groups: &[&str]| -> Result<Regex, String> {
+            let r = Regex::new(p).map_err(|e| format!("[schedule] {what}: {e}"))?;
+            for g in groups {
+                if !r.capture_names().any(|n| n == Some(g)) {
+                    return Err(format!("[schedule] {what}: no group `(?P<{g}>...)`"));
+                }
+            }
+            Ok(r)
+        };
+        let mut steps = BTreeMap::new();
+        for (k, v) in raw.schedule.steps {
+            let n: u8 = k
+                .parse()
+                .map_err(|_| format!("[schedule.steps] {k:?} is not a step number"))?;
+            steps.insert(n, v);
+        }
+        Ok(Conventions {
+            event: re("event", &raw.schedule.event, &["step", "iter", "op"])?,
+            stage: re("stage", &raw.schedule.stage, &["layer", "stage"])?,
+            steps,
+            frames: raw
+                .category
+                .into_iter()
+                .map(|c| FrameRule {
+                    name: c.name,
+                    files: c.files,
+                    functions: c.functions,
+                })
+                .collect(),
+            structural: raw.structural,
+        })
+    }
+
+    /// The embedded table (checked by a unit test, so it always parses).
+    pub fn builtin() -> &'static Conventions {
+        static C: OnceLock<Conventions> = OnceLock::new();
+        C.get_or_init(|| Conventions::parse(BUILTIN).expect("the embedded schedule table parses"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_table_reads_the_estimators_names() {
+        let c = Conventions::builtin();
+        for (name, step, op) in [
+            ("S1.i0 fwd(p0) c0", "1", "fwd"),
+            ("S3.i1 bwd(p1,zb=True) c1", "3", "bwd"),
+            ("S4.i5 fwd_bwd(p1,p0) fc7/bc5", "4", "fwd_bwd"),
+            ("S4.i0.last_rank bwd(p1,zb=False) c0", "4", "bwd"),
+            ("S8.i0 weight_chunk", "8", "weight_chunk"),
+        ] {
+            let m = c.event.captures(name).unwrap_or_else(|| panic!("{name}"));
+            assert_eq!((&m["step"], &m["op"]), (step, op), "{name}");
+        }
+        for not in ["static_baseline", "Optimizer.step#AdamW.step", "S9.i0 fwd(p0) c0"] {
+            assert!(c.event.captures(not).is_none(), "{not}");
+        }
+        let m = c.stage.captures("layer25.stage3_f").unwrap();
+        assert_eq!((&m["layer"], &m["stage"]), ("25", "stage3_f"));
+        assert_eq!(c.steps.len(), 8);
+        assert!(c.frames.iter().any(|r| r.name == "communication buffers"));
+    }
+
+    #[test]
+    fn a_table_without_the_groups_is_refused() {
+        let bad = BUILTIN.replace("(?P<op>", "(?P<operation>");
+        let e = Conventions::parse(&bad).err().unwrap();
+        assert!(e.contains("no group `(?P<op>...)`"), "{e}");
+    }
+}
