@@ -243,11 +243,26 @@ pub fn install(root: &Path, force: bool) -> Result<Report, Error> {
         }
     }
 
-    // Then write: each file through a temporary beside it, the manifest last.
-    let mut manifest = Manifest {
+    // Then write. The manifest first names the new files too, so a run stopped midway (a full
+    // disk) leaves nothing a second install would take for someone else's; each file goes
+    // through a temporary beside it; the final manifest last.
+    let skills_manifest = skills_dir.join(MANIFEST);
+    let mut pending = Manifest {
         schema: SCHEMA.into(),
         version: env!("CARGO_PKG_VERSION").into(),
+        files: old.files.clone(),
+    };
+    for (rel, bytes) in &bundled_files {
+        pending
+            .files
+            .entry(rel.to_string())
+            .or_insert_with(|| hash(bytes));
+    }
+    std::fs::create_dir_all(&skills_dir).map_err(|e| io(&skills_dir, e))?;
+    write_atomically(&skills_manifest, &manifest_bytes(&pending))?;
+    let mut manifest = Manifest {
         files: BTreeMap::new(),
+        ..pending
     };
     for (rel, bytes) in &bundled_files {
         let path = skills_dir.join(rel);
@@ -268,10 +283,13 @@ pub fn install(root: &Path, force: bool) -> Result<Report, Error> {
         prune_empty(&skills_dir, &rel);
         report.removed.push(shown(&rel));
     }
-    let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes") + "\n";
-    write_atomically(&skills_dir.join(MANIFEST), text.as_bytes())?;
+    write_atomically(&skills_manifest, &manifest_bytes(&manifest))?;
     report.skills = bundle.into_iter().map(|s| s.name).collect();
     Ok(report)
+}
+
+fn manifest_bytes(m: &Manifest) -> Vec<u8> {
+    (serde_json::to_string_pretty(m).expect("a manifest serializes") + "\n").into_bytes()
 }
 
 /// Delete the files `install` wrote (as the manifest names them), the folders that leaves
