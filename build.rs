@@ -12,6 +12,8 @@ use std::path::Path;
 
 fn main() {
     println!("cargo:rerun-if-changed=rules");
+    // The skills are embedded too (src/skills): a changed SKILL.md rebuilds the binary.
+    println!("cargo:rerun-if-changed=skills");
     let out_dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     let mut sets: Vec<_> = std::fs::read_dir("rules")
         .unwrap_or_else(|e| fail(&format!("rules: {e}")))

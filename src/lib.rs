@@ -13,6 +13,7 @@
 //! - `gate`     — `--gate PCT` of the before/after comparisons, a view of their figures;
 //! - `par`      — independent work spread over the machine's cores;
 //! - `kept`     — large values left to the system when the process ends;
+//! - `skills`   — skills for pithtrain's agents, written into `.agents/skills/` and taken out;
 //! - `cli`      — the command line, thin glue over the above.
 
 pub mod cli;
@@ -27,4 +28,5 @@ pub mod nsys;
 pub mod par;
 pub mod python;
 pub mod rules;
+pub mod skills;
 pub mod snapshot;

@@ -16,6 +16,7 @@ pub mod log;
 pub mod nsys;
 pub mod output;
 pub mod rules;
+pub mod skills;
 pub mod snapshot;
 
 #[derive(Parser, Debug)]
@@ -87,6 +88,9 @@ pub enum Command {
     Nsys(nsys::NsysCommand),
     /// Read what an instrumented run printed: per rank and across ranks, as text, JSON or HTML.
     Log(log::LogArgs),
+    /// Install instrument's skills into a checkout's .agents/skills/ for pithtrain's agents, or remove them.
+    #[command(subcommand)]
+    Skills(skills::SkillsCommand),
     /// Print shell completions (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(CompletionsArgs),
 }
@@ -199,6 +203,7 @@ pub fn run() -> ExitCode {
         Command::Snapshot(args) => snapshot::run(args),
         Command::Nsys(cmd) => nsys::run(cmd),
         Command::Log(args) => log::run(args),
+        Command::Skills(cmd) => skills::run(cmd),
         Command::Completions(args) => {
             // The default rule set's parameters are `add`'s flags in the completions.
             let manifest = crate::rules::load::load_manifest(crate::rules::DEFAULT_SET).ok();
