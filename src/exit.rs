@@ -212,7 +212,12 @@ mod tests {
     #[test]
     fn io_errors_are_classed_by_what_the_system_said() {
         use std::io::{Error as E, ErrorKind as K};
-        for k in [K::NotFound, K::PermissionDenied, K::IsADirectory, K::NotADirectory] {
+        for k in [
+            K::NotFound,
+            K::PermissionDenied,
+            K::IsADirectory,
+            K::NotADirectory,
+        ] {
             assert_eq!(io_error(&E::from(k), "x").code(), USER_ERROR, "{k:?}");
         }
         for k in [K::StorageFull, K::QuotaExceeded, K::Other, K::UnexpectedEof] {

@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from snapgen import bench, randomized, scenarios, scenarios_run  # noqa: E402
+from snapgen import bench, randomized, scenarios, scenarios_run, scenarios_schedule  # noqa: E402
 
 
 def main():
@@ -43,7 +43,7 @@ def main():
     elif a.random is not None:
         randomized.generate(a.out, a.random, a.seed)
     else:
-        scenarios.generate(a.out, a.all_forms, extra=scenarios_run.ALL)
+        scenarios.generate(a.out, a.all_forms, extra=scenarios_run.ALL + scenarios_schedule.ALL)
 
 
 if __name__ == "__main__":

@@ -131,7 +131,11 @@ mod tests {
             let m = c.event.captures(name).unwrap_or_else(|| panic!("{name}"));
             assert_eq!((&m["step"], &m["op"]), (step, op), "{name}");
         }
-        for not in ["static_baseline", "Optimizer.step#AdamW.step", "S9.i0 fwd(p0) c0"] {
+        for not in [
+            "static_baseline",
+            "Optimizer.step#AdamW.step",
+            "S9.i0 fwd(p0) c0",
+        ] {
             assert!(c.event.captures(not).is_none(), "{not}");
         }
         let m = c.stage.captures("layer25.stage3_f").unwrap();

@@ -25,9 +25,15 @@ pub fn findings(s: &ScheduleMemory, place: &Where) -> Vec<Finding> {
             gib(e.live_start_bytes)
         ));
         if let Some(a) = e.allocated.first() {
-            f = f.evidence(format!("allocated inside it, most: {} {}", gib(a.bytes), a.name));
+            f = f.evidence(format!(
+                "allocated inside it, most: {} {}",
+                gib(a.bytes),
+                a.name
+            ));
         }
-        out.push(f.next("read the out-of-memory snapshot of this rank for the allocation that failed"));
+        out.push(
+            f.next("read the out-of-memory snapshot of this rank for the allocation that failed"),
+        );
     }
     if let Some(i) = s.peak_event {
         let e = &s.events[i];
@@ -43,7 +49,10 @@ pub fn findings(s: &ScheduleMemory, place: &Where) -> Vec<Finding> {
                 "made by a {} allocation ({}){}",
                 gib(p.bytes),
                 p.category,
-                p.site.as_ref().map(|s| format!(" at {s}")).unwrap_or_default()
+                p.site
+                    .as_ref()
+                    .map(|s| format!(" at {s}"))
+                    .unwrap_or_default()
             ));
         }
         f = f.evidence(format!(
@@ -52,7 +61,11 @@ pub fn findings(s: &ScheduleMemory, place: &Where) -> Vec<Finding> {
             gib(e.live_end_bytes)
         ));
         if let Some(a) = e.allocated.first() {
-            f = f.evidence(format!("allocated inside it, most: {} {}", gib(a.bytes), a.name));
+            f = f.evidence(format!(
+                "allocated inside it, most: {} {}",
+                gib(a.bytes),
+                a.name
+            ));
         }
         out.push(f.next(
             "put the estimator beside it: instrument log --estimate (or the run report) for this \

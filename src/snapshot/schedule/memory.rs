@@ -79,6 +79,9 @@ struct Categoriser<'a> {
     event_at: Vec<usize>,
     events: Vec<&'a Span>,
     by_stack: BTreeMap<StackId, Option<usize>>,
+    /// The schedule ran to its end (no event left open): what is still live then is no
+    /// chunk's activations, which every backward of the step has freed.
+    finished: bool,
 }
 
 impl<'a> Categoriser<'a> {
@@ -90,12 +93,14 @@ impl<'a> Categoriser<'a> {
                 *slot = k;
             }
         }
+        let finished = !marks.spans.iter().any(|s| s.open);
         Categoriser {
             conv,
             snap,
             event_at,
             events,
             by_stack: BTreeMap::new(),
+            finished,
         }
     }
 
@@ -143,8 +148,16 @@ impl<'a> Categoriser<'a> {
             Kind::Event { op, .. } => op.clone(),
             Kind::Stage { .. } => String::new(),
         };
-        let zb = matches!(born.kind, Kind::Event { zero_bubble: true, .. });
+        let zb = matches!(
+            born.kind,
+            Kind::Event {
+                zero_bubble: true,
+                ..
+            }
+        );
         match (op(born).as_str(), dies.map(op).as_deref()) {
+            // An overlapped chunk's backward makes gradients that outlive the step.
+            ("fwd_bwd", None) if self.finished => s.gradient.clone(),
             ("fwd" | "fwd_bwd", Some("bwd" | "fwd_bwd") | None) => s.saved.clone(),
             ("bwd", Some("weight_chunk")) if zb => s.deferred.clone(),
             ("bwd" | "fwd_bwd" | "weight_chunk", _) => s.gradient.clone(),
@@ -240,7 +253,10 @@ pub fn per_event(
                 let r = ta.recs[a as usize];
                 PeakBy {
                     bytes: r.size,
-                    site: attr.attribute(snap, r.stack).site.map(|f| frame_label(snap, f)),
+                    site: attr
+                        .attribute(snap, r.stack)
+                        .site
+                        .map(|f| frame_label(snap, f)),
                     category: category_of(a, &mut cat),
                 }
             })
