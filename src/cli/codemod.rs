@@ -217,11 +217,13 @@ fn render_add(r: &AddReport) {
         }
         for g in &r.groups {
             let state = if g.applies() {
-                "would apply"
+                "would apply".to_string()
+            } else if !g.needs.is_empty() && g.failures.is_empty() {
+                format!("cannot apply (needs group {})", g.needs.join(", "))
             } else if g.skipped_for_dependency {
-                "cannot apply (needs a group that cannot)"
+                "cannot apply (needs a group that cannot)".to_string()
             } else {
-                "cannot apply"
+                "cannot apply".to_string()
             };
             let files: Vec<&str> = g.files.iter().map(|s| s.as_str()).collect();
             let _ = writeln!(
@@ -248,6 +250,19 @@ fn render_add(r: &AddReport) {
         return;
     }
     for g in r.groups.iter().filter(|g| !g.applies()) {
+        if !g.needs.is_empty() && g.failures.is_empty() {
+            let why = g
+                .needs_why
+                .as_deref()
+                .map_or(String::new(), |w| format!(": {w}"));
+            let _ = writeln!(
+                err,
+                "skipped group {} (--partial): it requires group {}, which does not apply{why}",
+                g.group,
+                g.needs.join(", ")
+            );
+            continue;
+        }
         let _ = writeln!(err, "skipped group {} (--partial):", g.group);
         for f in &g.failures {
             let _ = writeln!(err, "  {f}");
