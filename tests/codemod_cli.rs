@@ -101,3 +101,37 @@ fn completions_cover_the_commands_and_flags() {
     let out = instrument(&["completions", "tcsh"], &repo_root());
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Every `--json` names its schema one way, `instrument.<name>/<n>`: add, remove,
+/// status, check, rules, explain, log and snapshot (issue #26 found five spellings).
+#[test]
+fn every_json_output_names_its_schema_instrument_name_slash_n() {
+    let dir = scratch_copy(&fixture());
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("rank0.log");
+    std::fs::write(
+        &log,
+        "[rank=0 pp=0] Before pipeline: 1.00 GiB | alloc=1.00 cached=0.00 non-pt=0.50\n",
+    )
+    .unwrap();
+    let snapshot = repo_root().join("fixtures/snapshots/ddp/snapshot.pickle");
+    let (log, snapshot) = (log.to_str().unwrap(), snapshot.to_str().unwrap());
+    let runs: [(&[&str], &str); 8] = [
+        (&["add", "qwen3-moe", "--json"], "instrument.add/1"),
+        (&["status", "--json"], "instrument.status/1"),
+        (&["check", "--json"], "instrument.status/1"),
+        (&["explain", "qwen3-moe", "--json"], "instrument.explain/1"),
+        (&["rules", "--json"], "instrument.rules/1"),
+        (&["log", log, "--json"], "instrument.log/1"),
+        (&["snapshot", snapshot, "--json"], "instrument.snapshot/1"),
+        (&["remove", "--json"], "instrument.remove/1"),
+    ];
+    let form = regex::Regex::new(r"^instrument\.[a-z]+(\.[a-z]+)*/[0-9]+$").unwrap();
+    for (args, schema) in runs {
+        let out = instrument(args, dir.path());
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stderr(&out)));
+        assert_eq!(doc["schema"], schema, "{args:?}");
+        assert!(form.is_match(schema), "{schema}");
+    }
+}
