@@ -135,3 +135,44 @@ fn every_json_output_names_its_schema_instrument_name_slash_n() {
         assert!(form.is_match(schema), "{schema}");
     }
 }
+
+/// `status` names the model, sorts the groups, and says which values the inserted code
+/// chooses at run time instead of printing `None`.
+#[test]
+fn status_names_the_model_sorts_groups_and_says_chosen_at_run_time() {
+    let dir = scratch_copy(&fixture());
+    let out = instrument(&["add", "qwen35-moe"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = instrument(&["status", "--json"], dir.path());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["models"], serde_json::json!(["qwen35-moe"]));
+    let groups: std::collections::BTreeSet<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["regions"].as_array().unwrap())
+        .map(|r| r["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        groups,
+        ["1", "2", "3", "4", "5", "6", "7"].into_iter().collect()
+    );
+    let text = stdout(&instrument(&["status"], dir.path()));
+    assert_eq!(text.lines().next(), Some("model: qwen35-moe"), "{text}");
+    let line = |file: &str| {
+        text.lines()
+            .find(|l| l.starts_with(file))
+            .unwrap_or_else(|| panic!("no {file} in {text}"))
+            .to_string()
+    };
+    assert!(
+        line("pithtrain/dualpipe/execution.py").contains("groups 1, 5 ")
+            && line("pithtrain/dualpipe/execution.py").contains("detail_layers chosen at run time"),
+        "{text}"
+    );
+    assert!(
+        line("pithtrain/models/qwen35_moe.py").contains("groups 5 "),
+        "{text}"
+    );
+    assert!(!text.contains("None"), "{text}");
+}

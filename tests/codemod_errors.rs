@@ -390,3 +390,128 @@ fn partial_never_applies_the_pipeline_prints_without_the_group_that_turns_them_o
         stderr(&out)
     );
 }
+
+/// `refused`, and the message is one line.
+fn refused_one_line(root: &Path, args: &[&str], needles: &[&str]) {
+    let err = refused(root, args, needles);
+    assert_eq!(err.trim().lines().count(), 1, "{args:?}:\n{err}");
+}
+
+#[test]
+fn a_config_file_that_is_not_there_is_refused() {
+    let dir = scratch_copy(&fixture());
+    refused_one_line(
+        dir.path(),
+        &["add", "qwen3-moe", "--config", "no-such.json"],
+        &["--config no-such.json: no such file"],
+    );
+    refused_one_line(
+        dir.path(),
+        &["add", "qwen3-moe", "--config", "no-such.json", "--dry-run"],
+        &["--config no-such.json: no such file"],
+    );
+}
+
+/// deepseek-v2's layer 0 is dense (`first_k_dense_replace = 1`): detail prints there
+/// would print nothing of the experts.
+#[test]
+fn a_dense_layer_in_detail_layers_is_refused() {
+    let dir = scratch_copy(&fixture());
+    refused_one_line(
+        dir.path(),
+        &["add", "deepseek-v2", "--detail-layers", "0,1"],
+        &[
+            "--detail-layers 0: layer 0 is dense",
+            "its MoE layers are 1..=7",
+            "--detail-layers 1,2",
+        ],
+    );
+    let out = instrument(
+        &["add", "deepseek-v2", "--detail-layers", "1,2", "--dry-run"],
+        dir.path(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
+#[test]
+fn nvtx_without_functions_says_what_to_pass() {
+    let dir = scratch_copy(&fixture());
+    refused_one_line(
+        dir.path(),
+        &["add", "--rules", "nvtx"],
+        &["instrument add --rules nvtx '*.forward' DualPipeV.step"],
+    );
+}
+
+/// A read-only file is written only with `--force` (add and remove alike), every file or
+/// none, and keeps its mode.
+#[test]
+fn a_read_only_file_is_written_only_with_force() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = scratch_copy(&fixture());
+    let file = dir.path().join("pithtrain/modules/training.py");
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
+    let pristine = snapshot_tree(dir.path());
+    refused_one_line(
+        dir.path(),
+        &["add", "qwen3-moe"],
+        &[
+            "pithtrain/modules/training.py (mode 0444) is read-only",
+            "--force",
+        ],
+    );
+    add_ok(dir.path(), &["--force"]);
+    assert_eq!(mode(&file), 0o444);
+    let added = snapshot_tree(dir.path());
+    assert_ne!(added, pristine);
+    refused_one_line(
+        dir.path(),
+        &["remove"],
+        &[
+            "pithtrain/modules/training.py (mode 0444) is read-only",
+            "--force",
+        ],
+    );
+    let out = instrument(&["remove", "--force"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(mode(&file), 0o444);
+    assert_eq!(snapshot_tree(dir.path()), pristine);
+}
+
+/// The messages a new user met that said the wrong thing.
+#[test]
+fn messages_keep_what_was_given_and_say_what_is_wrong() {
+    let dir = scratch_copy(&fixture());
+    // The value given stays in the message.
+    refused_one_line(
+        dir.path(),
+        &["add", "qwen3-moe", "--param", "FOO=1"],
+        &["--param FOO=1: rule set memory-prints has no parameter FOO"],
+    );
+    // 20 digits are a non-negative integer, only too large.
+    let big = "12345678901234567890123";
+    refused_one_line(
+        dir.path(),
+        &["add", "qwen3-moe", "--ranks", big],
+        &[&format!(
+            "`{big}` is too large (the largest is 18446744073709551615)"
+        )],
+    );
+    refused_one_line(
+        dir.path(),
+        &["add", "qwen3-moe", "--step", big],
+        &[&format!(
+            "--step {big}: too large (the largest is 18446744073709551615)"
+        )],
+    );
+    // interface.py is there; it is not a model.
+    refused_one_line(
+        dir.path(),
+        &["add", "interface"],
+        &[
+            "`interface` is not a model: pithtrain/models/interface.py exists",
+            "models in this checkout: deepseek-v2, gpt-oss, olmoe, qwen35-moe, qwen3-moe",
+        ],
+    );
+}

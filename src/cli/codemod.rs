@@ -40,6 +40,9 @@ pub struct AddArgs {
     /// Apply the groups whose anchors all resolve and list the rest, instead of all or nothing.
     #[arg(long)]
     pub partial: bool,
+    /// Write files that are read-only too (they keep their mode).
+    #[arg(long)]
+    pub force: bool,
     /// Print the report as JSON (schema `instrument.add/1`) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -124,7 +127,8 @@ pub struct RemoveArgs {
     /// Print the diff instead of writing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Take out regions even if they were edited by hand (their originals are restored).
+    /// Take out regions even if they were edited by hand (their originals are restored),
+    /// and write files that are read-only (they keep their mode).
     #[arg(long)]
     pub force: bool,
     /// Print the report as JSON (schema `instrument.remove/1`) instead of text.
@@ -183,6 +187,7 @@ pub fn add(args: AddArgs, colour: Colour) -> Result<u8, Error> {
         config: args.config,
         partial: args.partial,
         dry_run: args.dry_run,
+        force: args.force,
     };
     let report = add::run(&opts)?;
     let code = if report.verdict == Verdict::Refused {
@@ -408,6 +413,9 @@ pub fn status(args: StatusArgs) -> Result<u8, Error> {
         println!("no instrumentation in {}", s.root);
         return Ok(exit::OK);
     }
+    if !s.models.is_empty() {
+        println!("model: {}", s.models.join(", "));
+    }
     for f in &s.files {
         if let Some(e) = &f.error {
             println!(
@@ -429,15 +437,20 @@ pub fn status(args: StatusArgs) -> Result<u8, Error> {
             }
             params.extend(r.params.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
+        groups.sort_by_key(|g| group_key(g));
         let edited = f.regions.iter().filter(|r| r.edited).count();
         let edited = if edited > 0 {
             format!(", {edited} edited by hand")
         } else {
             String::new()
         };
+        // `None` in the code: the inserted code decides at run time.
         let p: Vec<String> = params
             .iter()
-            .map(|(k, v)| format!("{}={v}", k.to_lowercase()))
+            .map(|(k, v)| match *v {
+                "None" => format!("{} chosen at run time", k.to_lowercase()),
+                v => format!("{}={v}", k.to_lowercase()),
+            })
             .collect();
         let params = if p.is_empty() {
             String::new()
@@ -453,6 +466,16 @@ pub fn status(args: StatusArgs) -> Result<u8, Error> {
         );
     }
     Ok(exit::OK)
+}
+
+/// How groups sort: by their leading number, then the rest (`2` before `10`, `5` before
+/// `5B`).
+fn group_key(group: &str) -> (u64, String) {
+    let digits: String = group.chars().take_while(char::is_ascii_digit).collect();
+    (
+        digits.parse().unwrap_or(u64::MAX),
+        group[digits.len()..].to_string(),
+    )
 }
 
 pub fn check(args: CheckArgs) -> Result<u8, Error> {

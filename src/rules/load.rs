@@ -376,7 +376,7 @@ fn group_lines(text: &str, group: &str) -> (Option<usize>, Option<usize>) {
 
 /// The flags of `add` itself: a parameter's flag may not be one of them.
 pub const OWN_FLAGS: &[&str] = &[
-    "rules", "root", "param", "config", "dry-run", "partial", "json", "help", "color",
+    "rules", "root", "param", "config", "dry-run", "partial", "force", "json", "help", "color",
 ];
 
 /// Read and check `ruleset.toml`.

@@ -38,6 +38,10 @@ pub struct Manifest {
     /// (selectors such as `*.forward`, `DualPipeV.step`), for rules written `per` target.
     #[serde(default)]
     pub targets: TargetKind,
+    /// What `add`'s positional arguments look like, for the message when none are given
+    /// (`'*.forward' DualPipeV.step`).
+    #[serde(default)]
+    pub example_targets: Option<String>,
     /// The folder (relative to the root) that instrumentation may touch; `remove`,
     /// `status` and re-`add` scan it for markers.
     pub source_dir: String,
