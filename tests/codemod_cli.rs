@@ -176,3 +176,41 @@ fn status_names_the_model_sorts_groups_and_says_chosen_at_run_time() {
     );
     assert!(!text.contains("None"), "{text}");
 }
+
+/// The README's `add` options table is one table (issue #26: its last rows rendered as
+/// text) and has a row for every flag `add --help` lists.
+#[test]
+fn the_readme_add_table_is_whole_and_lists_every_flag() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let start = readme
+        .find("`add` options:")
+        .expect("the add options table");
+    let rows: Vec<&str> = readme[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let after = readme[start..].lines().skip(2 + rows.len()).take(3);
+    for l in after {
+        assert!(!l.starts_with('|'), "a row after the table ended: {l}");
+    }
+    let help = stdout(&instrument(&["add", "--help"], &repo_root()));
+    let flags: Vec<&str> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches([',', '.']))
+        .filter(|w| !matches!(*w, "--help" | "--color"))
+        .collect();
+    assert!(flags.contains(&"--force") && flags.contains(&"--config"));
+    for f in flags {
+        let f = f.split('=').next().unwrap();
+        assert!(
+            rows.iter().any(|r| r.starts_with(&format!("| `{f}"))),
+            "README's add table has no row for {f}"
+        );
+    }
+    // And Cargo.toml states the Rust it needs, as the README does.
+    let cargo = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+    assert!(cargo.contains("\nrust-version = \"1.95\"\n"));
+    assert!(readme.contains("Rust 1.95 or newer"));
+}
