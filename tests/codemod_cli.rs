@@ -101,3 +101,116 @@ fn completions_cover_the_commands_and_flags() {
     let out = instrument(&["completions", "tcsh"], &repo_root());
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// Every `--json` names its schema one way, `instrument.<name>/<n>`: add, remove,
+/// status, check, rules, explain, log and snapshot (issue #26 found five spellings).
+#[test]
+fn every_json_output_names_its_schema_instrument_name_slash_n() {
+    let dir = scratch_copy(&fixture());
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("rank0.log");
+    std::fs::write(
+        &log,
+        "[rank=0 pp=0] Before pipeline: 1.00 GiB | alloc=1.00 cached=0.00 non-pt=0.50\n",
+    )
+    .unwrap();
+    let snapshot = repo_root().join("fixtures/snapshots/ddp/snapshot.pickle");
+    let (log, snapshot) = (log.to_str().unwrap(), snapshot.to_str().unwrap());
+    let runs: [(&[&str], &str); 8] = [
+        (&["add", "qwen3-moe", "--json"], "instrument.add/1"),
+        (&["status", "--json"], "instrument.status/1"),
+        (&["check", "--json"], "instrument.status/1"),
+        (&["explain", "qwen3-moe", "--json"], "instrument.explain/1"),
+        (&["rules", "--json"], "instrument.rules/1"),
+        (&["log", log, "--json"], "instrument.log/1"),
+        (&["snapshot", snapshot, "--json"], "instrument.snapshot/1"),
+        (&["remove", "--json"], "instrument.remove/1"),
+    ];
+    let form = regex::Regex::new(r"^instrument\.[a-z]+(\.[a-z]+)*/[0-9]+$").unwrap();
+    for (args, schema) in runs {
+        let out = instrument(args, dir.path());
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{args:?}: {e}: {}", stderr(&out)));
+        assert_eq!(doc["schema"], schema, "{args:?}");
+        assert!(form.is_match(schema), "{schema}");
+    }
+}
+
+/// `status` names the model, sorts the groups, and says which values the inserted code
+/// chooses at run time instead of printing `None`.
+#[test]
+fn status_names_the_model_sorts_groups_and_says_chosen_at_run_time() {
+    let dir = scratch_copy(&fixture());
+    let out = instrument(&["add", "qwen35-moe"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = instrument(&["status", "--json"], dir.path());
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["models"], serde_json::json!(["qwen35-moe"]));
+    let groups: std::collections::BTreeSet<&str> = doc["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| f["regions"].as_array().unwrap())
+        .map(|r| r["group"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        groups,
+        ["1", "2", "3", "4", "5", "6", "7"].into_iter().collect()
+    );
+    let text = stdout(&instrument(&["status"], dir.path()));
+    assert_eq!(text.lines().next(), Some("model: qwen35-moe"), "{text}");
+    let line = |file: &str| {
+        text.lines()
+            .find(|l| l.starts_with(file))
+            .unwrap_or_else(|| panic!("no {file} in {text}"))
+            .to_string()
+    };
+    assert!(
+        line("pithtrain/dualpipe/execution.py").contains("groups 1, 5 ")
+            && line("pithtrain/dualpipe/execution.py").contains("detail_layers chosen at run time"),
+        "{text}"
+    );
+    assert!(
+        line("pithtrain/models/qwen35_moe.py").contains("groups 5 "),
+        "{text}"
+    );
+    assert!(!text.contains("None"), "{text}");
+}
+
+/// The README's `add` options table is one table (issue #26: its last rows rendered as
+/// text) and has a row for every flag `add --help` lists.
+#[test]
+fn the_readme_add_table_is_whole_and_lists_every_flag() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let start = readme
+        .find("`add` options:")
+        .expect("the add options table");
+    let rows: Vec<&str> = readme[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let after = readme[start..].lines().skip(2 + rows.len()).take(3);
+    for l in after {
+        assert!(!l.starts_with('|'), "a row after the table ended: {l}");
+    }
+    let help = stdout(&instrument(&["add", "--help"], &repo_root()));
+    let flags: Vec<&str> = help
+        .split_whitespace()
+        .filter(|w| w.starts_with("--") && w.len() > 2)
+        .map(|w| w.trim_end_matches([',', '.']))
+        .filter(|w| !matches!(*w, "--help" | "--color"))
+        .collect();
+    assert!(flags.contains(&"--force") && flags.contains(&"--config"));
+    for f in flags {
+        let f = f.split('=').next().unwrap();
+        assert!(
+            rows.iter().any(|r| r.starts_with(&format!("| `{f}"))),
+            "README's add table has no row for {f}"
+        );
+    }
+    // And Cargo.toml states the Rust it needs, as the README does.
+    let cargo = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
+    assert!(cargo.contains("\nrust-version = \"1.95\"\n"));
+    assert!(readme.contains("Rust 1.95 or newer"));
+}

@@ -203,9 +203,21 @@ fn a_missing_target_file_is_reported_per_group() {
         "{report}"
     );
     assert!(report.contains("pithtrain/tasks/pretrain_lm.py: rule 6.load-ckpt: the target file does not exist in this checkout"), "{report}");
+    // Groups 6 and 7 cannot apply; the pipeline prints (4) need 7, which switches them off
+    // after the profiled step, and the per-layer prints (5) need 4: three of seven apply.
+    assert!(
+        group_line(&report, "4").contains("cannot apply (needs group 7)"),
+        "{report}"
+    );
     let out = instrument(&["add", "qwen3-moe", "--partial"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("5 of 7 groups"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("3 of 7 groups"), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("skipped group 5 (--partial): it requires group 4, which does not apply"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]

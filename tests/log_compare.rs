@@ -99,7 +99,7 @@ fn the_diff_names_the_planted_layer_the_peak_and_where_the_timelines_part() {
     ];
     let (code, d, err) = run_json(&args);
     assert_eq!(code, Some(0), "{err}");
-    assert_eq!(d["schema"], "instrument-log-diff/1");
+    assert_eq!(d["schema"], "instrument.log.diff/1");
     assert!(d["not_compared"].as_array().unwrap().is_empty(), "{d}");
 
     // Rank 14: exactly the planted layer's first stage, the layer over its stages, and the

@@ -50,8 +50,10 @@ fn explain_shows_where_each_anchor_lands() {
     let again = instrument(&["explain", "qwen3-moe", "--json"], dir.path());
     assert_eq!(snapshot_tree(dir.path()), after);
     let doc: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!(doc["schema"], "instrument.explain/1");
+    assert_eq!(doc["model"], "qwen3-moe");
     let mut moved = 0;
-    for l in doc.as_array().unwrap() {
+    for l in doc["rules"].as_array().unwrap() {
         let (file, line) = (l["file"].as_str().unwrap(), l["line"].as_u64().unwrap());
         let now = std::fs::read_to_string(dir.path().join(file)).unwrap();
         let at = now.lines().nth(line as usize - 1).unwrap();
@@ -93,7 +95,7 @@ fn explain_reports_anchors_that_do_not_resolve() {
     let out = instrument(&["explain", "qwen3-moe", "--json"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let bad: Vec<&serde_json::Value> = doc
+    let bad: Vec<&serde_json::Value> = doc["rules"]
         .as_array()
         .unwrap()
         .iter()
@@ -230,5 +232,49 @@ fn a_prints_line_is_derived_from_its_f_string_where_it_is_not_written() {
             && stderr(&out).contains("write `line`"),
         "{}",
         stderr(&out)
+    );
+}
+
+/// What groups require of each other is the rule set's (`[groups.N] requires`), shown by
+/// `rules`; a group named there that no rule is in is a load error with file and line.
+#[test]
+fn group_requirements_are_declared_shown_and_checked() {
+    let out = instrument(&["rules", "--json"], &repo_root());
+    assert_eq!(out.status.code(), Some(0));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["schema"], "instrument.rules/1");
+    assert_eq!(
+        doc["groups"]["4"]["requires"],
+        serde_json::json!(["1", "7"])
+    );
+    assert_eq!(
+        doc["groups"]["5"]["requires"],
+        serde_json::json!(["1", "4"])
+    );
+    let text = stdout(&instrument(&["rules"], &repo_root()));
+    assert!(text.contains("group 4 requires group 1, 7: "), "{text}");
+
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&repo_root().join("rules/memory-prints"), dir.path());
+    let manifest = dir.path().join("ruleset.toml");
+    let text = std::fs::read_to_string(&manifest).unwrap();
+    let line = text.lines().position(|l| l == "[groups.4]").unwrap() + 2;
+    std::fs::write(
+        &manifest,
+        text.replace("requires = [\"1\", \"7\"]", "requires = [\"1\", \"8\"]"),
+    )
+    .unwrap();
+    let out = instrument(
+        &["rules", "--rules", dir.path().to_str().unwrap()],
+        &repo_root(),
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!(
+            "ruleset.toml:{line}: [groups.4]: requires group \"8\", which no rule is in"
+        )),
+        "{err}"
     );
 }

@@ -40,6 +40,9 @@ pub struct AddArgs {
     /// Apply the groups whose anchors all resolve and list the rest, instead of all or nothing.
     #[arg(long)]
     pub partial: bool,
+    /// Write files that are read-only too (they keep their mode).
+    #[arg(long)]
+    pub force: bool,
     /// Print the report as JSON (schema `instrument.add/1`) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -124,7 +127,8 @@ pub struct RemoveArgs {
     /// Print the diff instead of writing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Take out regions even if they were edited by hand (their originals are restored).
+    /// Take out regions even if they were edited by hand (their originals are restored),
+    /// and write files that are read-only (they keep their mode).
     #[arg(long)]
     pub force: bool,
     /// Print the report as JSON (schema `instrument.remove/1`) instead of text.
@@ -183,6 +187,7 @@ pub fn add(args: AddArgs, colour: Colour) -> Result<u8, Error> {
         config: args.config,
         partial: args.partial,
         dry_run: args.dry_run,
+        force: args.force,
     };
     let report = add::run(&opts)?;
     let code = if report.verdict == Verdict::Refused {
@@ -217,11 +222,13 @@ fn render_add(r: &AddReport) {
         }
         for g in &r.groups {
             let state = if g.applies() {
-                "would apply"
+                "would apply".to_string()
+            } else if !g.needs.is_empty() && g.failures.is_empty() {
+                format!("cannot apply (needs group {})", g.needs.join(", "))
             } else if g.skipped_for_dependency {
-                "cannot apply (needs a group that cannot)"
+                "cannot apply (needs a group that cannot)".to_string()
             } else {
-                "cannot apply"
+                "cannot apply".to_string()
             };
             let files: Vec<&str> = g.files.iter().map(|s| s.as_str()).collect();
             let _ = writeln!(
@@ -248,6 +255,19 @@ fn render_add(r: &AddReport) {
         return;
     }
     for g in r.groups.iter().filter(|g| !g.applies()) {
+        if !g.needs.is_empty() && g.failures.is_empty() {
+            let why = g
+                .needs_why
+                .as_deref()
+                .map_or(String::new(), |w| format!(": {w}"));
+            let _ = writeln!(
+                err,
+                "skipped group {} (--partial): it requires group {}, which does not apply{why}",
+                g.group,
+                g.needs.join(", ")
+            );
+            continue;
+        }
         let _ = writeln!(err, "skipped group {} (--partial):", g.group);
         for f in &g.failures {
             let _ = writeln!(err, "  {f}");
@@ -393,6 +413,9 @@ pub fn status(args: StatusArgs) -> Result<u8, Error> {
         println!("no instrumentation in {}", s.root);
         return Ok(exit::OK);
     }
+    if !s.models.is_empty() {
+        println!("model: {}", s.models.join(", "));
+    }
     for f in &s.files {
         if let Some(e) = &f.error {
             println!(
@@ -414,15 +437,20 @@ pub fn status(args: StatusArgs) -> Result<u8, Error> {
             }
             params.extend(r.params.iter().map(|(k, v)| (k.as_str(), v.as_str())));
         }
+        groups.sort_by_key(|g| group_key(g));
         let edited = f.regions.iter().filter(|r| r.edited).count();
         let edited = if edited > 0 {
             format!(", {edited} edited by hand")
         } else {
             String::new()
         };
+        // `None` in the code: the inserted code decides at run time.
         let p: Vec<String> = params
             .iter()
-            .map(|(k, v)| format!("{}={v}", k.to_lowercase()))
+            .map(|(k, v)| match *v {
+                "None" => format!("{} chosen at run time", k.to_lowercase()),
+                v => format!("{}={v}", k.to_lowercase()),
+            })
             .collect();
         let params = if p.is_empty() {
             String::new()
@@ -438,6 +466,16 @@ pub fn status(args: StatusArgs) -> Result<u8, Error> {
         );
     }
     Ok(exit::OK)
+}
+
+/// How groups sort: by their leading number, then the rest (`2` before `10`, `5` before
+/// `5B`).
+fn group_key(group: &str) -> (u64, String) {
+    let digits: String = group.chars().take_while(char::is_ascii_digit).collect();
+    (
+        digits.parse().unwrap_or(u64::MAX),
+        group[digits.len()..].to_string(),
+    )
 }
 
 pub fn check(args: CheckArgs) -> Result<u8, Error> {

@@ -8,6 +8,10 @@ use crate::codemod::{checkout, explain, params, selftest};
 use crate::exit::{self, Error};
 use crate::rules::{DEFAULT_SET as DEFAULT_RULES, RuleSet};
 
+/// The schema ids of `rules --json` and `explain --json`.
+pub const RULES_SCHEMA: &str = "instrument.rules/1";
+pub const EXPLAIN_SCHEMA: &str = "instrument.explain/1";
+
 fn load_rules(spec: &str) -> Result<RuleSet, Error> {
     Ok(crate::rules::load_rule_set(spec)?)
 }
@@ -65,9 +69,10 @@ pub fn list(args: RulesArgs) -> Result<u8, Error> {
             .collect();
         let roles = set.manifest.models.as_ref().map(|m| &m.roles);
         let doc = serde_json::json!({
+            "schema": RULES_SCHEMA,
             "rule_set": set.manifest.name, "origin": set.origin,
             "description": set.manifest.description, "params": set.manifest.params,
-            "roles": roles, "rules": rules,
+            "roles": roles, "groups": set.manifest.groups, "rules": rules,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(exit::OK);
@@ -92,6 +97,20 @@ pub fn list(args: RulesArgs) -> Result<u8, Error> {
             "role {{{name}}}: {}: the class that {}",
             role.about,
             how.join(" and ")
+        );
+    }
+    // What groups need of each other: `--partial` never applies one without these.
+    for (group, spec) in &set.manifest.groups {
+        if spec.requires.is_empty() {
+            continue;
+        }
+        let why = spec
+            .why
+            .as_deref()
+            .map_or(String::new(), |w| format!(": {w}"));
+        println!(
+            "group {group} requires group {}{why}",
+            spec.requires.join(", ")
         );
     }
     for r in &set.rules {
@@ -141,7 +160,13 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Error> {
         landings[*i].line = None;
     }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&landings)?);
+        let doc = serde_json::json!({
+            "schema": EXPLAIN_SCHEMA,
+            "rule_set": set.manifest.name,
+            "model": checkout::display_model(&model),
+            "rules": landings,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         for l in &landings {
             match (&l.error, l.line) {

@@ -38,6 +38,8 @@ pub struct AddOptions {
     pub config: Option<PathBuf>,
     pub partial: bool,
     pub dry_run: bool,
+    /// Write read-only files too (they keep their mode).
+    pub force: bool,
 }
 
 /// How `add` ended.
@@ -99,6 +101,23 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     // Patterns are compiled once the model is known, for its rules only.
     let mut set = rules::load::load_rules_only(&opts.rules)?;
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
+    // A config given must be there and be JSON, whatever reads it later.
+    if let Some(config) = &opts.config {
+        super::layers::read_config(config).map_err(Error::Usage)?;
+    }
+    if set.manifest.targets == TargetKind::Functions && opts.targets.is_empty() {
+        let example = set
+            .manifest
+            .example_targets
+            .as_deref()
+            .map_or(String::new(), |e| {
+                format!(", e.g. instrument add --rules {} {e}", set.manifest.name)
+            });
+        return Err(Error::Usage(format!(
+            "name the functions to wrap: rule set {} works on functions (Class.method, a function name, or a glob such as '*.forward'){example}",
+            set.manifest.name
+        )));
+    }
     let style = Style::of_checkout(&root);
     let mode = if opts.dry_run {
         Mode::Shared
@@ -270,6 +289,8 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         report.verdict = Verdict::UpToDate;
         return Ok(report);
     }
+    let written: Vec<&str> = report.changes.iter().map(|c| c.file.as_str()).collect();
+    transaction::refuse_read_only(&root, &written, opts.force)?;
     super::fault::point("planned");
     if !opts.dry_run {
         let changes: Vec<Change> = report

@@ -282,15 +282,24 @@ pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<St
         return Ok(found.clone());
     }
     let listed: Vec<String> = models.iter().map(|m| display_model(m)).collect();
+    let listed = if listed.is_empty() {
+        "none".to_string()
+    } else {
+        listed.join(", ")
+    };
+    // A file of the model folder that the rule set does not count as a model.
+    if let Some(stem) = candidates
+        .iter()
+        .find(|c| root.join(&spec.dir).join(format!("{c}.py")).is_file())
+    {
+        return Err(Error::Usage(format!(
+            "`{typed}` is not a model: {}/{stem}.py exists, but it holds no decoder layer or model class the rules recognise (rule set {} does not count it as a model); models in this checkout: {listed}",
+            spec.dir, manifest.name
+        )));
+    }
     Err(Error::Usage(format!(
-        "unknown model `{typed}`: no {}/{}.py (models in this checkout: {})",
-        spec.dir,
-        candidates[0],
-        if listed.is_empty() {
-            "none".to_string()
-        } else {
-            listed.join(", ")
-        }
+        "unknown model `{typed}`: no {}/{}.py (models in this checkout: {listed})",
+        spec.dir, candidates[0],
     )))
 }
 

@@ -33,9 +33,14 @@ struct Config {
     path: String,
 }
 
-fn read_config(path: &Path) -> Result<Value, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+pub fn read_config(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            format!("--config {}: no such file", path.display())
+        } else {
+            format!("--config {}: {e}", path.display())
+        }
+    })?;
     let v: Value =
         serde_json::from_str(&text).map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
     // Multimodal configs keep the language model's settings in `text_config`; the decoder
@@ -385,19 +390,11 @@ fn moe_layers(
     };
     let n = num_layers(config)
         .ok_or_else(|| format!("{} has no num_hidden_layers; pass {flag}", config.path))?;
-    let src = &found.src;
-    let func = node_at(src, &found.func, Some("function_definition")).ok_or("lost the decoder")?;
-    let body = func.field("body").ok_or("the decoder has no body")?;
-    let cond = node_at(src, cond, None).ok_or("lost the condition")?;
     let mut out = Vec::new();
     let mut reads = std::collections::BTreeSet::new();
     let limit = n.min(MAX_LAYERS);
     for i in 0..limit {
-        let mut env = start_env(found, func, config, i);
-        eval::run_until(src, body, *stop, &mut env)?;
-        let yes = eval::eval_bool(src, cond, &env)
-            .map_err(|e| format!("cannot evaluate `{shown}` with {}: {e}", config.path))?;
-        reads.extend(env.reads.into_inner());
+        let yes = layer_is_moe(found, config, i, cond, *stop, shown, &mut reads)?;
         if yes {
             out.push(i);
             if out.len() == count {
@@ -419,6 +416,104 @@ fn moe_layers(
         ));
     }
     Ok((out, reads.into_iter().collect()))
+}
+
+/// Whether layer `i` is MoE by the decision `cond` (evaluated after running the decoder's
+/// function up to `stop`) with `config`; the config fields read go to `reads`.
+fn layer_is_moe(
+    found: &Found,
+    config: &Config,
+    i: u64,
+    cond: &std::ops::Range<usize>,
+    stop: usize,
+    shown: &str,
+    reads: &mut std::collections::BTreeSet<String>,
+) -> Result<bool, String> {
+    let src = &found.src;
+    let func = node_at(src, &found.func, Some("function_definition")).ok_or("lost the decoder")?;
+    let body = func.field("body").ok_or("the decoder has no body")?;
+    let cond = node_at(src, cond, None).ok_or("lost the condition")?;
+    let mut env = start_env(found, func, config, i);
+    eval::run_until(src, body, stop, &mut env)?;
+    let yes = eval::eval_bool(src, cond, &env)
+        .map_err(|e| format!("cannot evaluate `{shown}` with {}: {e}", config.path))?;
+    reads.extend(env.reads.into_inner());
+    Ok(yes)
+}
+
+/// Layers as ranges: `1..=26` for 1 to 26, `0, 2, 4..=9`.
+fn ranges(layers: &[u64]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < layers.len() {
+        let mut j = i;
+        while j + 1 < layers.len() && layers[j + 1] == layers[j] + 1 {
+            j += 1;
+        }
+        out.push(match j - i {
+            0 => layers[i].to_string(),
+            1 => format!("{}, {}", layers[i], layers[j]),
+            _ => format!("{}..={}", layers[i], layers[j]),
+        });
+        i = j + 1;
+    }
+    out.join(", ")
+}
+
+/// A given detail layer that is dense (no MoE block) by the decoder's decision under
+/// every config: why, naming the MoE layers. None when the decision is not found or
+/// cannot be evaluated (the range check stands alone then).
+fn dense_given(
+    root: &Path,
+    manifest: &Manifest,
+    spec: &DetailLayersSpec,
+    model: &str,
+    configs: &[&Config],
+    layers: &[u64],
+    flag: &str,
+) -> Option<String> {
+    let found = find_decision(root, manifest, spec, model, flag).ok()?;
+    let Decision::Condition { cond, stop, shown } = &found.decision else {
+        return None;
+    };
+    let mut reads = std::collections::BTreeSet::new();
+    // Per config: the given layers that are dense, and every MoE layer.
+    let mut per: Vec<(&Config, Vec<u64>, Vec<u64>)> = Vec::new();
+    for c in configs {
+        let n = num_layers(c)?.min(MAX_LAYERS);
+        let mut moe = Vec::new();
+        for i in 0..n {
+            if layer_is_moe(&found, c, i, cond, *stop, shown, &mut reads).ok()? {
+                moe.push(i);
+            }
+        }
+        let dense: Vec<u64> = layers
+            .iter()
+            .copied()
+            .filter(|l| *l < n && !moe.contains(l))
+            .collect();
+        per.push((c, dense, moe));
+    }
+    let bad = layers
+        .iter()
+        .copied()
+        .find(|l| per.iter().all(|(_, dense, _)| dense.contains(l)))?;
+    let (c, _, moe) = &per[0];
+    let moe_text = if moe.is_empty() {
+        "none".to_string()
+    } else {
+        ranges(moe)
+    };
+    let example: Vec<String> = moe.iter().take(2).map(u64::to_string).collect();
+    let pass = if example.is_empty() {
+        String::new()
+    } else {
+        format!(" (e.g. {flag} {})", example.join(","))
+    };
+    Some(format!(
+        "{flag} {bad}: layer {bad} is dense, not MoE, by `{shown}` ({}) with {}; its MoE layers are {moe_text}: pass MoE layers{pass}",
+        found.at, c.path
+    ))
 }
 
 /// The layers `spec` chooses for `model` (`flag` is how the user gives them instead).
@@ -547,6 +642,9 @@ pub fn check_explicit(
             n - 1,
             largest.path
         ));
+    }
+    if let Some(why) = dense_given(root, manifest, spec, model, &sized, layers, flag) {
+        return Err(why);
     }
     let short: Vec<String> = sized
         .iter()

@@ -66,11 +66,19 @@ fn parse_text(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String>
         for part in text.split(',') {
             let p = part.trim();
             let n: u64 = p.parse().map_err(|_| {
-                format!(
-                    "{flag} {}: `{}` is not a non-negative integer (expected e.g. {flag} 3,14)",
-                    text.escape_debug(),
-                    p.escape_debug()
-                )
+                if too_large(p) {
+                    format!(
+                        "{flag} {}: `{p}` is too large (the largest is {})",
+                        text.escape_debug(),
+                        u64::MAX
+                    )
+                } else {
+                    format!(
+                        "{flag} {}: `{}` is not a non-negative integer (expected e.g. {flag} 3,14)",
+                        text.escape_debug(),
+                        p.escape_debug()
+                    )
+                }
             })?;
             if !out.contains(&n) {
                 out.push(n);
@@ -83,9 +91,13 @@ fn parse_text(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String>
         ParamKind::IntSet | ParamKind::IntTuple => ints(text).map(Value::Ints),
         ParamKind::Int => {
             let t = text.trim();
-            t.parse::<u64>()
-                .map(Value::Int)
-                .map_err(|_| format!("{flag} {}: not a non-negative integer", text.escape_debug()))
+            t.parse::<u64>().map(Value::Int).map_err(|_| {
+                if too_large(t) {
+                    format!("{flag} {t}: too large (the largest is {})", u64::MAX)
+                } else {
+                    format!("{flag} {}: not a non-negative integer", text.escape_debug())
+                }
+            })
         }
         ParamKind::Path | ParamKind::String | ParamKind::Choice => {
             if let Some((at, ch)) = literal::first_control(text) {
@@ -113,6 +125,13 @@ fn parse_text(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String>
             Ok(Value::Text(text.to_string()))
         }
     }
+}
+
+/// Whether `text` is a non-negative integer too large for a u64 (all digits, after an
+/// optional `+`).
+fn too_large(text: &str) -> bool {
+    let digits = text.strip_prefix('+').unwrap_or(text);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// The Python literal for `value`.
@@ -179,10 +198,10 @@ pub fn fill(
             )));
         }
     }
-    for (name, _) in given.params {
+    for (name, value) in given.params {
         if !manifest.params.contains_key(name) {
             return Err(Error::Usage(format!(
-                "--param {name}=: rule set {set} has no parameter {name} (its parameters: {})",
+                "--param {name}={value}: rule set {set} has no parameter {name} (its parameters: {})",
                 names(manifest)
             )));
         }

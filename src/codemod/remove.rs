@@ -93,6 +93,8 @@ pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, super::Error> {
             FileChange::new(p.file.clone(), before, after)
         })
         .collect();
+    let written: Vec<&str> = plans.iter().map(|p| p.file.as_str()).collect();
+    transaction::refuse_read_only(&scope.root, &written, opts.force)?;
     super::fault::point("planned");
     if !opts.dry_run && !plans.is_empty() {
         let changes: Vec<Change> = plans

@@ -39,6 +39,12 @@ pub struct GroupOutcome {
     pub failures: Vec<Failure>,
     /// Skipped under `--partial` because another group it needs could not apply.
     pub skipped_for_dependency: bool,
+    /// The groups it requires (`[groups]` of the rule set) that do not apply.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub needs: Vec<String>,
+    /// Why it requires them, as the rule set says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs_why: Option<String>,
 }
 
 impl GroupOutcome {
@@ -123,6 +129,11 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
     let mut dropped: BTreeSet<String> = BTreeSet::new();
     let mut first_failures: BTreeMap<String, Vec<Failure>> = BTreeMap::new();
     loop {
+        // A group whose required groups are not applied is not applied either.
+        if req.partial {
+            let unmet = unmet_requirements(set, &group_order, &dropped);
+            dropped.extend(unmet.into_keys());
+        }
         let active: Vec<(usize, &Rule)> = all
             .iter()
             .copied()
@@ -248,6 +259,8 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             dropped.extend(failed_groups);
             continue;
         }
+        let failed: BTreeSet<String> = first_failures.keys().cloned().collect();
+        let unmet = unmet_requirements(set, &group_order, &failed);
         // Dedupe failures per group (a file-level failure repeats for each of its rules).
         let groups = group_order
             .iter()
@@ -279,12 +292,17 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                                 })
                             })
                     });
+                let needs = unmet.get(g).cloned().unwrap_or_default();
                 GroupOutcome {
                     group: g.clone(),
                     rules: rules.iter().map(|r| r.id.clone()).collect(),
                     files: rules.iter().map(|r| target_of(r)).collect(),
                     failures: fs,
-                    skipped_for_dependency: dependency,
+                    skipped_for_dependency: dependency || !needs.is_empty(),
+                    needs_why: (!needs.is_empty())
+                        .then(|| set.manifest.groups.get(g).and_then(|s| s.why.clone()))
+                        .flatten(),
+                    needs,
                 }
             })
             .collect();
@@ -293,6 +311,39 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             groups,
             file_failures,
         };
+    }
+}
+
+/// The groups of `groups` that cannot apply because a group they require (`[groups]` of
+/// the rule set) is in `off`, has no rules here, or cannot apply itself for that reason:
+/// by group, the required groups missing. Groups in `off` are not listed.
+fn unmet_requirements(
+    set: &RuleSet,
+    groups: &[String],
+    off: &BTreeSet<String>,
+) -> BTreeMap<String, Vec<String>> {
+    let mut unmet: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    loop {
+        let mut changed = false;
+        for g in groups {
+            if off.contains(g) || unmet.contains_key(g) {
+                continue;
+            }
+            let missing: Vec<String> = set
+                .manifest
+                .requires(g)
+                .iter()
+                .filter(|r| off.contains(*r) || unmet.contains_key(*r) || !groups.contains(r))
+                .cloned()
+                .collect();
+            if !missing.is_empty() {
+                unmet.insert(g.clone(), missing);
+                changed = true;
+            }
+        }
+        if !changed {
+            return unmet;
+        }
     }
 }
 

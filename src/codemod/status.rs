@@ -45,6 +45,9 @@ pub struct TreeStatus {
     pub schema: &'static str,
     pub root: String,
     pub instrumented: bool,
+    /// The models instrumented (`qwen3-moe`): model files holding regions of a rule set
+    /// that works per model.
+    pub models: Vec<String>,
     pub files: Vec<FileStatus>,
     pub interrupted: Option<Interrupted>,
     /// Temporary files a killed run left (relative to the root where they are under it).
@@ -105,8 +108,37 @@ pub fn scan(scope: &Scope) -> TreeStatus {
                         .map(|r| r.group.clone())
                 })
             })
+            // A model's stand-in for a rule carries the model in its id
+            // (`5B.qwen35-moe.flags` for `5B.flags`).
+            .or_else(|| {
+                let mut parts = rule.splitn(3, '.');
+                let (group, _tag, rest) = (parts.next()?, parts.next()?, parts.next()?);
+                let base = format!("{group}.{rest}");
+                sets.get(set)
+                    .and_then(|s| s.rules.iter().find(|r| r.id == base))
+                    .map(|r| r.group.clone())
+            })
             .unwrap_or_else(|| rule.split('.').next().unwrap_or(rule).to_string())
     };
+    // A model file holding regions of a rule set that works per model names the model.
+    let model_of = |set: &str, file: &str| -> Option<String> {
+        let spec = sets.get(set)?.manifest.models.as_ref()?;
+        let stem = file
+            .strip_prefix(&format!("{}/", spec.dir))?
+            .strip_suffix(".py")?;
+        (!stem.contains('/') && !spec.exclude.iter().any(|e| e == stem))
+            .then(|| checkout::display_model(stem))
+    };
+    let mut models: Vec<String> = found
+        .iter()
+        .flat_map(|f| {
+            f.regions
+                .iter()
+                .filter_map(|r| model_of(&r.rule_set, &f.file))
+        })
+        .collect();
+    models.sort();
+    models.dedup();
     let files: Vec<FileStatus> = found
         .iter()
         .map(|f| FileStatus {
@@ -153,6 +185,7 @@ pub fn scan(scope: &Scope) -> TreeStatus {
         schema: "instrument.status/1",
         root: scope.root.display().to_string(),
         instrumented: files.iter().any(|f: &FileStatus| !f.regions.is_empty()),
+        models,
         files,
         interrupted,
         stale_temps,

@@ -121,6 +121,42 @@ pub fn pending(root: &Path) -> Option<Result<Journal, Error>> {
 
 /// Replace every file of `changes` under `root`, all or nothing. `command` is recorded
 /// in the journal for the messages of an interrupted run.
+/// The files of `files` (relative to `root`) that are read-only (no write bit), with
+/// their modes: `add` and `remove` write them only with `--force`.
+pub fn read_only(root: &Path, files: &[&str]) -> Vec<(String, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    files
+        .iter()
+        .filter_map(|f| {
+            let meta = fs::metadata(root.join(f)).ok()?;
+            meta.permissions()
+                .readonly()
+                .then(|| (f.to_string(), meta.permissions().mode() & 0o7777))
+        })
+        .collect()
+}
+
+/// Refuse to write read-only files unless forced: one line naming them, nothing written.
+pub fn refuse_read_only(root: &Path, files: &[&str], force: bool) -> Result<(), Error> {
+    let locked = read_only(root, files);
+    if force || locked.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = locked
+        .iter()
+        .map(|(f, mode)| format!("{f} (mode {mode:04o})"))
+        .collect();
+    let (what, it, keeps) = if locked.len() == 1 {
+        ("is read-only", "it", "it keeps its mode")
+    } else {
+        ("are read-only", "them", "they keep their modes")
+    };
+    Err(Error::Usage(format!(
+        "{} {what}: pass --force to write {it} anyway ({keeps}); nothing was changed",
+        named.join(", ")
+    )))
+}
+
 pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Error> {
     let mut entries: Vec<Entry> = Vec::new();
     let cleanup = |entries: &[Entry]| {

@@ -10,7 +10,7 @@ use super::inputs::InputFile;
 use super::scan::FileStats;
 use crate::mesh::Mesh;
 
-pub const SCHEMA: &str = "instrument-log/1";
+pub const SCHEMA: &str = "instrument.log/1";
 
 #[derive(Debug, Serialize)]
 pub struct Report {

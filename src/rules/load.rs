@@ -304,13 +304,79 @@ fn assemble(
         patterns: Vec::new(),
     };
     set.validate()?;
+    check_groups(&set, files)?;
     super::models::validate(&set)?;
     Ok(set)
 }
 
+/// `[groups]` names only groups the rules have, and no group requires itself.
+fn check_groups(set: &RuleSet, files: &[(String, String)]) -> Result<(), Error> {
+    let text = files
+        .iter()
+        .find(|(n, _)| n == "ruleset.toml")
+        .map(|(_, t)| t.as_str());
+    let mut known: Vec<&str> = set.rules.iter().map(|r| r.group.as_str()).collect();
+    known.sort_unstable();
+    known.dedup();
+    for (group, spec) in &set.manifest.groups {
+        let (header, requires) = text.map_or((None, None), |t| group_lines(t, group));
+        let at = |line: Option<usize>| match line {
+            Some(l) => format!("{}/ruleset.toml:{l}: [groups.{group}]", set.origin),
+            None => format!("{}/ruleset.toml: [groups.{group}]", set.origin),
+        };
+        if !known.contains(&group.as_str()) {
+            return Err(Error::invalid(format!(
+                "{}: no rule is in group {group:?} (the groups: {})",
+                at(header),
+                known.join(", ")
+            )));
+        }
+        for r in &spec.requires {
+            if r == group {
+                return Err(Error::invalid(format!(
+                    "{}: requires itself",
+                    at(requires.or(header))
+                )));
+            }
+            if !known.contains(&r.as_str()) {
+                return Err(Error::invalid(format!(
+                    "{}: requires group {r:?}, which no rule is in (the groups: {})",
+                    at(requires.or(header)),
+                    known.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The 1-based lines of `[groups.<group>]` and of the `requires` below it in
+/// `ruleset.toml`, for messages.
+fn group_lines(text: &str, group: &str) -> (Option<usize>, Option<usize>) {
+    let headers = [format!("[groups.{group}]"), format!("[groups.\"{group}\"]")];
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(h) = lines.iter().position(|l| {
+        let l: String = l
+            .split('#')
+            .next()
+            .unwrap_or("")
+            .split_whitespace()
+            .collect();
+        headers.contains(&l)
+    }) else {
+        return (None, None);
+    };
+    let requires = lines[h + 1..]
+        .iter()
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .position(|l| l.trim_start().starts_with("requires"))
+        .map(|i| h + 2 + i);
+    (Some(h + 1), requires)
+}
+
 /// The flags of `add` itself: a parameter's flag may not be one of them.
 pub const OWN_FLAGS: &[&str] = &[
-    "rules", "root", "param", "config", "dry-run", "partial", "json", "help", "color",
+    "rules", "root", "param", "config", "dry-run", "partial", "force", "json", "help", "color",
 ];
 
 /// Read and check `ruleset.toml`.

@@ -38,6 +38,10 @@ pub struct Manifest {
     /// (selectors such as `*.forward`, `DualPipeV.step`), for rules written `per` target.
     #[serde(default)]
     pub targets: TargetKind,
+    /// What `add`'s positional arguments look like, for the message when none are given
+    /// (`'*.forward' DualPipeV.step`).
+    #[serde(default)]
+    pub example_targets: Option<String>,
     /// The folder (relative to the root) that instrumentation may touch; `remove`,
     /// `status` and re-`add` scan it for markers.
     pub source_dir: String,
@@ -67,6 +71,32 @@ pub struct Manifest {
     /// `[computed.detail-layers]` with `method = "layer-condition"`.
     #[serde(default)]
     pub detail_layers: Option<DetailLayersSpec>,
+    /// What groups need of each other, by group (`[groups.4] requires = ["7"]`): a group
+    /// is applied only with the groups it requires, `--partial` included.
+    #[serde(default)]
+    pub groups: BTreeMap<String, GroupSpec>,
+}
+
+/// One `[groups.NAME]` table.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct GroupSpec {
+    /// Groups that must be applied for this one to be: without them its code would run
+    /// where it must not (prints nothing switches off) or read what is not there.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// Why, in one clause, for `instrument rules` and the reason a group is skipped.
+    #[serde(default)]
+    pub why: Option<String>,
+}
+
+impl Manifest {
+    /// The groups `group` requires, as declared.
+    pub fn requires(&self, group: &str) -> &[String] {
+        self.groups
+            .get(group)
+            .map_or(&[], |g| g.requires.as_slice())
+    }
 }
 
 /// How a computed value is worked out: the engine's method, and what the rule set tells it.

@@ -344,7 +344,7 @@ pub fn report(
         }
     }
     Report {
-        schema_version: super::report::SCHEMA_VERSION,
+        schema: super::report::SCHEMA,
         mode: "ranks".into(),
         source: super::report::Source {
             path: dir.display().to_string(),

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::mesh::Mesh;
 
-pub const SCHEMA: &str = "instrument-log-diff/1";
+pub const SCHEMA: &str = "instrument.log.diff/1";
 
 #[derive(Debug, Serialize)]
 pub struct DiffReport {

@@ -20,7 +20,7 @@ use crate::snapshot::model::{Action, FrameId, Layout, Snapshot, StackId};
 use crate::snapshot::sites::SiteAgg;
 use crate::snapshot::sites::{Category, Origin};
 
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA: &str = "instrument.snapshot/1";
 
 /// Human-readable bytes (binary units).
 pub fn human(bytes: u64) -> String {
@@ -339,7 +339,7 @@ pub struct RankRow {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Report {
-    pub schema_version: u32,
+    pub schema: &'static str,
     /// "snapshot", "diff" or "ranks".
     pub mode: String,
     pub source: Source,
@@ -624,7 +624,7 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         (None, Vec::new(), Vec::new(), None)
     };
     Report {
-        schema_version: SCHEMA_VERSION,
+        schema: SCHEMA,
         mode: "snapshot".into(),
         source: source_of(path, snap),
         device: Some(a.device),
