@@ -12,6 +12,7 @@
 //! - `findings` — the findings model every reader opens with, its text and HTML;
 //! - `gate`     — `--gate PCT` of the before/after comparisons, a view of their figures;
 //! - `par`      — independent work spread over the machine's cores;
+//! - `fnv`      — the one content hash (markers, journals, manifests);
 //! - `kept`     — large values left to the system when the process ends;
 //! - `skills`   — skills for pithtrain's agents, written into `.agents/skills/` and taken out;
 //! - `cli`      — the command line, thin glue over the above.
@@ -20,6 +21,7 @@ pub mod cli;
 pub mod codemod;
 pub mod exit;
 pub mod findings;
+pub mod fnv;
 pub mod gate;
 pub mod kept;
 pub mod log;

@@ -73,15 +73,12 @@ pub fn hash_lines<'a>(lines: impl IntoIterator<Item = &'a str>) -> String {
 }
 
 fn hash_byte_lines<'a>(lines: impl IntoIterator<Item = &'a [u8]>) -> String {
-    let mut h: u32 = 0x811c_9dc5;
+    let mut h = crate::fnv::Fnv1a32::default();
     for line in lines {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        for &b in line.iter().chain(b"\n") {
-            h ^= b as u32;
-            h = h.wrapping_mul(0x0100_0193);
-        }
+        h.write(line.strip_suffix(b"\r").unwrap_or(line));
+        h.write(b"\n");
     }
-    format!("{h:08x}")
+    format!("{:08x}", h.finish())
 }
 
 /// `[K=v; K2=v2]`, or nothing without parameters.

@@ -62,12 +62,7 @@ pub struct Entry {
 
 /// FNV-1a, 64 bits, with the length: enough to tell the two versions of a file apart.
 fn digest(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes {
-        h ^= b as u64;
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{:016x}-{}", h, bytes.len())
+    format!("{:016x}-{}", crate::fnv::fnv1a64(bytes), bytes.len())
 }
 
 /// Whether a file name is one of ours: `.NAME.instrument-PID.tmp` or `.orig`.

@@ -100,12 +100,7 @@ pub fn bundled_file(rel: &str) -> Option<&'static [u8]> {
 
 /// FNV-1a, 64 bits: enough to tell our bytes from edited ones.
 fn hash(bytes: &[u8]) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(*b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("fnv1a64:{h:016x}")
+    format!("fnv1a64:{:016x}", crate::fnv::fnv1a64(bytes))
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
