@@ -98,9 +98,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
         .rules
         .iter()
         .enumerate()
-        .filter(|(_, r)| {
-            r.models.is_empty() || req.model.is_some_and(|m| r.models.iter().any(|x| x == m))
-        })
+        .filter(|(_, r)| r.applies_to(req.model))
         .collect();
     let target_of = |r: &Rule| r.file.replace("{MODEL}", req.model.unwrap_or("{MODEL}"));
     let mut group_order: Vec<String> = Vec::new();

@@ -454,6 +454,15 @@ pub struct Rule {
     pub prints: Vec<PrintDecl>,
 }
 
+impl Rule {
+    /// Whether the rule is for `model`: a rule that names no model is for every model; one that
+    /// names models is for those only, and for none when no model is chosen. The one definition
+    /// every consumer (planning, explain, selftest, status) uses.
+    pub fn applies_to(&self, model: Option<&str>) -> bool {
+        self.models.is_empty() || model.is_some_and(|m| self.models.iter().any(|x| x == m))
+    }
+}
+
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Example {

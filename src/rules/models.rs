@@ -65,9 +65,9 @@ pub fn fill_roles(rule: &mut Rule, classes: &BTreeMap<String, String>) {
     }
 }
 
-/// Whether `rule` is for `model`.
+/// Whether `rule` is for `model` (`Rule::applies_to`).
 fn applies(rule: &Rule, model: &str) -> bool {
-    rule.models.is_empty() || rule.models.iter().any(|m| m == model)
+    rule.applies_to(Some(model))
 }
 
 /// A model-specific rule that takes a place among the common rules.

@@ -180,9 +180,7 @@ impl RuleSet {
     pub fn rules_for_model<'a>(&'a self, model: Option<&str>) -> Vec<&'a Rule> {
         self.rules
             .iter()
-            .filter(|r| {
-                r.models.is_empty() || model.is_some_and(|m| r.models.iter().any(|x| x == m))
-            })
+            .filter(|r| r.applies_to(model))
             .collect()
     }
 }
