@@ -392,11 +392,7 @@ fn run_diff(args: &ReportArgs, opts: &analyze::Options, window: &str) -> Result<
             writeln!(stdout, "\nHTML page written to {}", path.display())?;
         }
     }
-    Ok(if args.gate.is_some() && !d.grew.is_empty() {
-        exit::FOUND
-    } else {
-        exit::OK
-    })
+    Ok(d.gate.as_ref().map_or(exit::OK, |g| g.code()))
 }
 
 fn run_command(args: CommandArgs) -> Result<u8, Error> {

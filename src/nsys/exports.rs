@@ -11,7 +11,7 @@ use crate::nsys::analyze::{self, Options};
 use crate::nsys::error::{Error, Result};
 use crate::nsys::ops;
 use crate::nsys::ranks::diff::{self, Diff};
-use crate::nsys::ranks::{RankView, across};
+use crate::nsys::ranks::{RankView, WholeProcess, across};
 use crate::nsys::report::{Document, Process, Report, SCHEMA};
 use crate::nsys::sqlite;
 
@@ -263,6 +263,12 @@ pub fn views(exports: &[Report]) -> Vec<RankView> {
                 totals: p.window.totals.clone(),
                 stages: p.stages.clone(),
                 chunks: p.chunks.clone(),
+                devices: p.devices.clone(),
+                whole: WholeProcess {
+                    exposed_ns: p.overlap.exposed_ns,
+                    comm_ns: p.overlap.communication_ns,
+                    compute_ns: p.overlap.compute_ns,
+                },
             })
         })
         .collect()

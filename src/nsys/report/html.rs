@@ -14,20 +14,7 @@ use crate::nsys::report::{
     Document, Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line,
 };
 
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+use crate::findings::html::esc;
 
 const COMPUTE: &str = "#1f77b4";
 const COMMUNICATION: &str = "#d62728";
@@ -484,6 +471,37 @@ fn across(o: &mut String, a: &Across) {
     o.push_str("</section>\n");
 }
 
+/// The gate's verdict first, then its figures, largest growth first.
+fn gate(o: &mut String, g: &crate::gate::Outcome) {
+    let class = match g.verdict {
+        crate::gate::Verdict::Passed => "pass",
+        crate::gate::Verdict::Failed => "fail",
+        crate::gate::Verdict::Refused => "refused",
+    };
+    let _ = writeln!(
+        o,
+        "<div id=\"gate\" class=\"{class}\"><p class=\"verdict\">{}</p>",
+        esc(&g.verdict_line())
+    );
+    if !g.rows.is_empty() {
+        o.push_str("<table class=\"gate\"><tr><th class=\"n\">where</th><th class=\"n\">figure</th><th>before</th><th>after</th><th>change</th></tr>\n");
+        for r in &g.rows {
+            let _ = writeln!(
+                o,
+                "<tr{}><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                if r.exceeded { " class=\"grew\"" } else { "" },
+                esc(&r.place.label()),
+                esc(&r.figure),
+                esc(&r.unit.show(r.before)),
+                esc(&r.unit.show(r.after)),
+                esc(&r.change)
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    o.push_str("</div>\n");
+}
+
 /// `--diff --html`: the comparison as a page.
 pub fn render_diff(d: &Diff) -> String {
     let mut o = String::new();
@@ -497,39 +515,8 @@ pub fn render_diff(d: &Diff) -> String {
         d.after.processes,
         esc(&d.window)
     );
-    if let Some(g) = d.gate {
-        if d.grew.is_empty() {
-            let _ = writeln!(
-                o,
-                "<p id=\"gate\" class=\"pass\">gate {g}%: nothing grew by more than {g}%.</p>"
-            );
-        } else {
-            let _ = writeln!(
-                o,
-                "<div id=\"gate\" class=\"fail\"><p class=\"grew\">gate {g}%: {} figure(s) grew by more than {g}%:</p><ul>",
-                d.grew.len()
-            );
-            for x in &d.grew {
-                let _ = writeln!(
-                    o,
-                    "<li class=\"grew\">{}{}: {} {} ns &rarr; {} ns ({})</li>",
-                    esc(&x.label),
-                    x.stage
-                        .as_deref()
-                        .map(|s| format!(" {}", esc(s)))
-                        .unwrap_or_default(),
-                    if x.figure == "chunk_ns" {
-                        "chunk time"
-                    } else {
-                        "exposed communication"
-                    },
-                    x.before as i64,
-                    x.after as i64,
-                    esc(&x.change)
-                );
-            }
-            o.push_str("</ul></div>\n");
-        }
+    if let Some(g) = &d.gate {
+        gate(&mut o, g);
     }
     o.push_str("<table class=\"diff\"><tr><th class=\"n\">rank</th><th>chunk ms before</th><th>after</th><th>change</th><th>exposed ms before</th><th>after</th><th>change</th><th class=\"n\">stages that changed</th></tr>\n");
     for r in &d.ranks {
