@@ -544,7 +544,10 @@ fn diff_with_a_gate_names_what_grew() {
     let (code, text, err) = run(&[b], &["--diff", a.to_str().unwrap(), "--gate", "50"]);
     assert_eq!(code, 0, "{text}{err}");
     assert!(
-        text.lines().last().unwrap().starts_with("gate 50%: passed, none of 55 figures"),
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("gate 50%: passed, none of 55 figures"),
         "{text}"
     );
     // A run against itself: nothing changed.

@@ -238,6 +238,10 @@ pub fn render(doc: &Document) -> String {
     let files: Vec<&str> = doc.exports.iter().map(|r| r.file.as_str()).collect();
     page_head(&mut o, &format!("nsys report: {}", files.join(", ")));
     let _ = writeln!(o, "<h1>nsys report</h1><p>{}</p>", esc(&files.join(", ")));
+    // Findings first, then the ranks side by side, then each export in detail.
+    let _ = writeln!(o, "<style>{}</style>", crate::findings::html::STYLE);
+    crate::findings::html::render(&mut o, &doc.findings);
+    across(&mut o, &doc.across);
     // One scale for every stage chart, so bars compare across ranks.
     let scale = doc
         .exports
@@ -263,7 +267,6 @@ pub fn render(doc: &Document) -> String {
             scale,
         );
     }
-    across(&mut o, &doc.across);
     o.push_str("</body></html>\n");
     o
 }

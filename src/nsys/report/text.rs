@@ -340,17 +340,32 @@ fn export(out: &mut String, report: &Report) {
     }
 }
 
+/// The header block (what was read), the findings, the ranks side by side, then each export's
+/// processes in detail: what to act on first, the detail after.
 pub fn render(doc: &Document) -> String {
     let mut out = String::new();
+    let procs: usize = doc.exports.iter().map(|r| r.processes.len()).sum();
+    let files: Vec<&str> = doc.exports.iter().map(|r| r.file.as_str()).collect();
+    crate::findings::text::wrap(
+        &mut out,
+        &format!(
+            "nsys report: {} ({} export(s), {procs} process(es), window {})",
+            files.join(", "),
+            doc.exports.len(),
+            doc.window
+        ),
+    );
+    out.push('\n');
+    crate::findings::text::render(&mut out, &doc.findings);
+    if doc.exports.len() > 1 || doc.across.ranks.iter().any(|r| r.mesh.is_some()) {
+        across(&mut out, &doc.across, doc.exports.len(), procs, &doc.window);
+        out.push('\n');
+    }
     for (i, r) in doc.exports.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
         export(&mut out, r);
-    }
-    let procs: usize = doc.exports.iter().map(|r| r.processes.len()).sum();
-    if doc.exports.len() > 1 || doc.across.ranks.iter().any(|r| r.mesh.is_some()) {
-        across(&mut out, &doc.across, doc.exports.len(), procs, &doc.window);
     }
     out
 }
@@ -366,7 +381,7 @@ fn mesh_of(m: &Option<crate::mesh::Mesh>, rank: Option<u64>, pid: i64) -> String
 fn across(out: &mut String, a: &Across, exports: usize, procs: usize, window: &str) {
     let _ = writeln!(
         out,
-        "\n== across ranks: {procs} process(es) in {exports} export(s), window {window} ==\n"
+        "== across ranks: {procs} process(es) in {exports} export(s), window {window} ==\n"
     );
     let _ = writeln!(
         out,
