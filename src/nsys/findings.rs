@@ -15,7 +15,7 @@ use crate::nsys::report::{Document, Process};
 pub const SHARE_THRESHOLD: f64 = 0.25;
 pub const SHARE_FLOOR: f64 = 5.0;
 
-/// The pipeline axis peers are grouped by (the conventions' balance axis).
+/// Where a process is: its rank and mesh, or its pid and file.
 fn place(rank: Option<u64>, mesh: &Option<Mesh>, pid: i64, file: &str) -> Where {
     match rank {
         Some(r) => {
@@ -53,9 +53,12 @@ pub fn of(doc: &Document, axis: &str) -> Vec<Finding> {
     out
 }
 
+/// The ranks with one stage at one pipeline coordinate: (file, process, index of the stage).
+type Peers<'a> = Vec<(&'a str, &'a Process, usize)>;
+
 /// Per stage and pipeline coordinate, the ranks whose hidden share is far from their peers'.
 fn stands_out(procs: &[(&str, &Process)], axis: &str, out: &mut Vec<Finding>) {
-    let mut groups: BTreeMap<(String, Option<u32>), Vec<(&str, &Process, usize)>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, Option<u32>), Peers> = BTreeMap::new();
     for (file, p) in procs {
         let coord = p.mesh.as_ref().and_then(|m| m.get(axis)).map(|(c, _)| c);
         for (i, s) in p.stages.iter().enumerate() {

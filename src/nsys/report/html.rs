@@ -521,6 +521,41 @@ pub fn render_diff(d: &Diff) -> String {
     if let Some(g) = &d.gate {
         gate(&mut o, g);
     }
+    if d.compared_by != "chunk-ranges" {
+        // Without chunk ranges on both sides: the whole capture's figures of each process.
+        o.push_str("<table class=\"diff\"><tr><th class=\"n\">process</th><th>exposed comm ms before</th><th>after</th><th>change</th><th>compute ms before</th><th>after</th><th>change</th></tr>\n");
+        for r in &d.ranks {
+            let (e, c) = (&r.process_exposed_ns, &r.process_compute_ns);
+            let _ = writeln!(
+                o,
+                "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.label),
+                ms(e.before as i64),
+                ms(e.after as i64),
+                esc(&e.change),
+                ms(c.before as i64),
+                ms(c.after as i64),
+                esc(&c.change)
+            );
+        }
+        o.push_str("</table>\n");
+    } else {
+        diff_ranks(&mut o, d);
+    }
+    for (what, v) in [
+        ("Only before", &d.only_before),
+        ("Only after", &d.only_after),
+    ] {
+        if !v.is_empty() {
+            let _ = writeln!(o, "<p>{what}: {}</p>", esc(&v.join(", ")));
+        }
+    }
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// Per rank, the chunk time and the window's exposed communication, and the stages that changed.
+fn diff_ranks(o: &mut String, d: &Diff) {
     o.push_str("<table class=\"diff\"><tr><th class=\"n\">rank</th><th>chunk ms before</th><th>after</th><th>change</th><th>exposed ms before</th><th>after</th><th>change</th><th class=\"n\">stages that changed</th></tr>\n");
     for r in &d.ranks {
         let stages: Vec<String> = r
@@ -551,16 +586,6 @@ pub fn render_diff(d: &Diff) -> String {
         );
     }
     o.push_str("</table>\n");
-    for (what, v) in [
-        ("Only before", &d.only_before),
-        ("Only after", &d.only_after),
-    ] {
-        if !v.is_empty() {
-            let _ = writeln!(o, "<p>{what}: {}</p>", esc(&v.join(", ")));
-        }
-    }
-    o.push_str("</body></html>\n");
-    o
 }
 
 fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
