@@ -240,7 +240,13 @@ fn a_gate_with_nothing_comparable_is_refused_saying_why() {
     assert_eq!(code, 2);
     assert_eq!(d["compared_by"], "mixed");
     let why = d["gate"]["why"].as_str().unwrap();
-    assert!(why.starts_with("the before run has DualPipeV chunk ranges, the after run has none: runs of different kinds; only in the before run: rank 0"), "{why}");
+    assert!(
+        why.starts_with(
+            "the before run has DualPipeV chunk ranges, the after run has none: runs of \
+             different kinds; only in the before run: rank 0"
+        ),
+        "{why}"
+    );
     // No gate, no verdict: the comparison alone exits 0.
     let (code, text, _) = run(&[e.base.as_os_str(), os("--diff"), node0.as_os_str()]);
     assert_eq!(code, 0);
