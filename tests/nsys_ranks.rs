@@ -469,29 +469,39 @@ fn diff_with_a_gate_names_what_grew() {
     );
     let d: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["schema"], "instrument.nsys.diff/1");
-    assert_eq!(f(&d["gate"]), 5.0);
-    let grew = d["grew"].as_array().unwrap();
-    let exposed: Vec<(i64, String, i64, i64)> = grew
+    let gate = &d["gate"];
+    assert_eq!(f(&gate["percent"]), 5.0);
+    assert_eq!(gate["verdict"], "failed");
+    assert_eq!(d["compared_by"], "chunk-ranges");
+    let grew: Vec<&Value> = gate["rows"]
+        .as_array()
+        .unwrap()
         .iter()
-        .filter(|g| g["figure"] == "exposed_ns")
+        .filter(|r| r["exceeded"] == true)
+        .collect();
+    let mut exposed: Vec<(i64, String, i64, i64)> = grew
+        .iter()
+        .filter(|g| g["figure"] == "exposed communication")
         .map(|g| {
             (
-                i(&g["rank"]),
-                g["stage"].as_str().unwrap().to_string(),
+                i(&g["where"]["rank"]),
+                g["where"]["point"].as_str().unwrap().to_string(),
                 f(&g["before"]) as i64,
                 f(&g["after"]) as i64,
             )
         })
         .collect();
+    exposed.sort();
     assert_eq!(exposed, expected);
-    let chunks: Vec<i64> = grew
+    let mut chunks: Vec<i64> = grew
         .iter()
-        .filter(|g| g["figure"] == "chunk_ns")
-        .map(|g| i(&g["rank"]))
+        .filter(|g| g["figure"] == "chunk time")
+        .map(|g| i(&g["where"]["rank"]))
         .collect();
+    chunks.sort();
     assert_eq!(chunks, [4, 5, 6, 7], "the pp=1 ranks compute 20 % longer");
-    for g in grew.iter().filter(|g| g["figure"] == "chunk_ns") {
-        let rank = i(&g["rank"]);
+    for g in grew.iter().filter(|g| g["figure"] == "chunk time") {
+        let rank = i(&g["where"]["rank"]);
         assert_eq!(f(&g["before"]), planted_chunk_time(&r.base, rank), "{g}");
         assert_eq!(
             f(&g["after"]),
@@ -499,6 +509,15 @@ fn diff_with_a_gate_names_what_grew() {
             "{g}"
         );
     }
+    // Largest growth first: stage4_f's +50 % heads the rows.
+    let growth: Vec<f64> = gate["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| f(&r["growth"]))
+        .collect();
+    assert!(growth.windows(2).all(|w| w[0] >= w[1]), "{growth:?}");
+    assert_eq!(gate["rows"][0]["where"]["point"], "stage4_f");
     let r5 = d["ranks"]
         .as_array()
         .unwrap()
@@ -513,22 +532,22 @@ fn diff_with_a_gate_names_what_grew() {
         .unwrap();
     assert_eq!(s["exposed_ns"]["change"], "+50.0%");
     assert_eq!(f(&s["exposed_ns"]["delta"]), 44000.0);
-    // In text, each one named: rank, stage, before, after.
+    // In text, in ms, the verdict as the last line.
     let (code, text, _) = run(&[b], &["--diff", a.to_str().unwrap(), "--gate", "5"]);
     assert_eq!(code, 1);
-    assert!(
-        text.contains("  rank 5 (pp 1, cp 0, ep 1) stage4_f: exposed communication 88000 ns -> 132000 ns (+50.0%)\n"),
-        "{text}"
-    );
-    assert!(
-        text.contains("gate 5%: 6 figure(s) grew by more than 5%:"),
-        "{text}"
+    assert_eq!(
+        text.lines().last().unwrap(),
+        "gate 5%: FAILED, 6 of 55 figures grew by more than 5%; the largest: rank 5 (pp 1, cp 0, ep 1), \
+         stage4_f exposed communication +50.0% (0.088 ms -> 0.132 ms)"
     );
     // Exactly +50 % is allowed by --gate 50; the rest grew less.
     let (code, text, err) = run(&[b], &["--diff", a.to_str().unwrap(), "--gate", "50"]);
     assert_eq!(code, 0, "{text}{err}");
     assert!(
-        text.contains("gate 50%: nothing grew by more than 50%"),
+        text.lines()
+            .last()
+            .unwrap()
+            .starts_with("gate 50%: passed, none of 55 figures"),
         "{text}"
     );
     // A run against itself: nothing changed.
@@ -551,7 +570,7 @@ fn diff_with_a_gate_names_what_grew() {
     assert_eq!(code, 1, "{err}");
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.starts_with("<!DOCTYPE html>") && page.contains("id=\"gate\" class=\"fail\""));
-    assert!(page.contains("rank 5 (pp 1, cp 0, ep 1) stage4_f: exposed communication 88000 ns &rarr; 132000 ns (+50.0%)"));
+    assert!(page.contains("<td class=\"n\">rank 5 (pp 1, cp 0, ep 1), stage4_f</td><td class=\"n\">exposed communication</td><td>0.088 ms</td><td>0.132 ms</td><td>+50.0%</td>"));
 }
 
 #[test]

@@ -14,7 +14,12 @@ names (`counter=`).
 - graphs-node: graphs traced node by node (kernel rows with the launch's correlation id), one
                graph row also present for a graph whose nodes were traced;
 - graphs-only: graph replays and memory copies, no kernel table at all;
-- dualpipe:    one node's export of a pithtrain DualPipeV run (tools/nsys_dualpipe.py).
+- dualpipe:    one node's export of a pithtrain DualPipeV run (tools/nsys_dualpipe.py);
+- mfu:         like GindaChen/nsys-ai's tests/fixtures/mfu_2gpu_{before,after}.sqlite (a 2-GPU
+               FastVideo run, no pithtrain ranges): two processes on GPU 0 and 1, GEMMs and NCCL
+               SendRecv on one stream (so every communication ns is exposed), the whole-capture
+               figures of the real exports (`--variant base`: before, `regressed`: after, whose
+               nsys session started 79.9 minutes later).
 """
 
 import nsys_dualpipe
@@ -392,6 +397,45 @@ def build_graphs(ex, rng, kernels_target, ranks, mode="Graph", nodes=False, kern
                 "correlationId": corr, "globalPid": (1 << 48) | (p["pid"] << 24), "graphId": 9, "graphExecId": 109})
 
 
+# (pid, GPU, compute ns, communication ns) per process, as instrument reads the real exports:
+# communication exposed 17.173 / 8.229 ms before, 9.989 / 23.753 ms after (+188.6 % on GPU 1).
+MFU = {
+    "base": [(144, 0, 253_690_832, 17_172_652), (145, 1, 256_095_624, 8_229_100)],
+    "regressed": [(148, 0, 227_484_352, 9_989_016), (149, 1, 227_608_953, 23_753_085)],
+}
+
+
+def build_mfu(ex, rng, _kernels, _ranks):
+    """Two processes, each: four GEMMs then two SendRecv kernels under the all-to-all's ranges,
+    one stream, each kernel after the previous one ends (nothing overlaps: all communication is
+    exposed, compute is the GEMMs' sum)."""
+    variant = ex.params["variant"]
+    if variant == "regressed":
+        ex.session_start += int(79.9 * 60e9)
+    for pid, gpu, compute, comm in MFU[variant]:
+        proc = ex.process(pid, "python3", gpu)
+        th = ex.thread(proc, pid, "python3", -5_000)
+        t = 100_000
+
+        def place(key, dur):
+            nonlocal t
+            proc["streams"][7] = t
+            ex.launch(th, [("kernel", key, 7, dur)])
+            t += dur + 50_000
+            th["t"] = max(th["t"], t - 45_000)
+
+        for i in range(4):
+            ex.push(th, f"aten::mm, seq = {i + 1}, op_id = {2 * i + 1}", key="aten::mm")
+            place("nvjet", compute // 4 + (compute % 4 if i == 3 else 0))
+            ex.pop(th)
+        ex.push(th, "AllToAll4D")
+        for i in range(2):
+            ex.push(th, "nccl:all_to_all")
+            place("sendrecv", comm // 2 + (comm % 2 if i == 1 else 0))
+            ex.pop(th)
+        ex.pop(th)
+
+
 SCENARIOS = {
     "mixed": build_mixed,
     "edge": build_edge,
@@ -400,4 +444,5 @@ SCENARIOS = {
     "graphs-node": lambda ex, rng, n, r: build_graphs(ex, rng, n, r, mode="Node", nodes=True),
     "graphs-only": lambda ex, rng, n, r: build_graphs(ex, rng, n, r, kernels=False),
     "dualpipe": lambda ex, rng, n, r: nsys_dualpipe.build(ex, rng, n, r, ex.params),
+    "mfu": build_mfu,
 }

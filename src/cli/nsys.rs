@@ -55,7 +55,8 @@ pub struct TraceJsonArgs {
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Exports (`.sqlite`, written by `nsys export --type sqlite`) or folders of them (every
-    /// `.sqlite` in it: pithtrain writes one per node). All must be of one run.
+    /// `.sqlite` in it: pithtrain writes one per node). All must be of one run: exports of
+    /// different runs are refused (exit 2), never merged.
     #[arg(required = true, value_name = "FILE|DIR")]
     pub files: Vec<PathBuf>,
     /// Print the report as JSON (schema `instrument.nsys.report/3`, see docs/nsys.md).
@@ -91,11 +92,13 @@ pub struct ReportArgs {
     )]
     pub window: WindowPick,
     /// A second run to compare with (files or folders, as the first): per rank and stage, the
-    /// change of exposed communication and of chunk time.
+    /// change of exposed communication and of chunk time (per process, by GPU, without ranks).
     #[arg(long, value_name = "FILE|DIR", num_args = 1..)]
     pub diff: Vec<PathBuf>,
-    /// With --diff: exit 1 when exposed communication of a stage or the chunk time of a rank grew
-    /// by more than PCT per cent (each named), else 0.
+    /// With --diff: exit 1 when a figure grew by more than PCT per cent (a stage's exposed
+    /// communication and a rank's chunk time; without DualPipeV ranges each process's exposed
+    /// communication, communication and compute), 0 when none did, 2 when nothing is comparable.
+    /// The verdict is the last line.
     #[arg(long, value_name = "PCT", requires = "diff")]
     pub gate: Option<Gate>,
 }
@@ -392,11 +395,7 @@ fn run_diff(args: &ReportArgs, opts: &analyze::Options, window: &str) -> Result<
             writeln!(stdout, "\nHTML page written to {}", path.display())?;
         }
     }
-    Ok(if args.gate.is_some() && !d.grew.is_empty() {
-        exit::FOUND
-    } else {
-        exit::OK
-    })
+    Ok(d.gate.as_ref().map_or(exit::OK, |g| g.code()))
 }
 
 fn run_command(args: CommandArgs) -> Result<u8, Error> {

@@ -11,7 +11,7 @@ use crate::nsys::analyze::{self, Options};
 use crate::nsys::error::{Error, Result};
 use crate::nsys::ops;
 use crate::nsys::ranks::diff::{self, Diff};
-use crate::nsys::ranks::{RankView, across};
+use crate::nsys::ranks::{RankView, WholeProcess, across};
 use crate::nsys::report::{Document, Process, Report, SCHEMA};
 use crate::nsys::sqlite;
 
@@ -183,9 +183,22 @@ fn describe(p: &Process) -> String {
     s
 }
 
-/// Refuse exports of different runs in one report, naming both: a different mesh shape or setup
-/// fields, a rank in two exports, captures started far apart.
+/// Refuse exports of different runs in one report (exit 2), naming both files and what differs:
+/// an export without the trainer's ranks among exports with them, a different mesh shape or
+/// setup fields, more ranks than the mesh holds, a rank in two exports, captures started far
+/// apart. Refused rather than reported as separate runs: a report's cross-rank figures and its
+/// gate assume one run, and the user knows which files belong together better than we can guess.
 pub fn check_one_run(reports: &[Report]) -> Result<()> {
+    let ranked = |r: &Report| r.processes.iter().any(|p| p.rank.is_some());
+    if let (Some(with), Some(without)) = (
+        reports.iter().find(|r| ranked(r)),
+        reports.iter().find(|r| !ranked(r)),
+    ) {
+        return Err(Error::Request(format!(
+            "{} and {} are exports of different runs: {} has the trainer's setup ranges (ranks), {} has none",
+            with.file, without.file, with.file, without.file
+        )));
+    }
     let mut first: Option<(&Report, &Process)> = None;
     for r in reports {
         if let Some(p) = r.processes.iter().find(|p| p.mesh.is_some()) {
@@ -227,6 +240,25 @@ pub fn check_one_run(reports: &[Report]) -> Result<()> {
             seen.push((rank, &r.file));
         }
     }
+    // More ranks than the mesh holds: another run's node among this run's (same shape).
+    if let Some((r, p, m)) = reports.iter().find_map(|r| {
+        r.processes
+            .iter()
+            .find_map(|p| p.mesh.as_ref().map(|m| (r, p, m)))
+    }) {
+        let world: u64 = m.axes.iter().map(|a| a.size as u64).product();
+        if world > 0 && seen.len() as u64 > world {
+            let files: Vec<&str> = reports.iter().map(|r| r.file.as_str()).collect();
+            return Err(Error::Request(format!(
+                "{} are exports of different runs: {} ranks, but the mesh of rank {} in {} ({}) holds {world}",
+                files.join(", "),
+                seen.len(),
+                p.rank.unwrap_or(0),
+                r.file,
+                m.full()
+            )));
+        }
+    }
     let starts: Vec<(i64, &str)> = reports
         .iter()
         .filter_map(|r| r.export.session_start_utc_ns.map(|t| (t, r.file.as_str())))
@@ -263,6 +295,12 @@ pub fn views(exports: &[Report]) -> Vec<RankView> {
                 totals: p.window.totals.clone(),
                 stages: p.stages.clone(),
                 chunks: p.chunks.clone(),
+                devices: p.devices.clone(),
+                whole: WholeProcess {
+                    exposed_ns: p.overlap.exposed_ns,
+                    comm_ns: p.overlap.communication_ns,
+                    compute_ns: p.overlap.compute_ns,
+                },
             })
         })
         .collect()
@@ -285,11 +323,14 @@ pub fn report(paths: &[PathBuf], opts: &Options, window: &str) -> Result<Documen
     let exports = analyze_all(&files, opts)?;
     check_one_run(&exports)?;
     let across = across::across(&views(&exports), &opts.conventions.balance_axis);
-    Ok(Document {
+    let mut doc = Document {
         schema: SCHEMA,
         conventions: opts.conventions.origin.clone(),
         window: window.to_string(),
+        findings: Vec::new(),
         exports,
         across,
-    })
+    };
+    doc.findings = crate::nsys::findings::of(&doc, &opts.conventions.balance_axis);
+    Ok(doc)
 }

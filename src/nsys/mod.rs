@@ -27,6 +27,7 @@ pub mod command;
 pub mod conventions;
 pub mod error;
 pub mod exports;
+pub mod findings;
 pub mod hash;
 pub mod ids;
 pub mod meta;

@@ -161,6 +161,18 @@ pub struct RankView {
     pub totals: figures::WindowTotals,
     pub stages: Vec<figures::StageRow>,
     pub chunks: Chunks,
+    /// The GPUs it ran work on, and its overlap over the whole capture (the report's
+    /// `overlap`: what a process without the trainer's ranges is compared by).
+    pub devices: Vec<i64>,
+    pub whole: WholeProcess,
+}
+
+/// A process's communication and compute over the whole capture, as unions of its kernels.
+#[derive(Debug, Clone, Default)]
+pub struct WholeProcess {
+    pub exposed_ns: i64,
+    pub comm_ns: i64,
+    pub compute_ns: i64,
 }
 
 /// The per-rank figures of the processes of one export, by globalPid.

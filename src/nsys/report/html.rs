@@ -14,20 +14,7 @@ use crate::nsys::report::{
     Document, Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line,
 };
 
-fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+use crate::findings::html::esc;
 
 const COMPUTE: &str = "#1f77b4";
 const COMMUNICATION: &str = "#d62728";
@@ -251,6 +238,10 @@ pub fn render(doc: &Document) -> String {
     let files: Vec<&str> = doc.exports.iter().map(|r| r.file.as_str()).collect();
     page_head(&mut o, &format!("nsys report: {}", files.join(", ")));
     let _ = writeln!(o, "<h1>nsys report</h1><p>{}</p>", esc(&files.join(", ")));
+    // Findings first, then the ranks side by side, then each export in detail.
+    let _ = writeln!(o, "<style>{}</style>", crate::findings::html::STYLE);
+    crate::findings::html::render(&mut o, &doc.findings);
+    across(&mut o, &doc.across);
     // One scale for every stage chart, so bars compare across ranks.
     let scale = doc
         .exports
@@ -276,7 +267,6 @@ pub fn render(doc: &Document) -> String {
             scale,
         );
     }
-    across(&mut o, &doc.across);
     o.push_str("</body></html>\n");
     o
 }
@@ -484,6 +474,37 @@ fn across(o: &mut String, a: &Across) {
     o.push_str("</section>\n");
 }
 
+/// The gate's verdict first, then its figures, largest growth first.
+fn gate(o: &mut String, g: &crate::gate::Outcome) {
+    let class = match g.verdict {
+        crate::gate::Verdict::Passed => "pass",
+        crate::gate::Verdict::Failed => "fail",
+        crate::gate::Verdict::Refused => "refused",
+    };
+    let _ = writeln!(
+        o,
+        "<div id=\"gate\" class=\"{class}\"><p class=\"verdict\">{}</p>",
+        esc(&g.verdict_line())
+    );
+    if !g.rows.is_empty() {
+        o.push_str("<table class=\"gate\"><tr><th class=\"n\">where</th><th class=\"n\">figure</th><th>before</th><th>after</th><th>change</th></tr>\n");
+        for r in &g.rows {
+            let _ = writeln!(
+                o,
+                "<tr{}><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                if r.exceeded { " class=\"grew\"" } else { "" },
+                esc(&r.place.label()),
+                esc(&r.figure),
+                esc(&r.unit.show(r.before)),
+                esc(&r.unit.show(r.after)),
+                esc(&r.change)
+            );
+        }
+        o.push_str("</table>\n");
+    }
+    o.push_str("</div>\n");
+}
+
 /// `--diff --html`: the comparison as a page.
 pub fn render_diff(d: &Diff) -> String {
     let mut o = String::new();
@@ -497,40 +518,44 @@ pub fn render_diff(d: &Diff) -> String {
         d.after.processes,
         esc(&d.window)
     );
-    if let Some(g) = d.gate {
-        if d.grew.is_empty() {
+    if let Some(g) = &d.gate {
+        gate(&mut o, g);
+    }
+    if d.compared_by != "chunk-ranges" {
+        // Without chunk ranges on both sides: the whole capture's figures of each process.
+        o.push_str("<table class=\"diff\"><tr><th class=\"n\">process</th><th>exposed comm ms before</th><th>after</th><th>change</th><th>compute ms before</th><th>after</th><th>change</th></tr>\n");
+        for r in &d.ranks {
+            let (e, c) = (&r.process_exposed_ns, &r.process_compute_ns);
             let _ = writeln!(
                 o,
-                "<p id=\"gate\" class=\"pass\">gate {g}%: nothing grew by more than {g}%.</p>"
+                "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                esc(&r.label),
+                ms(e.before as i64),
+                ms(e.after as i64),
+                esc(&e.change),
+                ms(c.before as i64),
+                ms(c.after as i64),
+                esc(&c.change)
             );
-        } else {
-            let _ = writeln!(
-                o,
-                "<div id=\"gate\" class=\"fail\"><p class=\"grew\">gate {g}%: {} figure(s) grew by more than {g}%:</p><ul>",
-                d.grew.len()
-            );
-            for x in &d.grew {
-                let _ = writeln!(
-                    o,
-                    "<li class=\"grew\">{}{}: {} {} ns &rarr; {} ns ({})</li>",
-                    esc(&x.label),
-                    x.stage
-                        .as_deref()
-                        .map(|s| format!(" {}", esc(s)))
-                        .unwrap_or_default(),
-                    if x.figure == "chunk_ns" {
-                        "chunk time"
-                    } else {
-                        "exposed communication"
-                    },
-                    x.before as i64,
-                    x.after as i64,
-                    esc(&x.change)
-                );
-            }
-            o.push_str("</ul></div>\n");
+        }
+        o.push_str("</table>\n");
+    } else {
+        diff_ranks(&mut o, d);
+    }
+    for (what, v) in [
+        ("Only before", &d.only_before),
+        ("Only after", &d.only_after),
+    ] {
+        if !v.is_empty() {
+            let _ = writeln!(o, "<p>{what}: {}</p>", esc(&v.join(", ")));
         }
     }
+    o.push_str("</body></html>\n");
+    o
+}
+
+/// Per rank, the chunk time and the window's exposed communication, and the stages that changed.
+fn diff_ranks(o: &mut String, d: &Diff) {
     o.push_str("<table class=\"diff\"><tr><th class=\"n\">rank</th><th>chunk ms before</th><th>after</th><th>change</th><th>exposed ms before</th><th>after</th><th>change</th><th class=\"n\">stages that changed</th></tr>\n");
     for r in &d.ranks {
         let stages: Vec<String> = r
@@ -561,16 +586,6 @@ pub fn render_diff(d: &Diff) -> String {
         );
     }
     o.push_str("</table>\n");
-    for (what, v) in [
-        ("Only before", &d.only_before),
-        ("Only after", &d.only_after),
-    ] {
-        if !v.is_empty() {
-            let _ = writeln!(o, "<p>{what}: {}</p>", esc(&v.join(", ")));
-        }
-    }
-    o.push_str("</body></html>\n");
-    o
 }
 
 fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {

@@ -25,6 +25,8 @@ pub struct Document {
     pub conventions: String,
     /// `--window`: `median`, `all` or `START:END`.
     pub window: String,
+    /// What stands out, most important first (`crate::findings`; see `nsys::findings`).
+    pub findings: Vec<crate::findings::Finding>,
     pub exports: Vec<Report>,
     pub across: Across,
 }

@@ -340,17 +340,32 @@ fn export(out: &mut String, report: &Report) {
     }
 }
 
+/// The header block (what was read), the findings, the ranks side by side, then each export's
+/// processes in detail: what to act on first, the detail after.
 pub fn render(doc: &Document) -> String {
     let mut out = String::new();
+    let procs: usize = doc.exports.iter().map(|r| r.processes.len()).sum();
+    let files: Vec<&str> = doc.exports.iter().map(|r| r.file.as_str()).collect();
+    crate::findings::text::wrap(
+        &mut out,
+        &format!(
+            "nsys report: {} ({} export(s), {procs} process(es), window {})",
+            files.join(", "),
+            doc.exports.len(),
+            doc.window
+        ),
+    );
+    out.push('\n');
+    crate::findings::text::render(&mut out, &doc.findings);
+    if doc.exports.len() > 1 || doc.across.ranks.iter().any(|r| r.mesh.is_some()) {
+        across(&mut out, &doc.across, doc.exports.len(), procs, &doc.window);
+        out.push('\n');
+    }
     for (i, r) in doc.exports.iter().enumerate() {
         if i > 0 {
             out.push('\n');
         }
         export(&mut out, r);
-    }
-    let procs: usize = doc.exports.iter().map(|r| r.processes.len()).sum();
-    if doc.exports.len() > 1 || doc.across.ranks.iter().any(|r| r.mesh.is_some()) {
-        across(&mut out, &doc.across, doc.exports.len(), procs, &doc.window);
     }
     out
 }
@@ -366,7 +381,7 @@ fn mesh_of(m: &Option<crate::mesh::Mesh>, rank: Option<u64>, pid: i64) -> String
 fn across(out: &mut String, a: &Across, exports: usize, procs: usize, window: &str) {
     let _ = writeln!(
         out,
-        "\n== across ranks: {procs} process(es) in {exports} export(s), window {window} ==\n"
+        "== across ranks: {procs} process(es) in {exports} export(s), window {window} ==\n"
     );
     let _ = writeln!(
         out,
@@ -456,7 +471,11 @@ fn across(out: &mut String, a: &Across, exports: usize, procs: usize, window: &s
     }
 }
 
-/// `--diff`: rank by rank, stage by stage; with `--gate`, what grew.
+/// How many gate rows within the gate the text shows (every one that failed is shown).
+const GATE_ROWS: usize = 10;
+
+/// `--diff`: rank by rank, stage by stage; with `--gate`, the gate's figures, largest growth
+/// first, and its verdict as the last line.
 pub fn render_diff(d: &Diff) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -468,88 +487,100 @@ pub fn render_diff(d: &Diff) -> String {
         d.after.processes,
         d.window
     );
-    let _ = writeln!(
-        out,
-        "\n  {:<24} {:>21} {:>8}   {:>23} {:>8}",
-        "rank", "chunk ms", "change", "exposed ms", "change"
-    );
-    for r in &d.ranks {
+    if d.compared_by == "chunk-ranges" {
         let _ = writeln!(
             out,
-            "  {:<24} {:>10} -> {:>7} {:>8}   {:>11} -> {:>8} {:>8}",
-            r.label,
-            ms(r.chunk_ns.before as i64),
-            ms(r.chunk_ns.after as i64),
-            r.chunk_ns.change,
-            ms(r.exposed_ns.before as i64),
-            ms(r.exposed_ns.after as i64),
-            r.exposed_ns.change
+            "\n  {:<24} {:>21} {:>8}   {:>23} {:>8}",
+            "rank", "chunk ms", "change", "exposed ms", "change"
         );
-    }
-    let _ = writeln!(out, "\n  exposed communication per stage (ms):");
-    for r in &d.ranks {
-        let changed: Vec<String> = r
-            .stages
-            .iter()
-            .filter(|s| s.exposed_ns.delta != 0.0)
-            .map(|s| {
-                format!(
-                    "{} {} -> {} ({})",
-                    s.stage,
-                    ms(s.exposed_ns.before as i64),
-                    ms(s.exposed_ns.after as i64),
-                    s.exposed_ns.change
-                )
-            })
-            .collect();
+        for r in &d.ranks {
+            let _ = writeln!(
+                out,
+                "  {:<24} {:>10} -> {:>7} {:>8}   {:>11} -> {:>8} {:>8}",
+                r.label,
+                ms(r.chunk_ns.before as i64),
+                ms(r.chunk_ns.after as i64),
+                r.chunk_ns.change,
+                ms(r.exposed_ns.before as i64),
+                ms(r.exposed_ns.after as i64),
+                r.exposed_ns.change
+            );
+        }
+        let _ = writeln!(out, "\n  exposed communication per stage (ms):");
+        for r in &d.ranks {
+            let changed: Vec<String> = r
+                .stages
+                .iter()
+                .filter(|s| s.exposed_ns.delta != 0.0)
+                .map(|s| {
+                    format!(
+                        "{} {} -> {} ({})",
+                        s.stage,
+                        ms(s.exposed_ns.before as i64),
+                        ms(s.exposed_ns.after as i64),
+                        s.exposed_ns.change
+                    )
+                })
+                .collect();
+            crate::findings::text::wrap(
+                &mut out,
+                &format!(
+                    "    {}: {}",
+                    r.label,
+                    if changed.is_empty() {
+                        "no change".to_string()
+                    } else {
+                        changed.join(", ")
+                    }
+                ),
+            );
+        }
+    } else {
+        // Without chunk ranges on both sides: the whole capture's unions of each process.
         let _ = writeln!(
             out,
-            "    {}: {}",
-            r.label,
-            if changed.is_empty() {
-                "no change".to_string()
+            "\n  whole capture, per process (no DualPipeV chunk ranges{}):",
+            if d.compared_by == "mixed" {
+                " in one of the runs"
             } else {
-                changed.join(", ")
+                ""
             }
         );
+        // Communication is in the JSON and the gate; two figures keep the line in 100 columns.
+        let _ = writeln!(
+            out,
+            "  {:<24} {:>22} {:>8}   {:>22} {:>8}",
+            "process", "exposed comm ms", "change", "compute ms", "change"
+        );
+        for r in &d.ranks {
+            let c = |x: &crate::nsys::ranks::diff::Change| {
+                format!(
+                    "{:>9} -> {:>9} {:>8}",
+                    ms(x.before as i64),
+                    ms(x.after as i64),
+                    x.change
+                )
+            };
+            let _ = writeln!(
+                out,
+                "  {:<24} {}   {}",
+                r.label,
+                c(&r.process_exposed_ns),
+                c(&r.process_compute_ns)
+            );
+        }
     }
     for (what, v) in [
         ("only before", &d.only_before),
         ("only after", &d.only_after),
     ] {
         if !v.is_empty() {
-            let _ = writeln!(out, "\n  {what}: {}", v.join(", "));
+            crate::findings::text::wrap(&mut out, &format!("\n  {what}: {}", v.join(", ")));
         }
     }
-    if let Some(g) = d.gate {
-        if d.grew.is_empty() {
-            let _ = writeln!(out, "\ngate {g}%: nothing grew by more than {g}%");
-        } else {
-            let _ = writeln!(
-                out,
-                "\ngate {g}%: {} figure(s) grew by more than {g}%:",
-                d.grew.len()
-            );
-            for x in &d.grew {
-                let _ = writeln!(
-                    out,
-                    "  {}{}: {} {} ns -> {} ns ({})",
-                    x.label,
-                    x.stage
-                        .as_deref()
-                        .map(|s| format!(" {s}"))
-                        .unwrap_or_default(),
-                    if x.figure == "chunk_ns" {
-                        "chunk time"
-                    } else {
-                        "exposed communication"
-                    },
-                    x.before as i64,
-                    x.after as i64,
-                    x.change
-                );
-            }
-        }
+    if let Some(g) = &d.gate {
+        out.push('\n');
+        g.render(&mut out, GATE_ROWS);
     }
     out
 }
