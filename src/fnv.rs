@@ -47,6 +47,10 @@ mod tests {
         let mut split = Fnv1a32::default();
         split.write(b"foo");
         split.write(b"bar");
-        assert_eq!(split.finish(), 0xbf9c_f968, "streaming is the same as whole");
+        assert_eq!(
+            split.finish(),
+            0xbf9c_f968,
+            "streaming is the same as whole"
+        );
     }
 }

@@ -342,11 +342,7 @@ fn check_model(set: &RuleSet, root: &std::path::Path, targets: &[String]) -> Res
         .iter()
         .filter(|r| r.file.contains("{MODEL}"))
         .collect();
-    if !per_model.is_empty()
-        && !per_model
-            .iter()
-            .any(|r| r.applies_to(Some(model.as_str())))
-    {
+    if !per_model.is_empty() && !per_model.iter().any(|r| r.applies_to(Some(model.as_str()))) {
         let mut supported: Vec<&String> = per_model.iter().flat_map(|r| r.models.iter()).collect();
         supported.sort();
         supported.dedup();

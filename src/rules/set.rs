@@ -178,9 +178,6 @@ impl RuleSet {
 
     /// The rules that apply to `model` (a file stem), in application order.
     pub fn rules_for_model<'a>(&'a self, model: Option<&str>) -> Vec<&'a Rule> {
-        self.rules
-            .iter()
-            .filter(|r| r.applies_to(model))
-            .collect()
+        self.rules.iter().filter(|r| r.applies_to(model)).collect()
     }
 }
