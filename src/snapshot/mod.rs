@@ -11,6 +11,7 @@
 //! - `analysis` — device choice, totals per device/stream, sites of live memory;
 //! - `trace`    — `device_traces`: counts, pending frees, OOMs, retention, bursts;
 //! - `steps`    — training steps: the run's own markers first, else a guess;
+//! - `marks`    — a run's schedule marks (conventions table), placed on the trace;
 //! - `schedule` — a marked pipeline schedule: memory per schedule event;
 //! - `expandable` — expandable segments as torch keeps them (mapped pages);
 //! - `oom`      — the allocator's state at an OOM, and why it failed;
@@ -27,6 +28,7 @@ pub mod diff;
 pub mod error;
 pub mod expandable;
 pub mod frames;
+pub mod marks;
 pub mod model;
 pub mod oom;
 pub mod paths;

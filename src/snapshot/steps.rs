@@ -77,6 +77,9 @@ pub const NOT_A_STEP: &[(&str, &[Match])] = &[
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepMethod {
+    /// The run's schedule marks (`super::marks`): the trace is one pipeline step, whatever
+    /// recurs per chunk inside it.
+    Schedule,
     /// The run's `external_annotations`.
     Annotation,
     /// The end of each optimizer step in the trace's stacks.
@@ -91,6 +94,7 @@ pub enum StepMethod {
 impl StepMethod {
     pub fn name(self) -> &'static str {
         match self {
+            StepMethod::Schedule => "schedule",
             StepMethod::Annotation => "annotation",
             StepMethod::OptimizerStep => "optimizer_step",
             StepMethod::Marker => "marker",
@@ -100,7 +104,10 @@ impl StepMethod {
     }
     /// Steps the run marked itself (not a guess).
     pub fn from_run(self) -> bool {
-        matches!(self, StepMethod::Annotation | StepMethod::OptimizerStep)
+        matches!(
+            self,
+            StepMethod::Schedule | StepMethod::Annotation | StepMethod::OptimizerStep
+        )
     }
 }
 
@@ -145,6 +152,21 @@ pub fn detect(
     let ev = &t.events[..];
     // A file's entries all have `time_us` (torch >= 2.5) or none do.
     let timed = matches!((ev.first(), ev.last()), (Some(a), Some(b)) if a.time_us != NO_TIME && b.time_us != NO_TIME);
+    // A pipeline step marked by schedule event: one step, from its first event. Each chunk
+    // allocates alike, which the guesses below would take for a step each.
+    if timed
+        && let Some(m) = super::marks::find(
+            super::marks::Conventions::builtin(),
+            &snap.annotations,
+            device,
+            ev,
+        )
+        && let Some(first) = m.spans.first()
+    {
+        let mut s = Steps::new(StepMethod::Schedule);
+        s.starts = vec![first.start];
+        return s;
+    }
     if timed && let Some(s) = from_annotations(&snap.annotations, device, ev, t.dropped) {
         return s;
     }

@@ -96,6 +96,9 @@ pub fn steps_out(snap: &Snapshot, t: &TraceAnalysis) -> Steps {
         ""
     };
     let note = match s.method {
+        StepMethod::Schedule => "marked by the run: one pipeline step, its schedule events marked \
+            (record_function ranges named as the memory estimator names them)"
+            .into(),
         StepMethod::Annotation => match &s.annotation {
             Some((name, Edge::End)) => format!(
                 "marked by the run: each step ends where `{name}` ends (external_annotations)"

@@ -6,9 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::conventions::Conventions;
-use super::spans::{Kind, Marks, Span};
 use crate::snapshot::analysis::frame_label;
+use crate::snapshot::marks::{Conventions, Kind, Marks, Span};
 use crate::snapshot::model::{FrameId, Snapshot, StackId};
 use crate::snapshot::paths::normalize;
 use crate::snapshot::sites::Attributor;
