@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Write fixtures/nsys/dualpipe/: what pithtrain's own analyze-nsys-profile scripts (889a408,
 .agents/skills/analyze-nsys-profile/scripts/) print for the pithtrain-shaped exports
-tools/gen_nsys_sqlite.py --scenario dualpipe writes. tests/nsys_ranks.rs generates the same
+tools/gen_nsys_sqlite.py --scenario dualpipe writes. tests/it/nsys_ranks.rs generates the same
 exports (the generator is deterministic) and holds `instrument nsys report` to these numbers.
 
 The scripts are run from a pithtrain checkout (--pithtrain DIR), never copied into this

@@ -24,7 +24,7 @@ process, domain and style, averaging fewer than two instances each, become one n
 digits written `N`.
 
 Prints JSON: {"cuda_gpu_kern_sum": [...], "nvtx_gpu_proj_sum": [...]} with nsys column names
-(plus "Shapes" with --by-shape). Used by tests/nsys_report.rs as an independent reference; small
+(plus "Shapes" with --by-shape). Used by tests/it/nsys_report.rs as an independent reference; small
 exports only.
 """
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The second reading of the real snapshots in fixtures/snapshots/real/: plain
 `pickle.load` and a few lines per fact, written to reading.json, which
-tests/snapshot_real.rs compares `instrument snapshot` with (and reruns this to check
+tests/it/snapshot_real.rs compares `instrument snapshot` with (and reruns this to check
 that reading.json is what it says).
 
     python3 tools/snapshot_real_reading.py            # write reading.json
