@@ -23,8 +23,9 @@ pub struct SnapshotArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
     /// Keep only the newest N trace events per device (older ones are counted as dropped).
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
-    pub max_trace_events: usize,
+    /// By default the trace is read whole.
+    #[arg(long, value_name = "N")]
+    pub max_trace_events: Option<usize>,
     /// Treat frames whose file matches GLOB as framework internals (repeatable), in
     /// addition to torch/nn/modules/*, torch/autograd/*, torch/optim/*, torch/utils/*, torch/*.
     #[arg(long, value_name = "GLOB")]
@@ -41,7 +42,7 @@ pub struct SnapshotArgs {
 }
 
 pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
-    if args.max_trace_events == 0 {
+    if args.max_trace_events == Some(0) {
         return Err(user_error("--max-trace-events must be at least 1"));
     }
     if args.top == 0 {
@@ -51,7 +52,7 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
         device: args.device,
         top: args.top,
         internal: args.internal.clone(),
-        max_trace_events: args.max_trace_events,
+        max_trace_events: args.max_trace_events.unwrap_or(usize::MAX),
         assume_distributed: false,
         cpp_frames: args.cpp_frames,
     };
