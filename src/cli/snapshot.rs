@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{Error, OK, user_error};
+use crate::gate::Gate;
 use crate::snapshot::report::{html, text};
 use crate::snapshot::{Options, analyse};
 
@@ -16,6 +17,10 @@ pub struct SnapshotArgs {
     /// Compare with a later snapshot of the same run (PATH earlier, OTHER later).
     #[arg(long, value_name = "OTHER")]
     pub diff: Option<PathBuf>,
+    /// With --diff: exit 1 when the peak allocated or reserved, or the live bytes of a
+    /// category, grew by more than PCT per cent; exit 2 when the files are not comparable.
+    #[arg(long, value_name = "PCT", requires = "diff")]
+    pub gate: Option<Gate>,
     /// Analyse this device's segments and trace (default: the device the segments are on).
     #[arg(long, value_name = "N")]
     pub device: Option<i64>,
@@ -73,7 +78,10 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
-    let report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())?;
+    let mut report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())?;
+    if let (Some(g), Some(d)) = (args.gate, &report.diff) {
+        report.gate = Some(crate::snapshot::diff::gate(d, g));
+    }
     super::output::emit(
         &report,
         args.json,
@@ -81,7 +89,7 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
         args.html.as_deref(),
         html::render,
     )?;
-    Ok(OK)
+    Ok(report.gate.as_ref().map_or(OK, |g| g.code()))
 }
 
 #[cfg(test)]

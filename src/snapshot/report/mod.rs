@@ -299,6 +299,19 @@ pub struct DiffSite {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Diff {
+    /// The device analysed in both.
+    pub device: i64,
+    /// The ranks the file names give (`snapshot-rank00003.pickle`), if any.
+    pub rank_before: Option<u32>,
+    pub rank_after: Option<u32>,
+    /// Peak live bytes (the trace's peak, or the snapshot's when higher) and peak reserved.
+    pub peak_before: u64,
+    pub peak_after: u64,
+    pub peak_reserved_before: u64,
+    pub peak_reserved_after: u64,
+    /// Live bytes per category (blocks with a stack).
+    pub categories_before: BTreeMap<Category, u64>,
+    pub categories_after: BTreeMap<Category, u64>,
     pub before: Source,
     pub after: Source,
     pub totals_before: Totals,

@@ -109,6 +109,11 @@ pub fn render(r: &Report) -> String {
             fitted.push('\n');
         }
     }
+    // The gate last: its verdict is one line however long, for the tail of a CI log.
+    if let Some(g) = &r.gate {
+        fitted.push('\n');
+        g.render(&mut fitted, 10);
+    }
     fitted
 }
 
@@ -286,10 +291,6 @@ fn body(out: &mut String, r: &Report) {
             let _ = writeln!(out, "    - {e}");
         }
         let _ = writeln!(out, "    fix: {}", p.fix);
-    }
-    if let Some(g) = &r.gate {
-        out.push('\n');
-        g.render(out, 10);
     }
 }
 
