@@ -166,7 +166,7 @@ pub struct NoStack {
 /// purpose, so the state from before it (parameters, gradients, optimizer state) has no stack.
 pub const RECIPE_CALL: &str = "torch.cuda.memory._record_memory_history(max_entries=1048576)";
 
-const BEFORE_HISTORY: &str = "allocated before memory history started: the state from before the recorded window (the parameters, gradients and optimizer state when history starts at a training step, as the recipe starts it at the profiled step), or while history was turned off; not a mistake";
+const BEFORE_HISTORY: &str = "allocated before memory history (`torch.cuda.memory._record_memory_history()`) started: the state from before the recorded window (the parameters, gradients and optimizer state when history starts at a training step, as the recipe starts it at the profiled step), or while history was turned off; not a mistake";
 const NO_HISTORY: &str = "nothing in this snapshot has a stack: memory history was not recorded with stacks (`torch.cuda.memory._record_memory_history()` was not called before these allocations, or was called with `context=None`)";
 const NO_PYTHON_FRAME: &str = "allocated while history was recorded, on a thread with no Python frame (the autograd engine's backward), and recorded with stacks=\"python\", which keeps no C++ frame";
 
