@@ -135,8 +135,12 @@ fn body(out: &mut String, r: &Report) {
     if r.mode != "ranks" {
         let _ = writeln!(out, "analysing {}", r.device_note);
     }
-    out.push('\n');
-    text::render(out, &r.findings);
+    if !r.findings.is_empty() {
+        out.push('\n');
+        text::render(out, &r.findings);
+        // The block ends with a blank line; every section below opens with one.
+        out.pop();
+    }
     render_ooms(out, r);
     if r.mode == "ranks" {
         render_ranks(out, r);
@@ -409,7 +413,7 @@ fn render_ooms(out: &mut String, r: &Report) {
         let rank = o.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
         let _ = writeln!(
             out,
-            "OOM #{}{} at event {}: tried to allocate {}, device_free {}, stream {}, live just before {}",
+            "\nOOM #{}{} at event {}: tried to allocate {}, device_free {}, stream {}, live just before {}",
             i + 1,
             rank,
             o.event_index,
@@ -449,7 +453,6 @@ fn render_ooms(out: &mut String, r: &Report) {
                 short_function(&h.function)
             );
         }
-        out.push('\n');
     }
 }
 
