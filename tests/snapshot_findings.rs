@@ -65,37 +65,55 @@ fn an_oom_is_the_first_finding_and_the_first_section() {
 /// the model is built' with `max_entries=100000`."
 #[test]
 fn a_history_begun_at_the_profiled_step_is_named_not_advised_against() {
-    let planted = planted("late_history");
-    let p = fixture("late_history/snapshot_p4.pickle");
-    let r = report(&[p.to_str().unwrap()]);
-    let k = kinds(&r);
-    assert!(
-        k.contains(&(
-            "history-started-during-run".to_string(),
-            "notice".to_string()
-        )),
-        "{k:?}"
-    );
-    assert!(!k.iter().any(|(_, s)| s == "error"), "{k:?}");
-    let f = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["kind"] == "history-started-during-run")
-        .unwrap();
-    assert_eq!(
-        f["figure"]["value"],
-        planted["before_history_bytes"].as_f64().unwrap()
-    );
-    assert_eq!(r["no_stack"]["history_started_during_run"], true);
-    let (text, _) = text_of(&[p.to_str().unwrap()]);
-    let json = serde_json::to_string(&r).unwrap();
-    for out in [&text, &json] {
-        assert!(!out.contains("100000)"), "{out}");
-        assert!(!out.contains("before the model is built"), "{out}");
-        // Any advice names the recipe's own call.
-        for (i, _) in out.match_indices("max_entries=") {
-            assert!(out[i..].starts_with("max_entries=1048576"), "{out}");
+    // recipe_step: the recipe's own order (model on the GPU, history from the first step);
+    // late_history: a warm-up step before it too (gradients and optimizer state unrecorded).
+    for (scenario, file) in [
+        ("recipe_step", "recipe_step/snapshot.pickle"),
+        ("late_history", "late_history/snapshot_p4.pickle"),
+    ] {
+        let planted = planted(scenario);
+        let p = fixture(file);
+        let r = report(&[p.to_str().unwrap()]);
+        let k = kinds(&r);
+        assert!(
+            k.contains(&(
+                "history-started-during-run".to_string(),
+                "notice".to_string()
+            )),
+            "{scenario}: {k:?}"
+        );
+        assert!(
+            !k.iter().any(|(_, s)| s != "notice"),
+            "{scenario}: nothing to fix: {k:?}"
+        );
+        let f = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["kind"] == "history-started-during-run")
+            .unwrap();
+        assert_eq!(
+            f["figure"]["value"],
+            planted["before_history_bytes"].as_f64().unwrap(),
+            "{scenario}"
+        );
+        assert_eq!(r["no_stack"]["history_started_during_run"], true);
+        if let Some(blocks) = planted.get("before_history_blocks") {
+            assert_eq!(&r["no_stack"]["blocks"], blocks, "the parameters alone");
+        }
+        assert_eq!(
+            r["no_stack"]["before_history_bytes"],
+            planted["before_history_bytes"]
+        );
+        let (text, _) = text_of(&[p.to_str().unwrap()]);
+        let json = serde_json::to_string(&r).unwrap();
+        for out in [&text, &json] {
+            assert!(!out.contains("100000)"), "{out}");
+            assert!(!out.contains("before the model is built"), "{out}");
+            // Any advice names the recipe's own call.
+            for (i, _) in out.match_indices("max_entries=") {
+                assert!(out[i..].starts_with("max_entries=1048576"), "{out}");
+            }
         }
     }
 }
