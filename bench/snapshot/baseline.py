@@ -9,7 +9,7 @@ library frame below it; else a library's, torch's, or the first C++ frame that i
 not the unwinder, allocator, dispatcher or interpreter, as memory_viz's frame filter
 and instrument's table have it; file names read with either separator) with a
 category from the innermost frame with evidence (blocks without a stack apart), and
-from the newest --max-trace-events trace entries: counts per action, frees requested
+from the trace (whole by default; the newest --max-trace-events entries if given): counts per action, frees requested
 but not completed per stream, live memory over time with its peak, each OOM with the
 sites holding memory just before it, and the steps the run's annotations mark.
 Prints a short summary.
@@ -135,7 +135,7 @@ def attribute(frames):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("path")
-    ap.add_argument("--max-trace-events", type=int, default=1_000_000)
+    ap.add_argument("--max-trace-events", type=int, default=None)  # None: the whole trace, as instrument
     ap.add_argument("--top", type=int, default=10)
     a = ap.parse_args()
     with open(a.path, "rb") as f:
@@ -206,7 +206,7 @@ def main():
 
     traces = snap.get("device_traces", [])
     trace = traces[device] if device < len(traces) else []
-    dropped = max(0, len(trace) - a.max_trace_events)
+    dropped = max(0, len(trace) - a.max_trace_events) if a.max_trace_events else 0
     trace = trace[dropped:]
     counts = collections.Counter(e["action"] for e in trace)
     pending = {}

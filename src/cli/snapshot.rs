@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{Error, OK, user_error};
+use crate::gate::Gate;
 use crate::snapshot::report::{html, text};
 use crate::snapshot::{Options, analyse};
 
@@ -16,6 +17,10 @@ pub struct SnapshotArgs {
     /// Compare with a later snapshot of the same run (PATH earlier, OTHER later).
     #[arg(long, value_name = "OTHER")]
     pub diff: Option<PathBuf>,
+    /// With --diff: exit 1 when the peak allocated or reserved, or the live bytes of a
+    /// category, grew by more than PCT per cent; exit 2 when the files are not comparable.
+    #[arg(long, value_name = "PCT", requires = "diff")]
+    pub gate: Option<Gate>,
     /// Analyse this device's segments and trace (default: the device the segments are on).
     #[arg(long, value_name = "N")]
     pub device: Option<i64>,
@@ -23,8 +28,9 @@ pub struct SnapshotArgs {
     #[arg(long, value_name = "N", default_value_t = 10)]
     pub top: usize,
     /// Keep only the newest N trace events per device (older ones are counted as dropped).
-    #[arg(long, value_name = "N", default_value_t = 1_000_000)]
-    pub max_trace_events: usize,
+    /// By default the trace is read whole.
+    #[arg(long, value_name = "N")]
+    pub max_trace_events: Option<usize>,
     /// Treat frames whose file matches GLOB as framework internals (repeatable), in
     /// addition to torch/nn/modules/*, torch/autograd/*, torch/optim/*, torch/utils/*, torch/*.
     #[arg(long, value_name = "GLOB")]
@@ -41,7 +47,7 @@ pub struct SnapshotArgs {
 }
 
 pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
-    if args.max_trace_events == 0 {
+    if args.max_trace_events == Some(0) {
         return Err(user_error("--max-trace-events must be at least 1"));
     }
     if args.top == 0 {
@@ -51,7 +57,7 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
         device: args.device,
         top: args.top,
         internal: args.internal.clone(),
-        max_trace_events: args.max_trace_events,
+        max_trace_events: args.max_trace_events.unwrap_or(usize::MAX),
         assume_distributed: false,
         cpp_frames: args.cpp_frames,
     };
@@ -72,7 +78,10 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
-    let report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())?;
+    let mut report = analyse(&args.path, args.diff.as_deref(), &opts, args.html.is_some())?;
+    if let (Some(g), Some(d)) = (args.gate, &report.diff) {
+        report.gate = Some(crate::snapshot::diff::gate(d, g));
+    }
     super::output::emit(
         &report,
         args.json,
@@ -80,7 +89,7 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
         args.html.as_deref(),
         html::render,
     )?;
-    Ok(OK)
+    Ok(report.gate.as_ref().map_or(OK, |g| g.code()))
 }
 
 #[cfg(test)]

@@ -5,8 +5,11 @@
 use std::collections::BTreeMap;
 
 use super::analysis::Analysis;
+use super::ranks::rank_from_name;
 use super::report::{Diff, DiffSite, SiteRef, Source};
 use super::sites::Category;
+use crate::findings::{Unit, Where};
+use crate::gate::{self, Gate, Outcome, Paired};
 
 #[derive(Default, Clone, Copy)]
 struct Side {
@@ -89,6 +92,15 @@ pub fn diff(before: &Analysis, after: &Analysis, before_src: Source, after_src: 
     sites.extend(one_time);
     sites.extend(shrinking);
     Diff {
+        device: after.device,
+        rank_before: rank_of(&before_src.path),
+        rank_after: rank_of(&after_src.path),
+        peak_before: before.peak_bytes(),
+        peak_after: after.peak_bytes(),
+        peak_reserved_before: peak_reserved(before),
+        peak_reserved_after: peak_reserved(after),
+        categories_before: with_stack(before),
+        categories_after: with_stack(after),
         before: before_src,
         after: after_src,
         totals_before: before.totals.clone(),
@@ -96,4 +108,81 @@ pub fn diff(before: &Analysis, after: &Analysis, before_src: Source, after_src: 
         sites,
         unchanged_sites: unchanged,
     }
+}
+
+fn rank_of(path: &str) -> Option<u32> {
+    let name = std::path::Path::new(path).file_name()?.to_str()?;
+    rank_from_name(name)
+}
+
+/// Reserved at the snapshot or, higher, at the trace's peak.
+fn peak_reserved(a: &Analysis) -> u64 {
+    let now = a.totals.reserved_bytes;
+    a.trace.as_ref().map_or(now, |t| t.reserved_peak.max(now))
+}
+
+fn with_stack(a: &Analysis) -> BTreeMap<Category, u64> {
+    a.category_bytes
+        .iter()
+        .filter(|(c, _)| **c != Category::NoStack)
+        .map(|(c, b)| (*c, *b))
+        .collect()
+}
+
+/// `--gate PCT`: the rank's peak allocated and reserved, live and reserved at the snapshot, and
+/// live bytes per category, each paired before and after. Two files of different ranks are not
+/// one figure measured twice: the gate is refused.
+pub fn gate(d: &Diff, g: Gate) -> Outcome {
+    let mut refusals = Vec::new();
+    if let (Some(b), Some(a)) = (d.rank_before, d.rank_after)
+        && a != b
+    {
+        refusals.push(format!(
+            "rank {b} only in the before snapshot and rank {a} only in the after one"
+        ));
+    }
+    let place = d.rank_after.or(d.rank_before).map_or_else(
+        || Where::default().at(format!("device {}", d.device)),
+        |r| Where::rank(i64::from(r)),
+    );
+    let pair = |figure: &str, before: u64, after: u64| Paired {
+        place: place.clone(),
+        figure: figure.into(),
+        unit: Unit::Bytes,
+        before: before as f64,
+        after: after as f64,
+    };
+    let mut figures = vec![
+        pair("peak allocated", d.peak_before, d.peak_after),
+        pair(
+            "peak reserved",
+            d.peak_reserved_before,
+            d.peak_reserved_after,
+        ),
+        pair(
+            "allocated at the snapshot",
+            d.totals_before.allocated_bytes,
+            d.totals_after.allocated_bytes,
+        ),
+        pair(
+            "reserved at the snapshot",
+            d.totals_before.reserved_bytes,
+            d.totals_after.reserved_bytes,
+        ),
+    ];
+    let cats: std::collections::BTreeSet<Category> = d
+        .categories_before
+        .keys()
+        .chain(d.categories_after.keys())
+        .copied()
+        .collect();
+    for c in cats {
+        let get = |m: &BTreeMap<Category, u64>| m.get(&c).copied().unwrap_or(0);
+        figures.push(pair(
+            &format!("allocated, {}", c.name()),
+            get(&d.categories_before),
+            get(&d.categories_after),
+        ));
+    }
+    gate::judge(g, figures, refusals)
 }

@@ -1,5 +1,5 @@
 //! A directory of rank-local snapshots: which file is which rank, one row per rank,
-//! and the ranks that stand out with the sites that make the difference.
+//! and (only among ranks known to be peers: one stage and role) the ranks that stand out.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::analysis::{Options, Totals};
 use super::error::SnapshotError;
-use super::report::{
-    NoStack, Oom, Pattern, RankFile, RankRow, RankSiteDelta, Report, Site, SiteRef, Trace, human,
-};
+use super::report::{NoStack, Oom, Pattern, RankFile, RankRow, Report, Site, SiteRef, Trace};
 
 /// The rank in a file name: `snapshot-rank00003.pickle`, `memory_snapshot_rank3_step0.pickle`,
 /// `rank3_memory_snapshot.pickle` (the digits after the first "rank", separators allowed).
@@ -112,22 +110,6 @@ pub struct RankResult {
     ooms: u64,
 }
 
-fn median(mut v: Vec<u64>) -> u64 {
-    if v.is_empty() {
-        return 0;
-    }
-    v.sort_unstable();
-    v[(v.len() - 1) / 2]
-}
-
-fn deviation(v: u64, m: u64) -> Option<f64> {
-    if m == 0 {
-        return None;
-    }
-    let d = (v as f64 - m as f64) / m as f64 * 100.0;
-    (d.abs() > 10.0).then_some(d)
-}
-
 /// Analyse every rank's file with `analyse` (two at a time), in rank order.
 pub fn analyse_all(
     ranks: &[(u32, PathBuf)],
@@ -181,52 +163,7 @@ pub fn report(
         .map(|((r, p), x)| (r, p, x))
         .collect();
 
-    let med_peak = median(res.iter().map(|(_, _, r)| r.peak).collect());
-    let med_reserved = median(
-        res.iter()
-            .map(|(_, _, r)| r.report.totals.reserved_bytes)
-            .collect(),
-    );
-    let med_ooms = median(res.iter().map(|(_, _, r)| r.ooms).collect());
-    for (i, (rank, path, r)) in res.iter().enumerate() {
-        let mut reasons = Vec::new();
-        let mut sign = 0f64;
-        if let Some(d) = deviation(r.peak, med_peak) {
-            reasons.push(format!(
-                "peak {} is {:+.0}% vs the median {}",
-                human(r.peak),
-                d,
-                human(med_peak)
-            ));
-            sign = d;
-        }
-        let reserved = r.report.totals.reserved_bytes;
-        if let Some(d) = deviation(reserved, med_reserved) {
-            reasons.push(format!(
-                "reserved {} is {:+.0}% vs the median {}",
-                human(reserved),
-                d,
-                human(med_reserved)
-            ));
-            if sign == 0.0 {
-                sign = d;
-            }
-        }
-        if r.ooms > 0 && med_ooms == 0 {
-            reasons.push(format!(
-                "{} OOM event(s) where most ranks have none",
-                r.ooms
-            ));
-            if sign == 0.0 {
-                sign = 1.0;
-            }
-        }
-        let stands_out = res.len() >= 2 && !reasons.is_empty();
-        let differing_sites = if stands_out {
-            differing(&res, i, sign)
-        } else {
-            Vec::new()
-        };
+    for (rank, path, r) in &res {
         rows.push(RankRow {
             rank: *rank,
             file: path
@@ -237,13 +174,15 @@ pub fn report(
             device: r.report.device.unwrap_or(0),
             peak_bytes: r.peak,
             allocated_bytes: r.report.totals.allocated_bytes,
-            reserved_bytes: reserved,
+            reserved_bytes: r.report.totals.reserved_bytes,
             ooms: r.ooms,
-            stands_out,
-            reasons,
-            differing_sites,
+            // A snapshot does not say which pipeline stage and role its rank has.
+            peers: None,
+            stands_out: false,
+            peers_median_peak_bytes: None,
         });
     }
+    mark_standouts(&mut rows);
 
     // Aggregate the per-rank reports.
     let mut totals = Totals::default();
@@ -279,6 +218,7 @@ pub fn report(
             e.bytes = e.bytes.saturating_add(n.bytes);
             e.blocks += n.blocks;
             e.stacks_recorded |= n.stacks_recorded;
+            e.history_started_during_run |= n.history_started_during_run;
             e.no_python_frame_bytes = e
                 .no_python_frame_bytes
                 .saturating_add(n.no_python_frame_bytes);
@@ -346,6 +286,8 @@ pub fn report(
     Report {
         schema: super::report::SCHEMA,
         mode: "ranks".into(),
+        findings: Vec::new(),
+        gate: None,
         source: super::report::Source {
             path: dir.display().to_string(),
             file_bytes,
@@ -376,58 +318,69 @@ pub fn report(
     }
 }
 
-/// The sites that make rank `i` differ from the median of the other ranks.
-fn differing(res: &[(u32, PathBuf, RankResult)], i: usize, sign: f64) -> Vec<RankSiteDelta> {
-    let mine: BTreeMap<SiteRef, u64> = res[i]
-        .2
-        .report
-        .sites
-        .iter()
-        .map(|s| (s.site_ref(), s.bytes))
-        .collect();
-    let mut keys: Vec<SiteRef> = mine.keys().cloned().collect();
-    for (j, (_, _, r)) in res.iter().enumerate() {
-        if j != i {
-            keys.extend(r.report.sites.iter().map(|s| s.site_ref()));
+/// Like with like: a rank stands out only against ranks of its own stage and role (`peers`),
+/// and only among three or more of them; ranks whose peers are unknown are compared with none.
+pub fn mark_standouts(rows: &mut [RankRow]) {
+    let mut groups: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(p) = &r.peers {
+            groups.entry(p.clone()).or_default().push(i);
         }
     }
-    keys.sort();
-    keys.dedup();
-    let mut out: Vec<RankSiteDelta> = keys
-        .into_iter()
-        .map(|k| {
-            let others: Vec<u64> = res
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, (_, _, r))| {
-                    r.report
-                        .sites
-                        .iter()
-                        .filter(|s| s.site_ref() == k)
-                        .fold(0u64, |a, s| a.saturating_add(s.bytes))
-                })
-                .collect();
-            let m = median(others);
-            let b = mine.get(&k).copied().unwrap_or(0);
-            RankSiteDelta {
-                file: k.file,
-                line: k.line,
-                function: k.function,
-                bytes: b,
-                median_bytes: m,
-                delta_bytes: (b as i128 - m as i128).clamp(i64::MIN as i128, i64::MAX as i128)
-                    as i64,
-            }
-        })
-        .filter(|d| d.delta_bytes != 0 && (sign == 0.0 || (d.delta_bytes > 0) == (sign > 0.0)))
-        .collect();
-    out.sort_by(|a, b| {
-        b.delta_bytes
-            .abs()
-            .cmp(&a.delta_bytes.abs())
-            .then(a.file.cmp(&b.file))
-    });
-    out.truncate(5);
-    out
+    for members in groups.values() {
+        let peaks: Vec<f64> = members.iter().map(|&i| rows[i].peak_bytes as f64).collect();
+        // 10% of the median, and at least 64 MiB: below that, allocator rounding.
+        for (j, median) in crate::findings::outliers(&peaks, 0.10, 64.0 * 1048576.0) {
+            let row = &mut rows[members[j]];
+            row.stands_out = true;
+            row.peers_median_peak_bytes = Some(median as u64);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(rank: u32, peers: Option<&str>, gib: f64) -> RankRow {
+        RankRow {
+            rank,
+            file: String::new(),
+            device: 0,
+            peak_bytes: (gib * 1073741824.0) as u64,
+            allocated_bytes: 0,
+            reserved_bytes: 0,
+            ooms: 0,
+            peers: peers.map(str::to_string),
+            stands_out: false,
+            peers_median_peak_bytes: None,
+        }
+    }
+
+    #[test]
+    fn stands_out_only_among_three_peers_of_one_stage() {
+        // Unknown stages: no claim, however different.
+        let mut rows = vec![row(0, None, 10.0), row(1, None, 10.0), row(3, None, 17.0)];
+        mark_standouts(&mut rows);
+        assert!(rows.iter().all(|r| !r.stands_out));
+        // Two peers: neither is the odd one; the other stage is not compared with them.
+        let mut rows = vec![
+            row(0, Some("pp 0"), 10.0),
+            row(1, Some("pp 0"), 17.0),
+            row(2, Some("pp 1"), 10.0),
+            row(3, Some("pp 1"), 10.2),
+            row(4, Some("pp 1"), 14.0),
+        ];
+        mark_standouts(&mut rows);
+        let out: Vec<u32> = rows
+            .iter()
+            .filter(|r| r.stands_out)
+            .map(|r| r.rank)
+            .collect();
+        assert_eq!(out, vec![4]);
+        assert_eq!(
+            rows[4].peers_median_peak_bytes,
+            Some((10.2 * 1073741824.0) as u64)
+        );
+    }
 }

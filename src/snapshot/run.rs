@@ -20,6 +20,7 @@ pub fn analyse_file(
     let peak = a.peak_bytes();
     let mut rep = report::build(&mut a, &path.display().to_string(), top, visuals);
     rep.patterns = patterns;
+    rep.findings = report::findings::of(&rep);
     Ok((rep, peak))
 }
 
@@ -54,7 +55,9 @@ pub fn analyse(
             ..opts.clone()
         };
         let results = ranks::analyse_all(&taken, |p| analyse_file(p, &opts, visuals, usize::MAX))?;
-        return Ok(ranks::report(path, files, &taken, results, &opts));
+        let mut rep = ranks::report(path, files, &taken, results, &opts);
+        rep.findings = report::findings::of(&rep);
+        return Ok(rep);
     }
     let Some(other) = other else {
         return analyse_file(path, opts, visuals, opts.top).map(|(r, _)| r);
@@ -79,5 +82,6 @@ pub fn analyse(
     rep.mode = "diff".into();
     rep.patterns = patterns;
     rep.diff = Some(d);
+    rep.findings = report::findings::of(&rep);
     Ok(rep)
 }

@@ -41,6 +41,7 @@ mod snapshot_analysis;
 mod snapshot_diff_ranks;
 mod snapshot_differential;
 mod snapshot_files;
+mod snapshot_findings;
 mod snapshot_forms;
 mod snapshot_generator;
 mod snapshot_html;

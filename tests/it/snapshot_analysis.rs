@@ -155,6 +155,8 @@ fn sites_are_the_first_user_frame_or_the_first_frame_past_the_plumbing() {
         &run(&[fixture("allocator/snapshot_p4.pickle").to_str().unwrap()]).stdout,
     )
     .to_string();
+    // Read across the 100-column wrap.
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         text.contains("in torch::autograd::AccumulateGrad::apply (no Python frame)"),
         "{text}"

@@ -61,6 +61,8 @@ fn windows_paths_libraries_and_origins() {
     }
     // the text names the library below the user's line
     let text = String::from_utf8_lossy(&run(&[path.to_str().unwrap()]).stdout).to_string();
+    // Read across the 100-column wrap.
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
     assert!(
         text.contains(r"transformers modeling_utils.py:4343 in to, called from C:\research\optft\train.py:40 in main"),
         "{text}"
@@ -103,8 +105,10 @@ fn history_that_started_late_is_explained_and_out_of_the_shares() {
             .unwrap()
             .contains("_record_memory_history")
     );
+    // History begun during the run, as the recipe begins it: named, not advised against.
+    assert_eq!(ns["history_started_during_run"], true);
     assert!(
-        ns["fix"]
+        !ns["fix"]
             .as_str()
             .unwrap()
             .contains("before the model is built")
@@ -139,8 +143,7 @@ fn history_that_started_late_is_explained_and_out_of_the_shares() {
     )
     .to_string();
     assert!(
-        text.contains("no stack: ")
-            && text.contains("fix: call `torch.cuda.memory._record_memory_history"),
+        text.contains("no stack: ") && text.contains("fix: none needed for a snapshot of one step"),
         "{text}"
     );
     assert!(text.contains("with a stack)"), "{text}");
@@ -242,7 +245,9 @@ fn expandable_segments_are_mapped_pages_not_fragmentation() {
     let text = String::from_utf8_lossy(
         &run(&[fixture("expandable/snapshot.pickle").to_str().unwrap()]).stdout,
     )
-    .to_string();
+    .split_whitespace()
+    .collect::<Vec<_>>()
+    .join(" ");
     assert!(text.contains("not fragmentation"), "{text}");
     assert!(!text.contains("fragmentation, "), "{text}");
     assert!(

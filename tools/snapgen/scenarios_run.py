@@ -134,6 +134,24 @@ def scenario_late_history(out):
     out.plant("late_history", f)
 
 
+def scenario_recipe_step(out):
+    """What the recipe (add-memory-prints) writes: the model is built and on the GPU, then
+    `_record_memory_history(max_entries=1048576)` starts at the profiled step (the first
+    training step), on purpose; the snapshot is taken at its end. The parameters are the
+    static state from before history began: alive, no stack, no trace entry; the trace holds
+    the step only."""
+    proc = Process()
+    a = proc.devices[0]
+    params = [a.malloc(16 * MiB, P.EXPERT_WEIGHT) for _ in range(6)]
+    proc.record_memory_history(max_entries=1_048_576)
+    from .scenarios import training
+    training(a, steps=1, params=params)
+    f = out.take("recipe_step", "snapshot.pickle", proc)[a.device]
+    f["before_history_bytes"] = sum(b.size for b in params)
+    f["before_history_blocks"] = len(params)
+    out.plant("recipe_step", f)
+
+
 def _warm_up(a, params):
     """A step before recording: .grad and AdamW's state stay live."""
     kept = [a.malloc(b.req, P.ACCUM) for b in params] + [a.malloc(b.req, P.ADAM_STATE) for b in params
@@ -254,4 +272,4 @@ def scenario_expandable(out):
     out.plant("expandable", f)
 
 
-ALL = [scenario_windows, scenario_late_history, scenario_annotated_steps, scenario_expandable]
+ALL = [scenario_windows, scenario_late_history, scenario_recipe_step, scenario_annotated_steps, scenario_expandable]

@@ -476,7 +476,7 @@ impl Helper {
         self.events.push(ev);
         self.syms.push(pack_sym(action, stack));
         // The oldest are dropped in bulk (a ring would need rotating at the end).
-        if self.events.len() >= self.max_events + self.max_events / 2 {
+        if self.events.len() >= self.max_events.saturating_add(self.max_events / 2) {
             self.trim();
         }
     }

@@ -28,20 +28,7 @@ pub fn cat_color(c: Category) -> &'static str {
     }
 }
 
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
+pub use crate::findings::html::esc;
 
 /// A position on the x axis for people.
 pub fn fmt_x(axis: Axis, x: f64) -> String {

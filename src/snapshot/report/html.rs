@@ -210,10 +210,7 @@ fn ranks_section(o: &mut String, r: &Report) {
                 if stands { " standout" } else { "" },
                 esc(&human(tl.peak())),
                 if stands {
-                    format!(
-                        " — {}",
-                        esc(&info.map(|x| x.reasons.join("; ")).unwrap_or_default())
-                    )
+                    format!(" — {}", esc(&info.map(standing).unwrap_or_default()))
                 } else {
                     String::new()
                 }
@@ -239,7 +236,7 @@ fn ranks_section(o: &mut String, r: &Report) {
             "reserved",
             "OOMs",
             "file",
-            "stands out",
+            "compared within",
         ],
         &[true, true, true, true, true, false, false],
     );
@@ -253,33 +250,12 @@ fn ranks_section(o: &mut String, r: &Report) {
                 human(x.reserved_bytes),
                 x.ooms.to_string(),
                 x.file.clone(),
-                x.reasons.join("; "),
+                standing(x),
             ],
             &[true, true, true, true, true, false, false],
         );
     }
     o.push_str("</table>");
-    for x in r.ranks.iter().filter(|x| x.stands_out) {
-        let _ = write!(o, "<p>Rank {} differs most at:</p>", x.rank);
-        head(
-            o,
-            &["change", "this rank", "median", "site"],
-            &[true, true, true, false],
-        );
-        for d in &x.differing_sites {
-            row(
-                o,
-                &[
-                    signed_human(d.delta_bytes),
-                    human(d.bytes),
-                    human(d.median_bytes),
-                    site_label(&d.file, d.line, &d.function),
-                ],
-                &[true, true, true, false],
-            );
-        }
-        o.push_str("</table>");
-    }
     head(o, &["file", "rank", "note"], &[false, true, false]);
     for f in &r.rank_files {
         row(
@@ -293,6 +269,15 @@ fn ranks_section(o: &mut String, r: &Report) {
         );
     }
     o.push_str("</table>");
+}
+
+/// Whom a rank was compared with, and how it stood.
+fn standing(x: &super::RankRow) -> String {
+    match (&x.peers, x.peers_median_peak_bytes) {
+        (Some(p), Some(m)) => format!("{p}: stands out, against the median peak {}", human(m)),
+        (Some(p), None) => p.clone(),
+        (None, _) => "no rank: its stage and role are unknown from snapshots alone".into(),
+    }
 }
 
 fn oom_detail(o: &mut String, i: usize, oom: &Oom) {
@@ -583,7 +568,8 @@ pub fn render(r: &Report) -> String {
     o.push_str("<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message||e));});</script>");
     let _ = write!(
         o,
-        "<style>{STYLE}</style></head><body><div id=\"tip\"></div>"
+        "<style>{STYLE}{}</style></head><body><div id=\"tip\"></div>",
+        crate::findings::html::STYLE
     );
     let _ = write!(
         o,
@@ -593,6 +579,13 @@ pub fn render(r: &Report) -> String {
         esc(&human(r.source.file_bytes)),
         esc(&r.device_note)
     );
+    // The findings first (an OOM leads them), then the detail.
+    crate::findings::html::render(&mut o, &r.findings);
+    if let Some(g) = &r.gate {
+        let mut t = String::new();
+        g.render(&mut t, 10);
+        let _ = write!(o, "<h2>Gate</h2><pre>{}</pre>", esc(&t));
+    }
     cards(&mut o, r);
     diff_section(&mut o, r);
     ranks_section(&mut o, r);

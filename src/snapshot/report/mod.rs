@@ -2,6 +2,7 @@
 //! `--json` prints it (schema in docs/snapshot.md), the text and HTML renderers read it.
 
 pub mod charts;
+pub mod findings;
 pub mod html;
 pub mod notes;
 pub mod text;
@@ -214,7 +215,8 @@ pub struct Trace {
     pub kept_events: u64,
     pub dropped: u64,
     pub total_events: u64,
-    pub max_trace_events: u64,
+    /// `--max-trace-events`; `null`: the trace was read whole (the default).
+    pub max_trace_events: Option<u64>,
     pub counts: BTreeMap<String, u64>,
     pub lists: Vec<TraceList>,
     pub first_time_us: Option<i64>,
@@ -297,6 +299,19 @@ pub struct DiffSite {
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Diff {
+    /// The device analysed in both.
+    pub device: i64,
+    /// The ranks the file names give (`snapshot-rank00003.pickle`), if any.
+    pub rank_before: Option<u32>,
+    pub rank_after: Option<u32>,
+    /// Peak live bytes (the trace's peak, or the snapshot's when higher) and peak reserved.
+    pub peak_before: u64,
+    pub peak_after: u64,
+    pub peak_reserved_before: u64,
+    pub peak_reserved_after: u64,
+    /// Live bytes per category (blocks with a stack).
+    pub categories_before: BTreeMap<Category, u64>,
+    pub categories_after: BTreeMap<Category, u64>,
     pub before: Source,
     pub after: Source,
     pub totals_before: Totals,
@@ -314,16 +329,6 @@ pub struct RankFile {
 }
 
 #[derive(Clone, Debug, Serialize)]
-pub struct RankSiteDelta {
-    pub file: String,
-    pub line: i64,
-    pub function: String,
-    pub bytes: u64,
-    pub median_bytes: u64,
-    pub delta_bytes: i64,
-}
-
-#[derive(Clone, Debug, Serialize)]
 pub struct RankRow {
     pub rank: u32,
     pub file: String,
@@ -332,9 +337,14 @@ pub struct RankRow {
     pub allocated_bytes: u64,
     pub reserved_bytes: u64,
     pub ooms: u64,
+    /// The pipeline stage and role this rank is compared within; `null` when unknown, as it
+    /// always is from snapshots alone (the run's logs know it), and then it is compared with
+    /// no other rank.
+    pub peers: Option<String>,
+    /// Its peak is more than 10% from the median of three or more peers.
     pub stands_out: bool,
-    pub reasons: Vec<String>,
-    pub differing_sites: Vec<RankSiteDelta>,
+    /// The median peak of its peers, when it was compared.
+    pub peers_median_peak_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -342,6 +352,11 @@ pub struct Report {
     pub schema: &'static str,
     /// "snapshot", "diff" or "ranks".
     pub mode: String,
+    /// What stands out, ranked (an OOM first); the text and the page open with them.
+    pub findings: Vec<crate::findings::Finding>,
+    /// `--diff --gate PCT`: the gate's verdict on the paired figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<crate::gate::Outcome>,
     pub source: Source,
     pub device: Option<i64>,
     pub device_note: String,
@@ -399,6 +414,11 @@ pub fn source_of(path: &str, snap: &Snapshot) -> Source {
     }
 }
 
+/// A `--max-trace-events` for the report: `None` when the trace is read whole.
+pub fn cap(max: usize) -> Option<u64> {
+    (max != usize::MAX).then_some(max as u64)
+}
+
 fn trace_out(a: &mut Analysis) -> Trace {
     let snap = a.snap;
     let lists = snap
@@ -414,7 +434,7 @@ fn trace_out(a: &mut Analysis) -> Trace {
     let Some(t) = a.trace.take() else {
         return Trace {
             lists,
-            max_trace_events: a.opts.max_trace_events as u64,
+            max_trace_events: cap(a.opts.max_trace_events),
             ..Trace::default()
         };
     };
@@ -478,7 +498,7 @@ fn trace_out(a: &mut Analysis) -> Trace {
         kept_events: t.kept,
         dropped: t.dropped,
         total_events: t.kept + t.dropped,
-        max_trace_events: a.opts.max_trace_events as u64,
+        max_trace_events: cap(a.opts.max_trace_events),
         counts,
         lists,
         first_time_us: t.first_time_us,
@@ -626,6 +646,8 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
     Report {
         schema: SCHEMA,
         mode: "snapshot".into(),
+        findings: Vec::new(),
+        gate: None,
         source: source_of(path, snap),
         device: Some(a.device),
         device_note: a.device_note.clone(),

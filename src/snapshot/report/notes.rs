@@ -157,12 +157,19 @@ pub struct NoStack {
     pub before_history_bytes: u64,
     /// Whether anything in the file has a stack (history was recorded, only later).
     pub stacks_recorded: bool,
+    /// History began during the run (as the recipe starts it, at the profiled step): blocks
+    /// from before it are alive with no stack, and the trace begins after them.
+    pub history_started_during_run: bool,
     /// What it means, in a sentence.
     pub meaning: String,
     pub fix: String,
 }
 
-const BEFORE_HISTORY: &str = "allocated while memory history was not being recorded: before `torch.cuda.memory._record_memory_history()` started (history that started late, e.g. after the model was built and moved to the GPU), or while it was turned off";
+/// The recipe's call (add-memory-prints.SKILL.md): history starts at the profiled step, on
+/// purpose, so the state from before it (parameters, gradients, optimizer state) has no stack.
+pub const RECIPE_CALL: &str = "torch.cuda.memory._record_memory_history(max_entries=1048576)";
+
+const BEFORE_HISTORY: &str = "allocated before memory history (`torch.cuda.memory._record_memory_history()`) started: the state from before the recorded window (the parameters, gradients and optimizer state when history starts at a training step, as the recipe starts it at the profiled step), or while history was turned off; not a mistake";
 const NO_HISTORY: &str = "nothing in this snapshot has a stack: memory history was not recorded with stacks (`torch.cuda.memory._record_memory_history()` was not called before these allocations, or was called with `context=None`)";
 const NO_PYTHON_FRAME: &str = "allocated while history was recorded, on a thread with no Python frame (the autograd engine's backward), and recorded with stacks=\"python\", which keeps no C++ frame";
 
@@ -215,9 +222,17 @@ pub fn no_stack_out(a: &Analysis) -> Option<NoStack> {
             NO_PYTHON_FRAME.to_string()
         });
     }
+    let started_during_run = before > 0 && stacks_recorded;
     let mut fix = Vec::new();
-    if before > 0 {
-        fix.push("call `torch.cuda.memory._record_memory_history(max_entries=100000)` first, before the model is built, loaded or moved to the GPU, and keep it on until the snapshot is taken");
+    let no_history_fix = format!(
+        "record with `{RECIPE_CALL}` (the recipe's call) from the step to profile until the snapshot is taken"
+    );
+    if started_during_run {
+        // The recipe's snapshot is of one step: the state before it is accounted for by the
+        // run's own memory prints, not by moving the call.
+        fix.push("none needed for a snapshot of one step: the run's memory prints account for the state from before it (`instrument log` on the run's logs)");
+    } else if before > 0 {
+        fix.push(&no_history_fix);
     }
     if in_trace > 0 {
         fix.push("record with `stacks=\"all\"` to keep the C++ frames (the autograd node) that name those");
@@ -229,6 +244,7 @@ pub fn no_stack_out(a: &Analysis) -> Option<NoStack> {
         no_python_frame_bytes: in_trace,
         before_history_bytes: before,
         stacks_recorded,
+        history_started_during_run: started_during_run,
         meaning: parts.join("; "),
         fix: format!(
             "{}; these bytes are left out of the category shares",

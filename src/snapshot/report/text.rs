@@ -2,6 +2,8 @@
 
 use std::fmt::Write;
 
+use crate::findings::text;
+
 use super::{Report, human, pct, short, signed_human};
 use crate::snapshot::analysis::Totals;
 use crate::snapshot::frames::short_function;
@@ -91,8 +93,32 @@ fn stream_name(s: i64) -> String {
     }
 }
 
+/// The text report: the findings first (an OOM leads them), the OOMs in detail, then the
+/// state at the snapshot; a gate's verdict is the last line. No line is wider than
+/// `findings::text::WIDTH`.
 pub fn render(r: &Report) -> String {
     let mut out = String::new();
+    body(&mut out, r);
+    // Whatever a section wrote past the edge (a long path, a table row) is wrapped here.
+    let mut fitted = String::with_capacity(out.len());
+    for line in out.lines() {
+        if line.chars().count() > text::WIDTH {
+            text::wrap(&mut fitted, line);
+        } else {
+            fitted.push_str(line);
+            fitted.push('\n');
+        }
+    }
+    // The gate last: its verdict is one line however long, for the tail of a CI log.
+    if let Some(g) = &r.gate {
+        fitted.push('\n');
+        g.render(&mut fitted, 10);
+    }
+    fitted
+}
+
+fn body(out: &mut String, r: &Report) {
+    let out = &mut *out;
     let layout = &r.source.layout;
     let fmt = match (layout.format.as_str(), layout.pickle_protocol) {
         ("pickle", Some(p)) => format!("pickle protocol {p}"),
@@ -106,10 +132,18 @@ pub fn render(r: &Report) -> String {
         fmt,
         human(r.source.file_bytes)
     );
-    if r.mode == "ranks" {
-        render_ranks(&mut out, r);
-    } else {
+    if r.mode != "ranks" {
         let _ = writeln!(out, "analysing {}", r.device_note);
+    }
+    if !r.findings.is_empty() {
+        out.push('\n');
+        text::render(out, &r.findings);
+        // The block ends with a blank line; every section below opens with one.
+        out.pop();
+    }
+    render_ooms(out, r);
+    if r.mode == "ranks" {
+        render_ranks(out, r);
     }
     if let Some(d) = &r.diff {
         let _ = writeln!(out, "\nDiff: {} -> {}", d.before.path, d.after.path);
@@ -154,7 +188,7 @@ pub fn render(r: &Report) -> String {
             .map(|d| format!(" (device {d})"))
             .unwrap_or_default()
     );
-    totals_lines(&mut out, &r.totals);
+    totals_lines(out, &r.totals);
     if r.devices.len() > 1 {
         let _ = writeln!(out, "  per device:");
         for d in &r.devices {
@@ -217,7 +251,7 @@ pub fn render(r: &Report) -> String {
             origin
         );
         if s.stack.len() > 1 {
-            let _ = writeln!(out, "  {:>41}called from {}", "", s.stack[1..].join(" <- "));
+            text::wrap_chain(out, "      called from ", &s.stack[1..]);
         }
     }
     if let Some(n) = &r.no_stack {
@@ -246,7 +280,7 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(out, "  by category{of}: {}", parts.join(", "));
     }
 
-    render_trace(&mut out, r);
+    render_trace(out, r);
 
     let _ = writeln!(out, "\nPatterns");
     if r.patterns.is_empty() {
@@ -262,7 +296,6 @@ pub fn render(r: &Report) -> String {
         }
         let _ = writeln!(out, "    fix: {}", p.fix);
     }
-    out
 }
 
 fn render_trace(out: &mut String, r: &Report) {
@@ -284,7 +317,8 @@ fn render_trace(out: &mut String, r: &Report) {
         if t.dropped > 0 {
             format!(
                 ", {} older event(s) dropped (--max-trace-events {})",
-                t.dropped, t.max_trace_events
+                t.dropped,
+                t.max_trace_events.map_or("none".into(), |m| m.to_string())
             )
         } else {
             String::new()
@@ -371,6 +405,10 @@ fn render_trace(out: &mut String, r: &Report) {
             b.site.label()
         );
     }
+}
+
+/// Each OOM in detail, right after the findings: the run died of it.
+fn render_ooms(out: &mut String, r: &Report) {
     for (i, o) in r.oom.iter().enumerate() {
         let rank = o.rank.map(|r| format!(" rank {r}")).unwrap_or_default();
         let _ = writeln!(
@@ -393,6 +431,13 @@ fn render_trace(out: &mut String, r: &Report) {
                 f.file,
                 f.line,
                 short_function(&f.function)
+            );
+        }
+        if o.frames.len() > 12 {
+            let _ = writeln!(
+                out,
+                "    ... {} more frame(s) (--json lists them)",
+                o.frames.len() - 12
             );
         }
         let _ = writeln!(out, "  holding memory just before:");
@@ -439,29 +484,12 @@ fn render_ranks(out: &mut String, r: &Report) {
             }
         );
     }
-    let outliers: Vec<_> = r.ranks.iter().filter(|x| x.stands_out).collect();
-    if outliers.is_empty() {
-        let _ = writeln!(out, "  no rank stands out (all within 10% of the median)");
-    }
-    for row in outliers {
+    if r.ranks.iter().all(|x| x.peers.is_none()) {
+        // Ranks of different pipeline stages hold different memory by design.
         let _ = writeln!(
             out,
-            "  rank {} stands out: {}",
-            row.rank,
-            row.reasons.join("; ")
+            "  not compared with each other: snapshots alone do not say which stage and role each rank has"
         );
-        for d in &row.differing_sites {
-            let _ = writeln!(
-                out,
-                "    {:>12}  {} here vs median {}  {}:{} in {}",
-                signed_human(d.delta_bytes),
-                human(d.bytes),
-                human(d.median_bytes),
-                short(&d.file),
-                d.line,
-                short_function(&d.function)
-            );
-        }
     }
     let _ = writeln!(out, "\nThe sections below add up all ranks.");
 }
