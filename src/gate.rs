@@ -200,10 +200,14 @@ impl Outcome {
     /// The verdict in one line, for the tail of a CI log.
     pub fn verdict_line(&self) -> String {
         let largest = self.rows.first().map(|r| {
+            let place = r.place.label();
+            let what = if place.is_empty() {
+                r.figure.clone()
+            } else {
+                format!("{place} {}", r.figure)
+            };
             format!(
-                "{} {} {} ({} -> {})",
-                r.place.label(),
-                r.figure,
+                "{what} {} ({} -> {})",
                 r.change,
                 r.unit.show(r.before),
                 r.unit.show(r.after)

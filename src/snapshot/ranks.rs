@@ -305,6 +305,7 @@ pub fn report(
         trace,
         oom: ooms,
         patterns,
+        schedule: None,
         diff: None,
         ranks: rows,
         rank_files: files,

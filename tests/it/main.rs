@@ -47,3 +47,4 @@ mod snapshot_generator;
 mod snapshot_html;
 mod snapshot_reader;
 mod snapshot_real;
+mod snapshot_schedule;

@@ -27,7 +27,7 @@ P2P_RECV = CallSite(py=_RECV_FRAMES, cpp=op("empty", binding=False), site=P.site
                     category="other")
 
 COMM = "communication buffers"
-SAVED = "activations and autograd-saved"
+SAVED = "saved activations"
 TEMP = "temporaries"
 GRAD = "gradients"
 DEFERRED = "deferred weight gradients"

@@ -10,6 +10,11 @@ use super::{Oom, Report, human, notes::RECIPE_CALL};
 /// Every finding of a report, ranked. Call once the report is complete (patterns, diff, ranks).
 pub fn of(r: &Report) -> Vec<Finding> {
     let mut out: Vec<Finding> = r.oom.iter().map(oom).collect();
+    // A marked pipeline step: the event it died inside, and the schedule's peak and its cause.
+    if let Some(s) = &r.schedule {
+        let place = Where::default().in_file(r.source.path.clone(), None);
+        out.extend(crate::snapshot::schedule::findings::findings(s, &place));
+    }
     history(r, &mut out);
     for p in &r.patterns {
         // First-step optimizer state is expected retention, never a leak (the spec).

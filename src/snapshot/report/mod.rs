@@ -372,6 +372,10 @@ pub struct Report {
     pub trace: Trace,
     pub oom: Vec<Oom>,
     pub patterns: Vec<Pattern>,
+    /// A step whose run marked its pipeline schedule: memory per schedule event
+    /// (`crate::snapshot::schedule`); absent for a snapshot without schedule marks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<crate::snapshot::schedule::ScheduleMemory>,
     pub diff: Option<Diff>,
     pub ranks: Vec<RankRow>,
     pub rank_files: Vec<RankFile>,
@@ -626,6 +630,10 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         .take(top)
         .map(|s| site_out(a, s, live))
         .collect();
+    let schedule = match &a.trace {
+        Some(t) => crate::snapshot::schedule::read(snap, a.device, t, &mut a.attr),
+        None => None,
+    };
     let trace = trace_out(a);
     let oom = ooms_out(a, top);
     let (tl, map, history, peak_step) = if visuals {
@@ -680,6 +688,7 @@ pub fn build(a: &mut Analysis, path: &str, top: usize, visuals: bool) -> Report 
         trace,
         oom,
         patterns: Vec::new(),
+        schedule,
         diff: None,
         ranks: Vec::new(),
         rank_files: Vec::new(),

@@ -70,7 +70,8 @@ pub struct Steps {
     pub count: u32,
     /// The trace entry each step starts at (indices into the kept entries).
     pub starts: Vec<u32>,
-    /// "annotation" (the run's `external_annotations`), "optimizer_step" (the
+    /// "schedule" (the run marked its pipeline schedule: one step), "annotation" (the run's
+    /// `external_annotations`), "optimizer_step" (the
     /// optimizer's steps in the trace's stacks), "marker" (a once-per-step allocation),
     /// "sawtooth" (live-memory cycles) or "none".
     pub method: String,

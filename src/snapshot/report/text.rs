@@ -141,6 +141,9 @@ fn body(out: &mut String, r: &Report) {
         // The block ends with a blank line; every section below opens with one.
         out.pop();
     }
+    if let Some(s) = &r.schedule {
+        crate::snapshot::schedule::text::render(out, s);
+    }
     render_ooms(out, r);
     if r.mode == "ranks" {
         render_ranks(out, r);

@@ -40,7 +40,7 @@ pub fn findings(s: &ScheduleMemory, place: &Where) -> Vec<Finding> {
         let mut f = Finding::new(
             Severity::Notice,
             "schedule-peak",
-            format!("the schedule's peak is inside {} (step {})", e.name, e.step),
+            format!("the schedule's peak, in step {}", e.step),
         )
         .at(place.clone().at(e.name.clone()))
         .figure(Figure::new(e.peak_bytes as f64, Unit::Bytes));

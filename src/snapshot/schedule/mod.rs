@@ -6,11 +6,13 @@
 //!
 //! - `memory`      — memory per event: live at its start and end, its peak and what made it,
 //!   allocated and freed by category, the largest sites;
+//! - `text`        — the section of the text report;
 //! - `findings`    — what leads the report: the schedule's peak event and its cause, an event
 //!   the process died inside.
 
 pub mod findings;
 pub mod memory;
+pub mod text;
 
 pub use memory::{EventMemory, ScheduleMemory};
 
