@@ -15,6 +15,8 @@
 //! - `fnv`      — the one content hash (markers, journals, manifests);
 //! - `kept`     — large values left to the system when the process ends;
 //! - `skills`   — skills for pithtrain's agents, written into `.agents/skills/` and taken out;
+//! - `report`   — one run's logs and snapshots joined per rank and schedule event (above
+//!   `log` and `snapshot`);
 //! - `cli`      — the command line, thin glue over the above.
 
 pub mod cli;
@@ -29,6 +31,7 @@ pub mod mesh;
 pub mod nsys;
 pub mod par;
 pub mod python;
+pub mod report;
 pub mod rules;
 pub mod skills;
 pub mod snapshot;

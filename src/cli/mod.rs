@@ -15,6 +15,7 @@ pub mod codemod;
 pub mod log;
 pub mod nsys;
 pub mod output;
+pub mod report;
 pub mod rules;
 pub mod skills;
 pub mod snapshot;
@@ -88,6 +89,9 @@ pub enum Command {
     Nsys(nsys::NsysCommand),
     /// Read what an instrumented run printed: per rank and across ranks, as text, JSON or HTML.
     Log(log::LogArgs),
+    /// One run's logs and snapshots joined per rank and per schedule event: the printed
+    /// value beside the snapshot's, findings first.
+    Report(report::ReportArgs),
     /// Install instrument's skills into a checkout's .agents/skills/ for pithtrain's agents, or remove them.
     #[command(subcommand)]
     Skills(skills::SkillsCommand),
@@ -203,6 +207,7 @@ pub fn run() -> ExitCode {
         Command::Snapshot(args) => snapshot::run(args),
         Command::Nsys(cmd) => nsys::run(cmd),
         Command::Log(args) => log::run(args),
+        Command::Report(args) => report::run(args),
         Command::Skills(cmd) => skills::run(cmd),
         Command::Completions(args) => {
             // The default rule set's parameters are `add`'s flags in the completions.

@@ -1,0 +1,31 @@
+//! `instrument report`: argument definitions and glue to `crate::report`.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::exit::{Error, OK};
+use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The run's folders (or files): the node logs, the ranks' step and out-of-memory
+    /// snapshots (memory_snapshot_rank{R}_step{S}.pickle, memory_snapshot_rank{R}.pickle).
+    #[arg(required = true, value_name = "RUN_DIR")]
+    pub paths: Vec<PathBuf>,
+    /// Print the report as JSON (schema `instrument.report/1`).
+    #[arg(long)]
+    pub json: bool,
+    /// The rule set whose print declarations read the logs.
+    #[arg(long, default_value = DEFAULT_SET, value_name = "NAME-or-DIR")]
+    pub rules: String,
+}
+
+pub fn run(args: ReportArgs) -> Result<u8, Error> {
+    let set = load_rule_set_lazy(&args.rules)?;
+    let r = crate::report::report(&set, &args.paths)?;
+    super::output::emit(&r, args.json, crate::report::text::render, None, |_| {
+        String::new()
+    })?;
+    Ok(OK)
+}

@@ -1,0 +1,300 @@
+//! Per rank: its prints' schedule points beside its step snapshot's schedule events, and what
+//! that shows (`crate::findings`).
+
+use serde::Serialize;
+
+use super::points::{Edge, Points};
+use super::{ReportError, SnapshotFile, file_name};
+use crate::findings::{Figure, Finding, Severity, Unit, Where};
+use crate::log::model::{RankReport, Report as LogReport};
+use crate::snapshot::schedule::ScheduleMemory;
+
+/// One schedule event of a rank.
+#[derive(Debug, Clone, Serialize)]
+pub struct EventRow {
+    pub event: String,
+    pub step: u8,
+    /// What the print at this event read, where one is placed (at `edge`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub printed_bytes: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub printed_label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edge: Option<Edge>,
+    pub snapshot_start_bytes: u64,
+    pub snapshot_end_bytes: u64,
+    pub snapshot_peak_bytes: u64,
+    pub open: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RankRow {
+    pub rank: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mesh: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pp_rank: Option<i64>,
+    /// The step snapshot joined with the rank's prints (none: listed as a finding).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_snapshot: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oom_snapshot: Option<String>,
+    /// The highest the prints read in the profiled step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub printed_peak_bytes: Option<i64>,
+    /// The highest the snapshot's schedule reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub snapshot_peak_bytes: Option<u64>,
+    /// The snapshot's schedule, event by event; empty without marks.
+    pub events: Vec<EventRow>,
+}
+
+fn mesh_of(r: &RankReport) -> Option<String> {
+    crate::log::fmt::place(&r.mesh, r.pp_rank)
+}
+
+fn place(rank: i64, mesh: &Option<String>) -> Where {
+    let w = Where::rank(rank);
+    match mesh {
+        Some(m) => w.with_mesh(m.clone()),
+        None => w,
+    }
+}
+
+/// The schedule of a step snapshot, read on the workers (`crate::par`): only the per-event
+/// figures are kept, so memory is bounded by the workers, not the number of files.
+fn schedules(files: &[&SnapshotFile]) -> Vec<Result<Option<ScheduleMemory>, String>> {
+    crate::par::map(
+        files,
+        |f| std::fs::metadata(&f.path).map_or(0, |m| m.len() as usize),
+        |f| {
+            let opts = crate::snapshot::Options::default();
+            let snap = crate::snapshot::read::load(std::path::Path::new(&f.path), usize::MAX)
+                .map_err(|e| e.to_string())?;
+            let mut a = crate::snapshot::analysis::Analysis::new(&snap, &opts)
+                .map_err(|e| format!("{}: device {} not in the file", f.path, e.device))?;
+            let device = a.device;
+            let s = match &a.trace {
+                Some(t) => crate::snapshot::schedule::read(&snap, device, t, &mut a.attr),
+                None => None,
+            };
+            Ok(s)
+        },
+    )
+}
+
+pub fn join(
+    logs: &LogReport,
+    snapshots: &[SnapshotFile],
+) -> Result<(Vec<RankRow>, Vec<Finding>), ReportError> {
+    let points = Points::builtin();
+    let mut findings = Vec::new();
+    // The step each rank's prints say it profiled: the step in the file name it wrote.
+    let printed_step = |r: &RankReport| -> Option<i64> {
+        r.files_written
+            .iter()
+            .filter_map(|f| super::recipe_name(&file_name(&f.path)))
+            .find_map(|(_, s)| s)
+    };
+    // Snapshots of ranks the logs do not hold, or of another step than the logs': refused.
+    for s in snapshots.iter().filter(|s| s.step.is_some()) {
+        match logs.ranks.iter().find(|r| r.rank == s.rank) {
+            None if !logs.ranks.is_empty() => {
+                let held: Vec<String> = logs.ranks.iter().map(|r| r.rank.to_string()).collect();
+                return Err(ReportError::Input(format!(
+                    "{}: a snapshot of rank {}, whose prints are in none of the logs (ranks {}): \
+                     another run's? Give each run's folder on its own",
+                    s.path,
+                    s.rank,
+                    held.join(", ")
+                )));
+            }
+            Some(r) => {
+                if let (Some(want), Some(got)) = (printed_step(r), s.step)
+                    && want != got
+                {
+                    return Err(ReportError::Input(format!(
+                        "{}: a snapshot of step {got}, but rank {}'s prints profiled step \
+                         {want}: another run's, or a run with another --step",
+                        s.path, s.rank
+                    )));
+                }
+            }
+            None => {}
+        }
+    }
+    let steps: Vec<&SnapshotFile> = snapshots.iter().filter(|s| s.step.is_some()).collect();
+    let read = schedules(&steps);
+    let mut rows = Vec::new();
+    let mut ranks: Vec<i64> = logs.ranks.iter().map(|r| r.rank).collect();
+    for s in &steps {
+        if !ranks.contains(&s.rank) {
+            ranks.push(s.rank);
+        }
+    }
+    ranks.sort_unstable();
+    for rank in ranks {
+        let log = logs.ranks.iter().find(|r| r.rank == rank);
+        let mesh = log.and_then(mesh_of);
+        let step_file = steps.iter().position(|s| s.rank == rank);
+        let oom_file = snapshots
+            .iter()
+            .find(|s| s.rank == rank && s.step.is_none())
+            .map(|s| s.path.clone());
+        let schedule = match step_file {
+            Some(i) => match &read[i] {
+                Ok(s) => s.clone(),
+                Err(e) => {
+                    findings.push(
+                        Finding::new(Severity::Error, "snapshot-unreadable", e.clone())
+                            .at(place(rank, &mesh).in_file(steps[i].path.clone(), None)),
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        if log.is_some() && step_file.is_none() {
+            findings.push(
+                Finding::new(
+                    Severity::Warning,
+                    "no-step-snapshot",
+                    "printed, but its step snapshot is in none of the folders",
+                )
+                .at(place(rank, &mesh))
+                .next(
+                    "copy memory_snapshot_rank{R}_step{S}.pickle from the host the rank ran on \
+                     (the log names it) into the run's folder",
+                ),
+            );
+        }
+        if let (Some(i), None) = (step_file, &schedule)
+            && read[i].is_ok()
+        {
+            findings.push(
+                Finding::new(
+                    Severity::Notice,
+                    "no-schedule-marks",
+                    "its step snapshot has no schedule marks: memory per event needs them",
+                )
+                .at(place(rank, &mesh).in_file(steps[i].path.clone(), None))
+                .next("add the prints again with this version (the schedule marks are a group)"),
+            );
+        }
+        let mut events: Vec<EventRow> = Vec::new();
+        if let Some(s) = &schedule {
+            let chunk: Vec<&crate::snapshot::schedule::EventMemory> =
+                s.events.iter().filter(|e| e.op != "stage").collect();
+            events = chunk
+                .iter()
+                .map(|e| EventRow {
+                    event: e.name.clone(),
+                    step: e.step,
+                    printed_bytes: None,
+                    printed_label: None,
+                    edge: None,
+                    snapshot_start_bytes: e.live_start_bytes,
+                    snapshot_end_bytes: e.live_end_bytes,
+                    snapshot_peak_bytes: e.peak_bytes,
+                    open: e.open,
+                })
+                .collect();
+            let names: Vec<&str> = chunk.iter().map(|e| e.name.as_str()).collect();
+            if let Some(step) = log.and_then(|l| l.step.as_ref()) {
+                for p in &step.points {
+                    if let Some((i, edge)) = points.event_of(&p.label, &names) {
+                        let row = &mut events[i];
+                        row.printed_bytes = Some(p.allocated_bytes);
+                        row.printed_label = Some(p.label.clone());
+                        row.edge = Some(edge);
+                    }
+                }
+            }
+            if let Some(l) = log {
+                disagreements(rank, &mesh, l.resolution_bytes, &events, &mut findings);
+            }
+        }
+        rows.push(RankRow {
+            rank,
+            pp_rank: log.and_then(|l| l.pp_rank),
+            mesh,
+            step_snapshot: step_file.map(|i| steps[i].path.clone()),
+            oom_snapshot: oom_file,
+            printed_peak_bytes: log
+                .and_then(|l| l.step.as_ref())
+                .map(|s| s.peak.allocated_bytes),
+            snapshot_peak_bytes: schedule
+                .as_ref()
+                .and_then(|s| s.peak_event.map(|i| s.events[i].peak_bytes)),
+            events,
+        });
+    }
+    crate::findings::rank(&mut findings);
+    Ok((rows, findings))
+}
+
+/// The first event where the print and the snapshot disagree beyond the prints' rounding (and
+/// the allocator's: the prints read block sizes, the trace requested sizes), as a finding.
+fn disagreements(
+    rank: i64,
+    mesh: &Option<String>,
+    resolution: i64,
+    events: &[EventRow],
+    out: &mut Vec<Finding>,
+) {
+    let mut compared = 0;
+    for e in events {
+        let (Some(p), Some(edge)) = (e.printed_bytes, e.edge) else {
+            continue;
+        };
+        compared += 1;
+        let s = match edge {
+            Edge::Start => e.snapshot_start_bytes,
+            Edge::End => e.snapshot_end_bytes,
+        } as f64;
+        let tolerance = 1.5 * resolution.max(1) as f64 + 0.02 * s.max(p as f64);
+        if (p as f64 - s).abs() > tolerance {
+            let cause = if (p as f64) > s {
+                "the snapshot holds less than the prints read: its history started after memory \
+                 was allocated that the trace does not see, or it is of another step or run"
+            } else {
+                "the snapshot holds more than the prints read: it is of another step or run, or \
+                 the prints were rounded down"
+            };
+            out.push(
+                Finding::new(
+                    Severity::Warning,
+                    "prints-and-snapshot-disagree",
+                    format!(
+                        "the print and the snapshot disagree at the {} of {}",
+                        match edge {
+                            Edge::Start => "start",
+                            Edge::End => "end",
+                        },
+                        e.event
+                    ),
+                )
+                .at(place(rank, mesh).at(e.event.clone()))
+                .figure(Figure::new(s, Unit::Bytes).against(p as f64, "printed"))
+                .evidence(format!(
+                    "`{}` printed {}",
+                    e.printed_label.as_deref().unwrap_or(""),
+                    Unit::Bytes.show(p as f64)
+                ))
+                .evidence(cause.to_string())
+                .next("check that the snapshot is this run's and this step's (its name and time)"),
+            );
+            return;
+        }
+    }
+    if compared == 0 && !events.is_empty() {
+        out.push(
+            Finding::new(
+                Severity::Notice,
+                "no-print-at-any-event",
+                "none of its prints reads a schedule event the snapshot marks",
+            )
+            .at(place(rank, mesh)),
+        );
+    }
+}

@@ -1,0 +1,158 @@
+//! `instrument report RUN_DIR...`: everything one run wrote, joined per rank and per schedule
+//! event. The node logs say each rank's mesh coordinates and what its prints read at the
+//! schedule's points; the rank's step snapshot (named as the recipe names it,
+//! `memory_snapshot_rank{R}_step{S}.pickle`) says, when the run marked its schedule, the
+//! memory live at each event's start and end and the peak inside it. At each event the report
+//! sets the printed value beside the snapshot's, and says where they disagree beyond the
+//! prints' rounding, and why that may be.
+//!
+//! - `points` — which event each print reads (a table, `points.toml`);
+//! - `join`   — the per-rank rows and their findings;
+//! - `text`   — the text report.
+//!
+//! A layer above the readers: it calls `log` and `snapshot`, never the other way.
+
+pub mod join;
+pub mod points;
+pub mod text;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use join::{EventRow, RankRow};
+
+pub const SCHEMA: &str = "instrument.report/1";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    #[error("{0}")]
+    Input(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+impl crate::exit::Classify for ReportError {
+    fn class(&self) -> crate::exit::Class {
+        match self {
+            ReportError::Input(_) => crate::exit::Class::User,
+            ReportError::Io(_) => crate::exit::Class::Io,
+        }
+    }
+}
+
+/// A snapshot the recipe wrote: `memory_snapshot_rank{R}_step{S}.pickle` (the profiled
+/// step), `memory_snapshot_rank{R}.pickle` (at an out-of-memory error).
+#[derive(Debug, Clone, Serialize)]
+pub struct SnapshotFile {
+    pub path: String,
+    pub rank: i64,
+    /// The step of a step snapshot; `null` for the out-of-memory one.
+    pub step: Option<i64>,
+}
+
+/// What the folders held.
+#[derive(Debug, Default, Serialize)]
+pub struct Inputs {
+    pub logs: Vec<String>,
+    pub snapshots: Vec<SnapshotFile>,
+    /// Nsight Systems exports found (`instrument nsys report` reads them; this report lists
+    /// them).
+    pub nsys: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Report {
+    pub schema: &'static str,
+    pub findings: Vec<crate::findings::Finding>,
+    pub inputs: Inputs,
+    pub ranks: Vec<RankRow>,
+}
+
+/// `memory_snapshot_rank3_step0.pickle` -> (3, Some(0)); `memory_snapshot_rank3.pickle` ->
+/// (3, None).
+pub fn recipe_name(name: &str) -> Option<(i64, Option<i64>)> {
+    let rest = name
+        .strip_prefix("memory_snapshot_rank")?
+        .strip_suffix(".pickle")?;
+    match rest.split_once("_step") {
+        Some((r, s)) => Some((r.parse().ok()?, Some(s.parse().ok()?))),
+        None => Some((rest.parse().ok()?, None)),
+    }
+}
+
+/// The snapshots and exports under `dirs` (two levels down: a node's folder in the run's).
+fn discover(dirs: &[PathBuf]) -> Result<Inputs, ReportError> {
+    let mut inputs = Inputs::default();
+    for d in dirs {
+        if !d.exists() {
+            return Err(ReportError::Input(format!(
+                "{}: no such file or folder",
+                d.display()
+            )));
+        }
+        let walk = walkdir::WalkDir::new(d).max_depth(3).sort_by_file_name();
+        for e in walk.into_iter().filter_map(Result::ok) {
+            if !e.file_type().is_file() {
+                continue;
+            }
+            let name = e.file_name().to_string_lossy();
+            let path = e.path().display().to_string();
+            if let Some((rank, step)) = recipe_name(&name) {
+                inputs.snapshots.push(SnapshotFile { path, rank, step });
+            } else if name.ends_with(".sqlite") {
+                inputs.nsys.push(path);
+            }
+        }
+    }
+    Ok(inputs)
+}
+
+/// Read every run folder (or file) in `paths` and join what it holds per rank.
+pub fn report(set: &crate::rules::RuleSet, paths: &[PathBuf]) -> Result<Report, ReportError> {
+    let mut inputs = discover(paths)?;
+    let logs = crate::log::read_all(set, paths, &crate::log::Options::default())
+        .map_err(|e| ReportError::Input(e.to_string()))?;
+    inputs.logs = logs.inputs.iter().map(|i| i.file.name.clone()).collect();
+    if logs.ranks.is_empty() && inputs.snapshots.is_empty() {
+        let looked = paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        return Err(ReportError::Input(format!(
+            "{looked}: nothing a run writes: looked for node logs with the memory prints (*.log, \
+             *.txt, *.out, *.err, stdout*, stderr*, also gzipped) and the recipe's snapshots \
+             (memory_snapshot_rank{{R}}_step{{S}}.pickle, memory_snapshot_rank{{R}}.pickle)"
+        )));
+    }
+    let (ranks, findings) = join::join(&logs, &inputs.snapshots)?;
+    Ok(Report {
+        schema: SCHEMA,
+        findings,
+        inputs,
+        ranks,
+    })
+}
+
+/// A path as the report shows it: its file name.
+pub fn file_name(p: &str) -> String {
+    Path::new(p)
+        .file_name()
+        .map_or(p.to_string(), |n| n.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_recipes_names() {
+        use super::recipe_name;
+        assert_eq!(
+            recipe_name("memory_snapshot_rank14_step0.pickle"),
+            Some((14, Some(0)))
+        );
+        assert_eq!(recipe_name("memory_snapshot_rank3.pickle"), Some((3, None)));
+        assert_eq!(recipe_name("memory_snapshot_rankX.pickle"), None);
+        assert_eq!(recipe_name("snapshot.pickle"), None);
+    }
+}

@@ -1,0 +1,82 @@
+//! The run report as text: the findings first, then per rank (by mesh coordinates) the
+//! schedule's events with the printed value beside the snapshot's, at most 100 columns.
+
+use std::fmt::Write as _;
+
+use super::Report;
+use super::points::Edge;
+use crate::findings::Unit;
+
+fn show(b: f64) -> String {
+    Unit::Bytes.show(b)
+}
+
+pub fn render(r: &Report) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "instrument report: {} log(s), {} snapshot(s), {} nsys export(s); {} rank(s)",
+        r.inputs.logs.len(),
+        r.inputs.snapshots.len(),
+        r.inputs.nsys.len(),
+        r.ranks.len()
+    );
+    o.push('\n');
+    crate::findings::text::render(&mut o, &r.findings);
+    for rank in &r.ranks {
+        let name = match &rank.mesh {
+            Some(m) => format!("rank {} ({m})", rank.rank),
+            None => format!("rank {}", rank.rank),
+        };
+        let _ = writeln!(o, "== {name}");
+        let peaks = format!(
+            "  peak in the profiled step: printed {}, snapshot {}",
+            rank.printed_peak_bytes
+                .map_or("-".into(), |b| show(b as f64)),
+            rank.snapshot_peak_bytes
+                .map_or("-".into(), |b| show(b as f64))
+        );
+        crate::findings::text::wrap(&mut o, &peaks);
+        if let Some(s) = &rank.step_snapshot {
+            crate::findings::text::wrap(&mut o, &format!("  step snapshot: {s}"));
+        }
+        if let Some(s) = &rank.oom_snapshot {
+            crate::findings::text::wrap(&mut o, &format!("  out-of-memory snapshot: {s}"));
+        }
+        if rank.events.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "  {:<35} {:>11} {:>11} {:>10}",
+            "schedule event", "printed", "snapshot", "peak"
+        );
+        for e in &rank.events {
+            let (printed, snap) = match (e.printed_bytes, e.edge) {
+                (Some(p), Some(edge)) => {
+                    let (s, mark) = match edge {
+                        Edge::Start => (e.snapshot_start_bytes, "<"),
+                        Edge::End => (e.snapshot_end_bytes, ">"),
+                    };
+                    (format!("{mark}{}", show(p as f64)), show(s as f64))
+                }
+                _ => ("-".into(), show(e.snapshot_end_bytes as f64)),
+            };
+            let _ = writeln!(
+                o,
+                "{} {:<35} {:>11} {:>11} {:>10}",
+                if e.open { "!" } else { " " },
+                e.event,
+                printed,
+                snap,
+                show(e.snapshot_peak_bytes as f64)
+            );
+        }
+        let _ = writeln!(
+            o,
+            "  (printed: `<` at the event's start, `>` at its end, beside the snapshot's live \
+             memory there; `!` the event it died inside)"
+        );
+    }
+    o
+}
