@@ -31,8 +31,8 @@ pub fn render(out: &mut String, s: &ScheduleMemory) {
     );
     let _ = writeln!(
         out,
-        "  {:<35} {:>9} {:>9} {:>9}  {}",
-        "event", "start", "end", "peak", "allocated most"
+        "  {:<35} {:>9} {:>9} {:>9}  allocated most",
+        "event", "start", "end", "peak"
     );
     for (i, e) in s.events.iter().enumerate() {
         let name = if e.op == "stage" {
