@@ -111,20 +111,31 @@ fn discover(dirs: &[PathBuf]) -> Result<Inputs, ReportError> {
 /// Read every run folder (or file) in `paths` and join what it holds per rank.
 pub fn report(set: &crate::rules::RuleSet, paths: &[PathBuf]) -> Result<Report, ReportError> {
     let mut inputs = discover(paths)?;
-    let logs = crate::log::read_all(set, paths, &crate::log::Options::default())
-        .map_err(|e| ReportError::Input(e.to_string()))?;
-    inputs.logs = logs.inputs.iter().map(|i| i.file.name.clone()).collect();
-    if logs.ranks.is_empty() && inputs.snapshots.is_empty() {
-        let looked = paths
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ");
-        return Err(ReportError::Input(format!(
+    let looked = paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let nothing = || {
+        ReportError::Input(format!(
             "{looked}: nothing a run writes: looked for node logs with the memory prints (*.log, \
              *.txt, *.out, *.err, stdout*, stderr*, also gzipped) and the recipe's snapshots \
              (memory_snapshot_rank{{R}}_step{{S}}.pickle, memory_snapshot_rank{{R}}.pickle)"
-        )));
+        ))
+    };
+    let logs = match crate::log::read_all(set, paths, &crate::log::Options::default()) {
+        Ok(l) => l,
+        Err(_) if inputs.snapshots.is_empty() => return Err(nothing()),
+        Err(e) => {
+            return Err(ReportError::Input(format!(
+                "{e}; the report joins the snapshots found with the node logs: give the folder \
+                 that holds them too"
+            )));
+        }
+    };
+    inputs.logs = logs.inputs.iter().map(|i| i.file.name.clone()).collect();
+    if logs.ranks.is_empty() && inputs.snapshots.is_empty() {
+        return Err(nothing());
     }
     let (ranks, findings) = join::join(&logs, &inputs.snapshots)?;
     Ok(Report {

@@ -93,7 +93,11 @@ impl Points {
             }
             let re = Regex::new(&pattern).ok()?;
             let mut hits = events.iter().enumerate().filter(|(_, e)| re.is_match(e));
-            let hit = if r.last { hits.next_back() } else { hits.next() };
+            let hit = if r.last {
+                hits.next_back()
+            } else {
+                hits.next()
+            };
             return hit.map(|(i, _)| (i, r.edge));
         }
         None
