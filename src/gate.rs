@@ -59,18 +59,7 @@ impl fmt::Display for Gate {
     }
 }
 
-/// The change from `before` to `after` as people read it: `+25.0%`, `-3.1%`, `+0.0%`, or `new`
-/// when there was nothing before.
-pub fn change_percent(before: f64, after: f64) -> String {
-    if before <= 0.0 {
-        return if after > 0.0 {
-            "new".into()
-        } else {
-            "+0.0%".into()
-        };
-    }
-    format!("{:+.1}%", (after - before) / before * 100.0)
-}
+pub use crate::findings::change_percent;
 
 /// One figure of both runs, as a reader pairs them.
 #[derive(Debug, Clone, PartialEq)]

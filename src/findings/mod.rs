@@ -80,6 +80,19 @@ fn thousands(n: i64) -> String {
     if n < 0 { format!("-{out}") } else { out }
 }
 
+/// The change from `before` to `after` as people read it: `+25.0%`, `-3.1%`, `+0.0%`, or `new`
+/// when there was nothing before.
+pub fn change_percent(before: f64, after: f64) -> String {
+    if before <= 0.0 {
+        return if after > 0.0 {
+            "new".into()
+        } else {
+            "+0.0%".into()
+        };
+    }
+    format!("{:+.1}%", (after - before) / before * 100.0)
+}
+
 /// Where a finding is: as many of these as the reader knows.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Where {
@@ -201,7 +214,7 @@ impl Figure {
                 "{v} against {} {} ({})",
                 self.unit.show(c.value),
                 c.what,
-                crate::gate::change_percent(c.value, self.value)
+                change_percent(c.value, self.value)
             ),
         }
     }
