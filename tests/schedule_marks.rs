@@ -239,3 +239,99 @@ fn an_oom_inside_a_chunk_leaves_its_mark_open() {
         }
     }
 }
+
+/// The generator's marked snapshots (fixtures/snapshots/schedule_marks, written by
+/// tools/gen_snapshots.py): the marks are the pinned names in torch's schema, and the truth
+/// planted per event is what the trace says between its START and END (the oracle a
+/// reader of `external_annotations` is held to); the OOM snapshot ends inside its mark.
+#[test]
+fn generated_marked_snapshots_carry_per_event_truth() {
+    let Some(python) = tool("python3", "INSTRUMENT_REQUIRE_PYTHON") else {
+        return;
+    };
+    let dir = repo_root().join("fixtures/snapshots/schedule_marks");
+    // Per mark, from the pickle alone: the trace entries whose time_us lies between its
+    // START and END, the bytes they allocate and free, and live bytes as the trace counts
+    // them (every allocation in the trace, none before history started).
+    let script = r#"
+import json, pickle, sys
+s = pickle.load(open(sys.argv[1], "rb"))
+trace, out, live, open_ = s["device_traces"][0], [], 0, None
+ann = s["external_annotations"]
+i = 0
+def upto(t):
+    global i, live, peak, alloc, freed, n
+    while i < len(trace) and trace[i]["time_us"] < t:
+        e = trace[i]
+        if e["action"] == "alloc":
+            live += e["size"]
+            if open_: alloc += e["size"]; peak = max(peak, live)
+        elif e["action"] == "free_requested":
+            live -= e["size"]
+            if open_: freed += e["size"]
+        if open_: n += 1
+        i += 1
+for a in ann:
+    upto(a["time_us"])
+    if a["stage"] == "START":
+        open_, start, peak, alloc, freed, n = a["name"], live, live, 0, 0, 0
+    else:
+        out.append({"name": open_, "trace_entries": n, "allocated_bytes": alloc, "freed_bytes": freed,
+                    "live_at_start": start, "live_at_end": live, "peak_inside": peak})
+        open_ = None
+print(json.dumps({"marks": out, "open": open_, "keys": sorted({tuple(a) for a in ann})}))
+"#;
+    let read = |file: &str| -> Value {
+        let out = Command::new(&python)
+            .args(["-c", script])
+            .arg(dir.join(file))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let planted: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("planted.json")).unwrap()).unwrap();
+    let names: Vec<String> = planted["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, pinned()[&(2, 0, 4)]);
+    let got = read("snapshot.pickle");
+    assert_eq!(
+        got["keys"],
+        serde_json::json!([["name", "stage", "device", "time_us"]])
+    );
+    assert_eq!(got["open"], Value::Null);
+    // Live bytes in the trace leave out what was live before history started (nothing
+    // here: history starts before the parameters).
+    assert_eq!(got["marks"], planted["marks"]);
+    // Some event allocates, some frees, and the peak is inside a mark, not at its edges.
+    let marks = planted["marks"].as_array().unwrap();
+    assert!(
+        marks
+            .iter()
+            .any(|m| m["peak_inside"].as_i64() > m["live_at_end"].as_i64())
+    );
+
+    let oom = read("snapshot_oom.pickle");
+    assert_eq!(oom["open"], planted["oom"]["open"]);
+    let closed: Vec<&Value> = oom["marks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| &m["name"])
+        .collect();
+    let want: Vec<&Value> = planted["oom"]["closed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .collect();
+    assert_eq!(closed, want);
+}
