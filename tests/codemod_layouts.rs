@@ -180,7 +180,10 @@ fn partial_applies_whole_groups_that_fit_and_round_trips() {
         .collect();
     assert_eq!(
         groups,
-        ["1", "3", "4", "7", "8"].iter().map(|s| s.to_string()).collect()
+        ["1", "3", "4", "7", "8"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     );
     // No group is half-applied: none of group 5's 20-odd regions went in.
     assert!(

@@ -14,7 +14,9 @@ fn rules_lists_every_rule_with_its_anchor() {
         rules.iter().map(|r| r["group"].as_str().unwrap()).collect();
     assert_eq!(
         groups,
-        ["1", "2", "3", "4", "5", "6", "7", "8"].into_iter().collect()
+        ["1", "2", "3", "4", "5", "6", "7", "8"]
+            .into_iter()
+            .collect()
     );
     let r = rules
         .iter()
