@@ -10,7 +10,7 @@ Usage: run_fixture.py CHECKOUT [--launch RANKS] [--pp N] [--ep N] [--world N]
 from it only in their pipeline coordinate of the (pp, dp, cp, ep) mesh), so every pipeline
 stage those ranks talk to runs. Each rank's output is printed in rank order, then one line
 `RESULT <json>`: the first listed rank's losses, final step, error and the events the fake
-torch recorded (memory-history calls, snapshots, NVTX ranges) at the top level, every
+torch recorded (memory-history calls, snapshots, NVTX and record_function ranges) at the top level, every
 rank's under "ranks", and the host name the processes ran on.
 
 `--oom-in PHASE` makes the first listed rank run out of memory at its first allocation in
@@ -206,6 +206,8 @@ def worker(args) -> int:
             for name in sorted({d for (w, d) in torch.EVENTS if w == "nvtx_push"})
         },
         "nvtx_balanced": not torch._nvtx_stack,
+        # record_function ranges opened, in order.
+        "record_function": [d for (w, d) in torch.EVENTS if w == "record_function"],
     }
     print("RESULT " + json.dumps(result), flush=True)
     return 1 if error else 0

@@ -155,7 +155,9 @@ fn status_names_the_model_sorts_groups_and_says_chosen_at_run_time() {
         .collect();
     assert_eq!(
         groups,
-        ["1", "2", "3", "4", "5", "6", "7"].into_iter().collect()
+        ["1", "2", "3", "4", "5", "6", "7", "8"]
+            .into_iter()
+            .collect()
     );
     let text = stdout(&instrument(&["status"], dir.path()));
     assert_eq!(text.lines().next(), Some("model: qwen35-moe"), "{text}");

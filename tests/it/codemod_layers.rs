@@ -90,7 +90,7 @@ fn a_layer_problem_comes_after_the_whole_drift_report() {
     let out = instrument(&["add", "qwen3-moe", "--partial"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("6 of 7 groups"), "{err}");
+    assert!(err.contains("7 of 8 groups"), "{err}");
     assert!(
         err.contains("no preview here") && err.contains("decoder_sparse_step"),
         "{err}"

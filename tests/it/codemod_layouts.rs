@@ -113,7 +113,7 @@ fn an_older_layout_is_refused_whole_with_a_report() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(snapshot_tree(dir.path()), before, "all or nothing");
     let report = stderr(&out);
-    for g in ["1", "3", "4", "7"] {
+    for g in ["1", "3", "4", "7", "8"] {
         assert!(group_line(&report, g).contains("would apply"), "{report}");
     }
     for g in ["2", "5", "6"] {
@@ -163,7 +163,7 @@ fn partial_applies_whole_groups_that_fit_and_round_trips() {
             && err.contains("skipped group 6"),
         "{err}"
     );
-    assert!(err.contains("4 of 7 groups"), "{err}");
+    assert!(err.contains("5 of 8 groups"), "{err}");
     let status = instrument(&["status", "--json"], dir.path());
     let doc: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let groups: std::collections::BTreeSet<String> = doc["files"]
@@ -180,7 +180,10 @@ fn partial_applies_whole_groups_that_fit_and_round_trips() {
         .collect();
     assert_eq!(
         groups,
-        ["1", "3", "4", "7"].iter().map(|s| s.to_string()).collect()
+        ["1", "3", "4", "7", "8"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
     );
     // No group is half-applied: none of group 5's 20-odd regions went in.
     assert!(
@@ -203,15 +206,21 @@ fn a_missing_target_file_is_reported_per_group() {
         "{report}"
     );
     assert!(report.contains("pithtrain/tasks/pretrain_lm.py: rule 6.load-ckpt: the target file does not exist in this checkout"), "{report}");
-    // Groups 6 and 7 cannot apply; the pipeline prints (4) need 7, which switches them off
-    // after the profiled step, and the per-layer prints (5) need 4: three of seven apply.
+    // Groups 6 and 7 cannot apply; the pipeline prints (4) and the schedule marks (8) need 7,
+    // which switches them off after the profiled step, and the per-layer prints (5) need 4:
+    // three of eight apply.
     assert!(
         group_line(&report, "4").contains("cannot apply (needs group 7)"),
         "{report}"
     );
     let out = instrument(&["add", "qwen3-moe", "--partial"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("3 of 7 groups"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("3 of 8 groups"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("skipped group 8 (--partial): it requires group 7"),
+        "{}",
+        stderr(&out)
+    );
     assert!(
         stderr(&out)
             .contains("skipped group 5 (--partial): it requires group 4, which does not apply"),

@@ -23,7 +23,7 @@ fn a_model_written_from_the_outline_gets_every_group_and_comes_out_byte_exact() 
     let out = instrument(&["add", "olmoe", "--ranks", "3,14"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let err = stderr(&out);
-    assert!(err.contains("instrument add olmoe: 7 of 7 groups"), "{err}");
+    assert!(err.contains("instrument add olmoe: 8 of 8 groups"), "{err}");
     // The layer preview reads the model's example config (its model_type is its name).
     assert!(
         err.contains("a rank holding every layer takes (0, 1): every decoder layer builds the MoE block unconditionally (pithtrain/models/olmoe.py:")
@@ -103,12 +103,12 @@ fn a_role_no_class_fits_is_named_with_why_and_the_table_line() {
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("7 of 7 groups"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("8 of 8 groups"), "{}", stderr(&out));
 
     // With --partial, the groups that do not need the role apply.
     let out = instrument(&["add", "olmoe", "--partial", "--dry-run"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("6 of 7 groups"), "{}", stderr(&out));
+    assert!(stderr(&out).contains("7 of 8 groups"), "{}", stderr(&out));
 }
 
 #[test]

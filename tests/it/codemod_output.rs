@@ -62,7 +62,7 @@ fn status_lists_groups_files_ranks_and_layers() {
         .iter()
         .map(|r| r["group"].as_str().unwrap())
         .collect();
-    assert_eq!(groups, ["1", "4"].into_iter().collect());
+    assert_eq!(groups, ["1", "4", "8"].into_iter().collect());
     let flag = pipeline["regions"]
         .as_array()
         .unwrap()

@@ -9,32 +9,37 @@ const NOISE: &str =
     "node0:41003:41053 [3] NCCL INFO Channel 07/32 :    0   1   2   3   4   5   6   7\n";
 const STEP: &str = "[rank=3 pp=0] Step4 i=0: 0.11 GiB | alloc=0.11 cached=1.89 non-pt=1.75\n";
 
-/// Waits for `child` and returns its output with its own peak RSS (`wait4` for its pid: the
-/// tests share one process, so the children's `getrusage` would mix in every other test's).
-fn wait_with_peak_rss(mut child: std::process::Child) -> (std::process::Output, i64) {
-    use std::io::Read;
-    let mut out = child.stdout.take().unwrap();
-    let mut err = child.stderr.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut v = Vec::new();
-        out.read_to_end(&mut v).unwrap();
-        v
-    });
-    let mut stderr = Vec::new();
-    err.read_to_end(&mut stderr).unwrap();
-    let stdout = reader.join().unwrap();
-    let mut status: libc::c_int = 0;
-    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut u) };
-    assert_eq!(got, pid, "wait4");
-    use std::os::unix::process::ExitStatusExt;
-    let output = std::process::Output {
-        status: std::process::ExitStatus::from_raw(status),
-        stdout,
-        stderr,
+/// Waits for `child` and returns its output with its own peak RSS, read from its
+/// `/proc/PID/status` (`VmHWM`, the high-water mark of the memory it mapped after its exec) until
+/// it exits. Not `getrusage`/`wait4`: the tests share one large process, whose high-water mark
+/// a spawned child inherits in its `maxrss` at its exec.
+fn wait_with_peak_rss(child: std::process::Child) -> (std::process::Output, i64) {
+    let status = format!("/proc/{}/status", child.id());
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0i64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let Ok(text) = std::fs::read_to_string(&status) else {
+                    break;
+                };
+                let Some(kib) = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmHWM:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<i64>().ok())
+                else {
+                    break; // exited: a zombie has no memory left
+                };
+                peak = peak.max(kib * 1024);
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            peak
+        })
     };
-    (output, u.ru_maxrss * 1024)
+    let output = child.wait_with_output().unwrap();
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    (output, watcher.join().unwrap())
 }
 
 #[test]

@@ -36,6 +36,7 @@ mod nsys_tracejson;
 mod nvtx_rules;
 mod report_run;
 mod rules_cli;
+mod schedule_marks;
 mod skills_commands;
 mod skills_install;
 mod snapshot_analysis;

@@ -14,7 +14,9 @@ fn rules_lists_every_rule_with_its_anchor() {
         rules.iter().map(|r| r["group"].as_str().unwrap()).collect();
     assert_eq!(
         groups,
-        ["1", "2", "3", "4", "5", "6", "7"].into_iter().collect()
+        ["1", "2", "3", "4", "5", "6", "7", "8"]
+            .into_iter()
+            .collect()
     );
     let r = rules
         .iter()
@@ -251,6 +253,10 @@ fn group_requirements_are_declared_shown_and_checked() {
         doc["groups"]["5"]["requires"],
         serde_json::json!(["1", "4"])
     );
+    assert_eq!(
+        doc["groups"]["8"]["requires"],
+        serde_json::json!(["1", "7"])
+    );
     let text = stdout(&instrument(&["rules"], &repo_root()));
     assert!(text.contains("group 4 requires group 1, 7: "), "{text}");
 
@@ -259,11 +265,14 @@ fn group_requirements_are_declared_shown_and_checked() {
     let manifest = dir.path().join("ruleset.toml");
     let text = std::fs::read_to_string(&manifest).unwrap();
     let line = text.lines().position(|l| l == "[groups.4]").unwrap() + 2;
-    std::fs::write(
-        &manifest,
-        text.replace("requires = [\"1\", \"7\"]", "requires = [\"1\", \"8\"]"),
-    )
-    .unwrap();
+    // Group 4 requires a group no rule is in (group 9); only its line changes.
+    let at = text.find("[groups.4]\nrequires = [\"1\", \"7\"]").unwrap();
+    let mut edited = text.clone();
+    edited.replace_range(
+        at..at + "[groups.4]\nrequires = [\"1\", \"7\"]".len(),
+        "[groups.4]\nrequires = [\"1\", \"9\"]",
+    );
+    std::fs::write(&manifest, edited).unwrap();
     let out = instrument(
         &["rules", "--rules", dir.path().to_str().unwrap()],
         &repo_root(),
@@ -273,7 +282,7 @@ fn group_requirements_are_declared_shown_and_checked() {
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(
         err.contains(&format!(
-            "ruleset.toml:{line}: [groups.4]: requires group \"8\", which no rule is in"
+            "ruleset.toml:{line}: [groups.4]: requires group \"9\", which no rule is in"
         )),
         "{err}"
     );

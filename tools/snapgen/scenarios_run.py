@@ -2,10 +2,12 @@
 library between torch and the user's code, stacks="python"), history that started
 after the model was on the GPU, steps the run marks itself (torch >= 2.6's
 ``external_annotations``, an optimizer that allocates in every step) next to
-benchmark repetitions that look like steps, and expandable segments.
+benchmark repetitions that look like steps, expandable segments, and the DualPipeV
+schedule marked event by event (memory-prints group 8).
 """
 
 import os
+import re
 
 from . import program as P
 from .allocator import KiB, MiB, GiB, OutOfMemory, Process
@@ -272,4 +274,111 @@ def scenario_expandable(out):
     out.plant("expandable", f)
 
 
-ALL = [scenario_windows, scenario_late_history, scenario_recipe_step, scenario_annotated_steps, scenario_expandable]
+# --- the DualPipeV schedule, marked (memory-prints group 8, docs/schedule-marks.md) ------
+
+PINNED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests",
+                      "schedule_marks.pinned")
+# What one micro-batch's forward keeps until its backward, per phase; a backward's
+# transient; a zero-bubble backward's deferred weight gradient, freed by its W
+MARK_ACT = (6 * MiB, 10 * MiB)
+MARK_TMP = 2 * MiB
+MARK_WGRAD = 3 * MiB
+
+
+def pinned_events(pp, rank, chunks):
+    """The estimator's names for one pipeline rank (tests/schedule_marks.pinned, from
+    pithtrain's own ScheduleSimulator)."""
+    head, names = f"[pp={pp} rank={rank} chunks={chunks}]", None
+    with open(PINNED) as f:
+        for line in f.read().splitlines():
+            if line == head:
+                names = []
+            elif names is not None and not line:
+                break
+            elif names is not None:
+                names.append(line)
+    return names
+
+
+def marked_step(a, events, oom_in=None):
+    """Run one pipeline rank's chunk calls as DualPipeV.step runs them, each inside its
+    record_function range (START, the chunk's allocations and frees, END), and return the
+    truth of each: its trace entries, bytes allocated and freed inside, live bytes at START,
+    at END and at the peak inside. `oom_in`: that event runs out of memory inside its
+    range (raises OutOfMemory with the range open)."""
+    acts, wgrads, truth = {}, [], []
+
+    def fwd(p, c):
+        acts[(p, c)] = a.malloc(MARK_ACT[p], P.EXPERT_GEMM)
+
+    def bwd(p, c, zb):
+        t = a.malloc(MARK_TMP, P.MM_BACKWARD)
+        if zb:
+            wgrads.append(a.malloc(MARK_WGRAD, P.GROUPED_BWD))
+        a.free(t)
+        a.free(acts.pop((p, c)))
+
+    for name in events:
+        a.clock.advance(1_000)
+        a.annotate(name, "START")
+        first, live = len(a.trace()), a.live_req
+        what = name.split(" ", 1)[1]
+        if m := re.fullmatch(r"fwd\(p(\d)\) c(\d+)", what):
+            fwd(int(m[1]), int(m[2]))
+        elif m := re.fullmatch(r"bwd\(p(\d),zb=(True|False)\) c(\d+)", what):
+            bwd(int(m[1]), int(m[3]), m[2] == "True")
+        elif m := re.fullmatch(r"fwd_bwd\(p(\d),p(\d)\) fc(\d+)/bc(\d+)", what):
+            fwd(int(m[1]), int(m[3]))
+            bwd(int(m[2]), int(m[4]), False)
+        else:
+            assert what == "weight_chunk", name
+            a.free(wgrads.pop(0))
+        if name == oom_in:
+            a.malloc(2 * a.capacity, P.SILU_OUT)
+        entries = a.trace()[first:]
+        allocated = sum(te.size for te in entries if te.action == "alloc")
+        freed = sum(te.size for te in entries if te.action == "free_requested")
+        peak = max([live] + [te.live_before + te.size for te in entries if te.action == "alloc"])
+        a.annotate(name, "END")
+        truth.append({"name": name, "trace_entries": len(entries), "allocated_bytes": allocated,
+                      "freed_bytes": freed, "live_at_start": live, "live_at_end": a.live_req,
+                      "peak_inside": peak})
+    assert not acts and not wgrads, (acts, wgrads)
+    return truth
+
+
+def scenario_schedule_marks(out):
+    """The profiled step of pipeline rank 0 of 2 with 4 micro-batches, each chunk call of
+    DualPipeV.step inside the record_function range memory-prints group 8 opens, named as
+    pithtrain's estimator names the event (`S3.i0 bwd(p1,zb=True) c0`); planted per event:
+    what it allocated, freed and kept. The same step running out of memory inside
+    `S4.i0 fwd_bwd(p1,p0) fc2/bc0` (`snapshot_oom.pickle`, taken at the OOM as torch's OOM
+    observer takes it) leaves that range open: START and no END."""
+    events = pinned_events(2, 0, 4)
+    proc = Process()
+    a = proc.devices[0]
+    proc.record_memory_history(max_entries=1_048_576, stacks="python")
+    params = [a.malloc(8 * MiB, P.EXPERT_WEIGHT) for _ in range(4)]
+    marks = marked_step(a, events)
+    f = out.take("schedule_marks", "snapshot.pickle", proc, forms=("p4",))[a.device]
+
+    oom_in = "S4.i0 fwd_bwd(p1,p0) fc2/bc0"
+    proc = Process()
+    b = proc.devices[0]
+    proc.record_memory_history(max_entries=1_048_576, stacks="python")
+    for _ in params:
+        b.malloc(8 * MiB, P.EXPERT_WEIGHT)
+    try:
+        marked_step(b, events, oom_in=oom_in)
+        raise AssertionError("no OOM")
+    except OutOfMemory:
+        pass
+    write(os.path.join(out.root, "schedule_marks", "snapshot_oom.pickle"), encode(proc.devices, "p4"))
+    f.update({"pp": 2, "pp_rank": 0, "micro_batches": 4, "marks": marks,
+              "oom": {"file": "snapshot_oom.pickle", "open": oom_in,
+                      "closed": events[:events.index(oom_in)]}})
+    out.plant("schedule_marks", f)
+
+
+ALL = [scenario_windows, scenario_late_history, scenario_recipe_step, scenario_annotated_steps, scenario_expandable,
+       scenario_schedule_marks]
