@@ -129,3 +129,70 @@ fn a_snapshot_without_marks_has_no_schedule() {
         assert_ne!(r["trace"]["steps"]["method"], "schedule", "{f}");
     }
 }
+
+/// A second generator's marked step (tools/snapgen/scenarios_run.py `schedule_marks`, written
+/// apart from the reader and from `scenarios_schedule.py`): live at each event's start and end,
+/// the peak inside and the bytes allocated and freed, as it planted them; its out-of-memory
+/// variant dies inside the event it says.
+#[test]
+fn a_second_generators_marked_step_reads_as_planted() {
+    let p = planted("schedule_marks");
+    let r = report_of("schedule_marks/snapshot.pickle");
+    let events: Vec<&Value> = r["schedule"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["op"] != "stage")
+        .collect();
+    let want = p["marks"].as_array().unwrap();
+    assert_eq!(events.len(), want.len());
+    let sum = |v: &Value| -> u64 {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["bytes"].as_u64().unwrap())
+            .sum()
+    };
+    for (g, w) in events.iter().zip(want) {
+        assert_eq!(g["name"], w["name"]);
+        assert_eq!(g["live_start_bytes"], w["live_at_start"], "{}", w["name"]);
+        assert_eq!(g["live_end_bytes"], w["live_at_end"], "{}", w["name"]);
+        assert_eq!(g["peak_bytes"], w["peak_inside"], "{}", w["name"]);
+        assert_eq!(
+            sum(&g["allocated"]),
+            w["allocated_bytes"].as_u64().unwrap(),
+            "{}",
+            w["name"]
+        );
+        assert_eq!(
+            sum(&g["freed"]),
+            w["freed_bytes"].as_u64().unwrap(),
+            "{}",
+            w["name"]
+        );
+    }
+    let oom = report_of("schedule_marks/snapshot_oom.pickle");
+    let open: Vec<&Value> = oom["schedule"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["open"] == true)
+        .map(|e| &e["name"])
+        .collect();
+    assert_eq!(open, vec![&p["oom"]["open"]]);
+    let closed: Vec<&Value> = oom["schedule"]["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["open"] == false && e["op"] != "stage")
+        .map(|e| &e["name"])
+        .collect();
+    assert_eq!(
+        closed,
+        p["oom"]["closed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .collect::<Vec<_>>()
+    );
+}
