@@ -212,6 +212,8 @@ pub fn join(
             }
             if let Some(l) = log {
                 disagreements(rank, &mesh, l.resolution_bytes, &events, &mut findings);
+                let path = step_file.map_or("", |i| steps[i].path.as_str());
+                peak_between_prints(rank, &mesh, l, s, path, &mut findings);
             }
         }
         rows.push(RankRow {
@@ -296,5 +298,47 @@ fn disagreements(
             )
             .at(place(rank, mesh)),
         );
+    }
+}
+
+/// The schedule's peak inside an event, above every print of the step by more than their
+/// rounding: the prints read the edges of the events, the snapshot what happens inside.
+fn peak_between_prints(
+    rank: i64,
+    mesh: &Option<String>,
+    log: &RankReport,
+    s: &ScheduleMemory,
+    path: &str,
+    out: &mut Vec<Finding>,
+) {
+    let (Some(step), Some(i)) = (&log.step, s.peak_event) else {
+        return;
+    };
+    let e = &s.events[i];
+    let printed = step.peak.allocated_bytes as f64;
+    let inside = e.peak_bytes as f64;
+    if inside - printed > 1.5 * log.resolution_bytes.max(1) as f64 + 0.02 * inside {
+        let mut f = Finding::new(
+            Severity::Warning,
+            "peak-between-prints",
+            format!("the step's peak is inside {}, above every print", e.name),
+        )
+        .at(place(rank, mesh).at(e.name.clone()))
+        .figure(Figure::new(inside, Unit::Bytes).against(printed, "the highest print"));
+        if let Some(p) = &e.peak_by {
+            f = f.evidence(format!(
+                "made by a {} allocation ({}){}",
+                Unit::Bytes.show(p.bytes as f64),
+                p.category,
+                p.site
+                    .as_ref()
+                    .map(|x| format!(" at {x}"))
+                    .unwrap_or_default()
+            ));
+        }
+        out.push(f.next(format!(
+            "size the memory for the snapshot's peak, not the prints': `instrument snapshot \
+             {path}` shows what was allocated inside the event"
+        )));
     }
 }

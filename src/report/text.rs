@@ -72,10 +72,10 @@ pub fn render(r: &Report) -> String {
                 show(e.snapshot_peak_bytes as f64)
             );
         }
-        let _ = writeln!(
-            o,
+        crate::findings::text::wrap(
+            &mut o,
             "  (printed: `<` at the event's start, `>` at its end, beside the snapshot's live \
-             memory there; `!` the event it died inside)"
+             memory there; `!` the event it died inside)",
         );
     }
     o

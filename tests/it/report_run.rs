@@ -65,6 +65,84 @@ fn a_run_folder_is_joined_per_rank_and_what_is_missing_is_listed() {
         );
     }
 
+    // The schedule marks: each rank's events are the estimator's names for its pipeline
+    // rank (pithtrain's own simulator, pinned), and the prints, read from the fake torch's
+    // allocator counters, agree with the snapshot's trace at every event they read.
+    let pinned = std::fs::read_to_string(repo_root().join("tests/schedule_marks.pinned")).unwrap();
+    let block = |head: &str| -> Vec<String> {
+        pinned
+            .lines()
+            .skip_while(|l| *l != head)
+            .skip(1)
+            .take_while(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
+    for (x, head) in r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(["[pp=2 rank=0 chunks=4]", "[pp=2 rank=1 chunks=4]"])
+    {
+        let events = x["events"].as_array().unwrap();
+        let names: Vec<String> = events
+            .iter()
+            .map(|e| e["event"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, block(head), "rank {}", x["rank"]);
+        let printed: Vec<&Value> = events
+            .iter()
+            .filter(|e| e.get("printed_bytes").is_some())
+            .collect();
+        assert!(printed.len() >= 5, "{printed:?}");
+        for e in printed {
+            let at = if e["edge"] == "start" {
+                "snapshot_start_bytes"
+            } else {
+                "snapshot_end_bytes"
+            };
+            let (p, s) = (b(&e["printed_bytes"]), b(&e[at]));
+            assert!(
+                (p - s).abs() <= 0.015 * GIB,
+                "{}: printed {p}, snapshot {s}",
+                e["event"]
+            );
+        }
+    }
+    let kinds: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["kind"].as_str().unwrap())
+        .collect();
+    assert!(
+        !kinds.contains(&"prints-and-snapshot-disagree"),
+        "{kinds:?}"
+    );
+    // The peak inside an overlapped chunk is above every print: said, with both figures.
+    for f in r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "peak-between-prints")
+    {
+        let rank = f["where"]["rank"].as_i64().unwrap();
+        let row = r["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["rank"] == rank)
+            .unwrap();
+        assert_eq!(
+            f["figure"]["value"].as_f64(),
+            row["snapshot_peak_bytes"].as_f64()
+        );
+        assert_eq!(
+            f["figure"]["compared_with"]["value"].as_f64(),
+            row["printed_peak_bytes"].as_f64()
+        );
+    }
+
     // Rank 14's snapshot left on its host: the rank is still reported, and listed.
     std::fs::remove_file(run.path().join("memory_snapshot_rank14_step0.pickle")).unwrap();
     let (code, r, _) = report(run.path());

@@ -194,16 +194,16 @@ class Step:
 
 def scenario_pipeline_step(out):
     """Rank 14 of a pp=2 run (pp rank 1, the last: its first steady-state iteration runs
-    forward and backward apart, `S4.i0.last_rank`), 8 micro-batches, one profiled step."""
+    forward and backward apart, `S4.i0.last_rank`), 6 micro-batches, one profiled step."""
     proc = Process()
     a = proc.devices[0]
     params = [a.malloc(PARAM_MIB * MiB, P.EXPERT_WEIGHT) for _ in range(3)]
     proc.record_memory_history(max_entries=1_048_576, stacks="python")
     s = Step(a, pp_rank=1, pp_size=2)
     s.base = sum(PARAM_MIB * MiB for _ in params)
-    s.run(num_chunks=8)
+    s.run(num_chunks=6)
     f = out.take("pipeline_step", "snapshot.pickle", proc)[a.device]
-    f["schedule"] = {"pp_rank": 1, "pp_size": 2, "num_chunks": 8, "static_bytes": s.base,
+    f["schedule"] = {"pp_rank": 1, "pp_size": 2, "num_chunks": 6, "static_bytes": s.base,
                      "events": [dict(e, allocated=sorted_amounts(e["allocated"]), freed=sorted_amounts(e["freed"]))
                                 for e in s.events]}
     out.plant("pipeline_step", f)
