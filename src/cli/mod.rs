@@ -20,6 +20,10 @@ pub mod rules;
 pub mod skills;
 pub mod snapshot;
 
+/// `--top N`'s default in every reader that lists rows (sites, kernels, ranges): one number,
+/// so the same flag means the same in `snapshot` and `nsys report`.
+pub const TOP: usize = 10;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "instrument",

@@ -68,7 +68,7 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
     /// Rows per table (kernels and NVTX ranges per process, the export-wide summaries); the
     /// rest is summed in one row.
-    #[arg(long, default_value_t = 20, value_name = "N")]
+    #[arg(long, default_value_t = super::TOP, value_name = "N")]
     pub top: usize,
     /// List every row of every table.
     #[arg(long, conflicts_with = "top")]

@@ -25,8 +25,11 @@ pub struct SnapshotArgs {
     #[arg(long, value_name = "N")]
     pub device: Option<i64>,
     /// How many sites (and OOM holders) to list.
-    #[arg(long, value_name = "N", default_value_t = 10)]
+    #[arg(long, value_name = "N", default_value_t = super::TOP)]
     pub top: usize,
+    /// List every site and holder (as `nsys report --all` lists every row).
+    #[arg(long, conflicts_with = "top")]
+    pub all: bool,
     /// Keep only the newest N trace events per device (older ones are counted as dropped).
     /// By default the trace is read whole.
     #[arg(long, value_name = "N")]
@@ -55,7 +58,7 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
     }
     let opts = Options {
         device: args.device,
-        top: args.top,
+        top: if args.all { usize::MAX } else { args.top },
         internal: args.internal.clone(),
         max_trace_events: args.max_trace_events.unwrap_or(usize::MAX),
         assume_distributed: false,

@@ -52,6 +52,22 @@ pub fn wrap_at(out: &mut String, text: &str, width: usize) {
     let _ = writeln!(out, "{line}");
 }
 
+/// A whole report made to fit `WIDTH` columns: every line past the edge (a long path, a
+/// kernel's name, a table row) wrapped as `wrap` wraps, the others kept. Every text report
+/// passes through it last, so no reader writes a line a terminal folds.
+pub fn fit(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for line in text.lines() {
+        if line.chars().count() > WIDTH {
+            wrap(&mut out, line);
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// A chain of frames (`a < b < c`), innermost first, wrapped after its separators so that no
 /// frame is split between lines unless it is longer than a line by itself.
 pub fn wrap_chain(out: &mut String, indent: &str, frames: &[String]) {
@@ -124,6 +140,21 @@ mod tests {
         let expected: String = long.split_whitespace().collect::<Vec<_>>().concat();
         assert_eq!(joined, expected, "nothing lost");
         assert!(o.starts_with("  word"));
+    }
+
+    #[test]
+    fn a_report_is_fitted_line_by_line() {
+        let long = format!("{}\n", "x ".repeat(80));
+        let text = format!("short\n{long}\nend\n");
+        let fitted = fit(&text);
+        assert!(fitted.lines().all(|l| l.chars().count() <= WIDTH));
+        assert_eq!(fitted.lines().next(), Some("short"));
+        assert_eq!(fitted.lines().last(), Some("end"));
+        assert_eq!(
+            fitted.lines().filter(|l| l.is_empty()).count(),
+            1,
+            "blank lines kept"
+        );
     }
 
     #[test]

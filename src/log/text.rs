@@ -111,7 +111,7 @@ pub fn render(r: &Report) -> String {
     if let Some(a) = &r.across {
         render_across(&mut o, a);
     }
-    o
+    crate::findings::text::fit(&o)
 }
 
 fn render_rank(

@@ -78,5 +78,5 @@ pub fn render(r: &Report) -> String {
              memory there; `!` the event it died inside)",
         );
     }
-    o
+    crate::findings::text::fit(&o)
 }

@@ -168,3 +168,28 @@ fn real_exports_without_a_setup_range_say_the_mesh_is_unknown_in_one_line() {
         );
     }
 }
+
+/// Every line of the text report of each real export fits 100 columns (a kernel's name and a
+/// table row wrapped, never past the edge), `--all` included.
+#[test]
+fn every_text_line_fits_100_columns() {
+    for name in [
+        "nsys-2022.2-saxpy-mpi",
+        "nsys-2025.5-cuda-graphs",
+        "nsys-2026.2-fastvideo-alltoall",
+    ] {
+        let (db, _d) = load(name);
+        for extra in [&[][..], &["--all"][..]] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_instrument"))
+                .args(["nsys", "report"])
+                .arg(&db)
+                .args(extra)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{name}");
+            let text = String::from_utf8_lossy(&out.stdout);
+            let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 100).collect();
+            assert!(wide.is_empty(), "{name} {extra:?}: {wide:?}");
+        }
+    }
+}

@@ -143,6 +143,17 @@ fn a_run_folder_is_joined_per_rank_and_what_is_missing_is_listed() {
         );
     }
 
+    // The text of the report and of the log reader fits 100 columns.
+    for args in [
+        vec!["report", run.path().to_str().unwrap()],
+        vec!["log", run.path().to_str().unwrap()],
+    ] {
+        let out = instrument(&args);
+        let text = String::from_utf8_lossy(&out.stdout);
+        let wide: Vec<&str> = text.lines().filter(|l| l.chars().count() > 100).collect();
+        assert!(wide.is_empty(), "{args:?}: {wide:?}");
+    }
+
     // Rank 14's snapshot left on its host: the rank is still reported, and listed.
     std::fs::remove_file(run.path().join("memory_snapshot_rank14_step0.pickle")).unwrap();
     let (code, r, _) = report(run.path());

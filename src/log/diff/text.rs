@@ -137,6 +137,8 @@ pub fn render(d: &DiffReport) -> String {
             &format!("\nrank {}: not compared, {}", n.rank, n.why),
         );
     }
+    // The body fitted to 100 columns; the gate's verdict stays one line, however long.
+    let mut o = crate::findings::text::fit(&o);
     if let Some(g) = &d.gate {
         o.push('\n');
         g.render(&mut o, 10);

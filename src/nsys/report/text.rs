@@ -367,7 +367,7 @@ pub fn render(doc: &Document) -> String {
         }
         export(&mut out, r);
     }
-    out
+    crate::findings::text::fit(&out)
 }
 
 fn mesh_of(m: &Option<crate::mesh::Mesh>, rank: Option<u64>, pid: i64) -> String {
@@ -578,6 +578,8 @@ pub fn render_diff(d: &Diff) -> String {
             crate::findings::text::wrap(&mut out, &format!("\n  {what}: {}", v.join(", ")));
         }
     }
+    // The body fitted to 100 columns; the gate's verdict stays one line, however long.
+    let mut out = crate::findings::text::fit(&out);
     if let Some(g) = &d.gate {
         out.push('\n');
         g.render(&mut out, GATE_ROWS);

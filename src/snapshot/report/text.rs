@@ -100,15 +100,7 @@ pub fn render(r: &Report) -> String {
     let mut out = String::new();
     body(&mut out, r);
     // Whatever a section wrote past the edge (a long path, a table row) is wrapped here.
-    let mut fitted = String::with_capacity(out.len());
-    for line in out.lines() {
-        if line.chars().count() > text::WIDTH {
-            text::wrap(&mut fitted, line);
-        } else {
-            fitted.push_str(line);
-            fitted.push('\n');
-        }
-    }
+    let mut fitted = text::fit(&out);
     // The gate last: its verdict is one line however long, for the tail of a CI log.
     if let Some(g) = &r.gate {
         fitted.push('\n');
