@@ -47,6 +47,17 @@ pub enum SnapshotError {
         "{dir}: no rank-local snapshots found (expected names such as snapshot-rank00003.pickle, memory_snapshot_rank3_step0.pickle or rank3_memory_snapshot.pickle)"
     )]
     NoRanks { dir: String },
+    /// Rank snapshots of different steps in one folder: not one moment of one run.
+    #[error(
+        "{dir}: {first} is of step {first_step} and {second} of step {second_step}: the ranks of one folder are compared as one moment of one run; give each step's snapshots a folder of their own"
+    )]
+    DifferentSteps {
+        dir: String,
+        first: String,
+        first_step: u64,
+        second: String,
+        second_step: u64,
+    },
     #[error("cannot list {dir}: {source}")]
     ListDir {
         dir: String,
@@ -69,7 +80,8 @@ impl crate::exit::Classify for SnapshotError {
             | SnapshotError::Json { .. }
             | SnapshotError::UnknownDevice { .. }
             | SnapshotError::DiffOfDirectory { .. }
-            | SnapshotError::NoRanks { .. } => Class::User,
+            | SnapshotError::NoRanks { .. }
+            | SnapshotError::DifferentSteps { .. } => Class::User,
         }
     }
 }

@@ -35,6 +35,17 @@ pub fn rank_from_name(name: &str) -> Option<u32> {
     None
 }
 
+/// The step the recipe writes into a step snapshot's name (`memory_snapshot_rank3_step40.pickle`).
+pub fn step_from_name(name: &str) -> Option<u64> {
+    let lower = name.to_ascii_lowercase();
+    let at = lower.rfind("_step")? + "_step".len();
+    let digits: String = lower[at..]
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
 fn is_snapshot_name(name: &str) -> bool {
     let l = name.to_ascii_lowercase();
     l.ends_with(".pickle") || l.ends_with(".pkl") || l.ends_with(".json")
@@ -99,6 +110,21 @@ pub fn scan(dir: &Path) -> Result<Scan, SnapshotError> {
     if taken.is_empty() {
         return Err(SnapshotError::NoRanks {
             dir: dir.display().to_string(),
+        });
+    }
+    // Ranks of different steps are not one moment of one run: never compared as if they were.
+    let mut stepped = taken
+        .values()
+        .filter_map(|(n, _)| step_from_name(n).map(|s| (n.clone(), s)));
+    if let Some((first, first_step)) = stepped.next()
+        && let Some((second, second_step)) = stepped.find(|(_, s)| *s != first_step)
+    {
+        return Err(SnapshotError::DifferentSteps {
+            dir: dir.display().to_string(),
+            first,
+            first_step,
+            second,
+            second_step,
         });
     }
     Ok((files, taken.into_iter().map(|(r, (_, p))| (r, p)).collect()))

@@ -174,3 +174,36 @@ fn directory_errors() {
         "{err}"
     );
 }
+
+/// Rank snapshots of different steps in one folder are refused in one line naming both files:
+/// a folder of ranks is compared as one moment of one run, never a mix.
+#[test]
+fn ranks_of_different_steps_are_refused_never_merged() {
+    use instrument::snapshot::ranks::step_from_name;
+    assert_eq!(
+        step_from_name("memory_snapshot_rank3_step40.pickle"),
+        Some(40)
+    );
+    assert_eq!(step_from_name("memory_snapshot_rank3.pickle"), None);
+    let dir = tempfile::tempdir().unwrap();
+    let one = fixture("pipeline_step/snapshot.pickle");
+    std::fs::copy(&one, dir.path().join("memory_snapshot_rank3_step0.pickle")).unwrap();
+    std::fs::copy(&one, dir.path().join("memory_snapshot_rank14_step0.pickle")).unwrap();
+    let ok = run(&["--json", dir.path().to_str().unwrap()]);
+    assert_eq!(ok.status.code(), Some(0));
+    std::fs::rename(
+        dir.path().join("memory_snapshot_rank14_step0.pickle"),
+        dir.path().join("memory_snapshot_rank14_step5.pickle"),
+    )
+    .unwrap();
+    let err = user_error(&[dir.path().to_str().unwrap()]);
+    assert!(
+        err.contains("memory_snapshot_rank14_step5.pickle is of step 5")
+            || err.contains("memory_snapshot_rank3_step0.pickle is of step 0"),
+        "{err}"
+    );
+    assert!(
+        err.contains("give each step's snapshots a folder of their own"),
+        "{err}"
+    );
+}
