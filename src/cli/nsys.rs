@@ -73,6 +73,10 @@ pub struct ReportArgs {
     /// List every row of every table.
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
+    /// Only this global rank's processes (repeatable, as in `log` and `snapshot`); the
+    /// export-wide summaries stay whole.
+    #[arg(long = "rank", value_name = "N")]
+    pub ranks: Vec<u64>,
     /// Group NVTX ranges by name and input shapes (PyTorch's `sizes = ...`), not by name alone.
     #[arg(long)]
     pub by_shape: bool,
@@ -347,6 +351,7 @@ fn run_report(args: ReportArgs) -> Result<u8, Error> {
         classifier,
         conventions,
         window: args.window,
+        ranks: args.ranks.clone(),
         ..Default::default()
     };
     // Both runs are checked to exist before either is read.

@@ -30,6 +30,10 @@ pub struct SnapshotArgs {
     /// List every site and holder (as `nsys report --all` lists every row).
     #[arg(long, conflicts_with = "top")]
     pub all: bool,
+    /// In a folder of ranks: only this rank's snapshot (repeatable, as in `log` and `nsys
+    /// report`).
+    #[arg(long = "rank", value_name = "N")]
+    pub ranks: Vec<u32>,
     /// Keep only the newest N trace events per device (older ones are counted as dropped).
     /// By default the trace is read whole.
     #[arg(long, value_name = "N")]
@@ -63,10 +67,18 @@ pub fn run(args: SnapshotArgs) -> Result<u8, Error> {
         max_trace_events: args.max_trace_events.unwrap_or(usize::MAX),
         assume_distributed: false,
         cpp_frames: args.cpp_frames,
+        ranks: args.ranks.clone(),
     };
     if !args.path.exists() {
         return Err(user_error(format!(
             "{}: no such file or directory",
+            args.path.display()
+        )));
+    }
+    if !args.ranks.is_empty() && !args.path.is_dir() {
+        return Err(user_error(format!(
+            "{}: --rank picks ranks in a folder of rank snapshots; this is one file (give the \
+             folder)",
             args.path.display()
         )));
     }

@@ -41,18 +41,21 @@ pub struct Options {
     pub window: WindowPick,
     /// SQLite's memory map per export (bytes): smaller when several exports are read at once.
     pub mmap_bytes: i64,
+    /// `--rank N`: only these global ranks' processes (empty: every process).
+    pub ranks: Vec<u64>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         Options {
-            top: Some(20),
+            top: Some(10),
             grouping: Grouping::Name,
             timeline_buckets: None,
             classifier: Classifier::builtin(),
             conventions: Conventions::builtin(),
             window: WindowPick::Median,
             mmap_bytes: sqlite::MMAP_BYTES,
+            ranks: Vec::new(),
         }
     }
 }

@@ -318,10 +318,40 @@ pub fn compare(before: &Document, after: &Document, gate: Option<Gate>) -> Diff 
 }
 
 /// Read the exports of one run into the document the renderings print.
+/// `--rank N...`: only those ranks' processes stay (the export-wide summaries stay whole). A
+/// rank asked for that no export holds is refused, naming the ranks there are, as `log --rank`
+/// refuses a rank that printed nothing.
+fn keep_ranks(exports: &mut [Report], ranks: &[u64]) -> Result<()> {
+    if ranks.is_empty() {
+        return Ok(());
+    }
+    let held: std::collections::BTreeSet<u64> = exports
+        .iter()
+        .flat_map(|r| r.processes.iter().filter_map(|p| p.rank))
+        .collect();
+    if let Some(missing) = ranks.iter().find(|r| !held.contains(r)) {
+        let list: Vec<String> = held.iter().map(u64::to_string).collect();
+        return Err(Error::Request(format!(
+            "--rank {missing}: no export holds that rank ({})",
+            if list.is_empty() {
+                "no process names its rank: pithtrain's setup range is missing".to_string()
+            } else {
+                format!("the ranks there: {}", list.join(", "))
+            }
+        )));
+    }
+    for r in exports.iter_mut() {
+        r.processes
+            .retain(|p| p.rank.is_some_and(|x| ranks.contains(&x)));
+    }
+    Ok(())
+}
+
 pub fn report(paths: &[PathBuf], opts: &Options, window: &str) -> Result<Document> {
     let files = files(paths)?;
-    let exports = analyze_all(&files, opts)?;
+    let mut exports = analyze_all(&files, opts)?;
     check_one_run(&exports)?;
+    keep_ranks(&mut exports, &opts.ranks)?;
     let across = across::across(&views(&exports), &opts.conventions.balance_axis);
     let mut doc = Document {
         schema: SCHEMA,

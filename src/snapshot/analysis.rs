@@ -24,6 +24,8 @@ pub struct Options {
     pub assume_distributed: bool,
     /// Show C++ frames in OOM stacks (Python frames only otherwise).
     pub cpp_frames: bool,
+    /// `--rank N`: in a folder of ranks, only these ranks' files (empty: every rank).
+    pub ranks: Vec<u32>,
 }
 
 impl Default for Options {
@@ -35,6 +37,7 @@ impl Default for Options {
             max_trace_events: usize::MAX,
             assume_distributed: false,
             cpp_frames: false,
+            ranks: Vec::new(),
         }
     }
 }

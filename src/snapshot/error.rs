@@ -47,6 +47,13 @@ pub enum SnapshotError {
         "{dir}: no rank-local snapshots found (expected names such as snapshot-rank00003.pickle, memory_snapshot_rank3_step0.pickle or rank3_memory_snapshot.pickle)"
     )]
     NoRanks { dir: String },
+    /// `--rank N` that the folder has no file of.
+    #[error("{dir}: --rank {rank}: no snapshot of that rank here (the ranks here: {there})")]
+    RankNotInFolder {
+        dir: String,
+        rank: u32,
+        there: String,
+    },
     /// Rank snapshots of different steps in one folder: not one moment of one run.
     #[error(
         "{dir}: {first} is of step {first_step} and {second} of step {second_step}: the ranks of one folder are compared as one moment of one run; give each step's snapshots a folder of their own"
@@ -81,7 +88,8 @@ impl crate::exit::Classify for SnapshotError {
             | SnapshotError::UnknownDevice { .. }
             | SnapshotError::DiffOfDirectory { .. }
             | SnapshotError::NoRanks { .. }
-            | SnapshotError::DifferentSteps { .. } => Class::User,
+            | SnapshotError::DifferentSteps { .. }
+            | SnapshotError::RankNotInFolder { .. } => Class::User,
         }
     }
 }

@@ -49,7 +49,22 @@ pub fn analyse(
         if other.is_some() {
             return Err(not_a_file(path));
         }
-        let (files, taken) = ranks::scan(path)?;
+        let (files, mut taken) = ranks::scan(path)?;
+        if !opts.ranks.is_empty() {
+            if let Some(missing) = opts
+                .ranks
+                .iter()
+                .find(|r| !taken.iter().any(|(t, _)| t == *r))
+            {
+                let there: Vec<String> = taken.iter().map(|(r, _)| r.to_string()).collect();
+                return Err(SnapshotError::RankNotInFolder {
+                    dir: path.display().to_string(),
+                    rank: *missing,
+                    there: there.join(", "),
+                });
+            }
+            taken.retain(|(r, _)| opts.ranks.contains(r));
+        }
         let opts = Options {
             assume_distributed: true,
             ..opts.clone()

@@ -857,3 +857,45 @@ fn an_nvtx_table_out_of_order_gives_the_same_figures() {
         );
     }
 }
+
+/// `--rank N` keeps only those ranks' processes, as `log --rank` and `snapshot --rank` do; a rank
+/// no export holds is refused in one line naming the ranks there are.
+#[test]
+fn rank_keeps_only_those_ranks_processes() {
+    let r = runs();
+    let all = doc(&[&r.base], &[]);
+    let ranks_of = |d: &Value| -> Vec<u64> {
+        let mut v: Vec<u64> = d["exports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|e| e["processes"].as_array().unwrap())
+            .filter_map(|p| p["rank"].as_u64())
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let every = ranks_of(&all);
+    assert!(every.len() >= 4, "{every:?}");
+    let picked = doc(
+        &[&r.base],
+        &["--rank", "5", "--rank", &every[0].to_string()],
+    );
+    let mut want = vec![every[0], 5];
+    want.sort_unstable();
+    want.dedup();
+    assert_eq!(ranks_of(&picked), want);
+    let o = Command::new(bin())
+        .args(["nsys", "report"])
+        .arg(&r.base)
+        .args(["--rank", "999"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--rank 999: no export holds that rank (the ranks there: "),
+        "{err}"
+    );
+}

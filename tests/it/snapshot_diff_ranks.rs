@@ -207,3 +207,35 @@ fn ranks_of_different_steps_are_refused_never_merged() {
         "{err}"
     );
 }
+
+/// `--rank N` in a folder of ranks keeps those ranks' files only; a rank without a file is
+/// refused naming the ranks there; `--rank` on one file is refused.
+#[test]
+fn rank_picks_files_in_a_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = fixture("pipeline_step/snapshot.pickle");
+    for r in [3, 5, 14] {
+        std::fs::copy(
+            &one,
+            dir.path()
+                .join(format!("memory_snapshot_rank{r}_step0.pickle")),
+        )
+        .unwrap();
+    }
+    let d = dir.path().to_str().unwrap();
+    let r = report(&[d, "--rank", "14", "--rank", "3"]);
+    let ranks: Vec<u64> = r["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["rank"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ranks, vec![3, 14]);
+    let err = user_error(&[d, "--rank", "7"]);
+    assert!(
+        err.contains("--rank 7: no snapshot of that rank here (the ranks here: 3, 5, 14)"),
+        "{err}"
+    );
+    let err = user_error(&[one.to_str().unwrap(), "--rank", "3"]);
+    assert!(err.contains("--rank picks ranks in a folder"), "{err}");
+}
