@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::points::{Edge, Points};
 use super::{ReportError, SnapshotFile, file_name};
 use crate::findings::{Figure, Finding, Severity, Unit, Where};
+use crate::log::estimate::table::Table;
 use crate::log::model::{RankReport, Report as LogReport};
 use crate::snapshot::schedule::ScheduleMemory;
 
@@ -14,13 +14,11 @@ use crate::snapshot::schedule::ScheduleMemory;
 pub struct EventRow {
     pub event: String,
     pub step: u8,
-    /// What the print at this event read, where one is placed (at `edge`).
+    /// What the print that reads this event's end read, where one does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub printed_bytes: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub printed_label: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub edge: Option<Edge>,
     pub snapshot_start_bytes: u64,
     pub snapshot_end_bytes: u64,
     pub snapshot_peak_bytes: u64,
@@ -87,7 +85,7 @@ pub fn join(
     logs: &LogReport,
     snapshots: &[SnapshotFile],
 ) -> Result<(Vec<RankRow>, Vec<Finding>), ReportError> {
-    let points = Points::builtin();
+    let table = Table::embedded();
     let mut findings = Vec::new();
     // The step each rank's prints say it profiled: the step in the file name it wrote.
     let printed_step = |r: &RankReport| -> Option<i64> {
@@ -192,21 +190,27 @@ pub fn join(
                     step: e.step,
                     printed_bytes: None,
                     printed_label: None,
-                    edge: None,
                     snapshot_start_bytes: e.live_start_bytes,
                     snapshot_end_bytes: e.live_end_bytes,
                     snapshot_peak_bytes: e.peak_bytes,
                     open: e.open,
                 })
                 .collect();
-            let names: Vec<&str> = chunk.iter().map(|e| e.name.as_str()).collect();
+            // The estimator table says which event's end state each print reads (the
+            // estimator's state is after each event); two prints at one state keep the first.
+            let names: Vec<(String, i64)> = chunk.iter().map(|e| (e.name.clone(), 0)).collect();
             if let Some(step) = log.and_then(|l| l.step.as_ref()) {
                 for p in &step.points {
-                    if let Some((i, edge)) = points.event_of(&p.label, &names) {
-                        let row = &mut events[i];
+                    let Some(i) = table
+                        .locate(&p.label)
+                        .and_then(|w| Table::index(&w, &names))
+                    else {
+                        continue;
+                    };
+                    let row = &mut events[i];
+                    if row.printed_bytes.is_none() {
                         row.printed_bytes = Some(p.allocated_bytes);
                         row.printed_label = Some(p.label.clone());
-                        row.edge = Some(edge);
                     }
                 }
             }
@@ -246,14 +250,11 @@ fn disagreements(
 ) {
     let mut compared = 0;
     for e in events {
-        let (Some(p), Some(edge)) = (e.printed_bytes, e.edge) else {
+        let Some(p) = e.printed_bytes else {
             continue;
         };
         compared += 1;
-        let s = match edge {
-            Edge::Start => e.snapshot_start_bytes,
-            Edge::End => e.snapshot_end_bytes,
-        } as f64;
+        let s = e.snapshot_end_bytes as f64;
         let tolerance = 1.5 * resolution.max(1) as f64 + 0.02 * s.max(p as f64);
         if (p as f64 - s).abs() > tolerance {
             let cause = if (p as f64) > s {
@@ -268,11 +269,7 @@ fn disagreements(
                     Severity::Warning,
                     "prints-and-snapshot-disagree",
                     format!(
-                        "the print and the snapshot disagree at the {} of {}",
-                        match edge {
-                            Edge::Start => "start",
-                            Edge::End => "end",
-                        },
+                        "the print and the snapshot disagree at the end of {}",
                         e.event
                     ),
                 )

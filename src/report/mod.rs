@@ -6,14 +6,14 @@
 //! sets the printed value beside the snapshot's, and says where they disagree beyond the
 //! prints' rounding, and why that may be.
 //!
-//! - `points` — which event each print reads (a table, `points.toml`);
-//! - `join`   — the per-rank rows and their findings;
+//! - `join`   — the per-rank rows and their findings (which event each print reads is the
+//!   estimator table's, `log/estimate/pithtrain.toml`: the print reads the state at the end of
+//!   that event, as the estimator gives its state after each event);
 //! - `text`   — the text report.
 //!
 //! A layer above the readers: it calls `log` and `snapshot`, never the other way.
 
 pub mod join;
-pub mod points;
 pub mod text;
 
 use std::path::{Path, PathBuf};

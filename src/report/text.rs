@@ -4,7 +4,6 @@
 use std::fmt::Write as _;
 
 use super::Report;
-use super::points::Edge;
 use crate::findings::Unit;
 
 fn show(b: f64) -> String {
@@ -49,19 +48,11 @@ pub fn render(r: &Report) -> String {
         let _ = writeln!(
             o,
             "  {:<35} {:>11} {:>11} {:>10}",
-            "schedule event", "printed", "snapshot", "peak"
+            "schedule event", "printed", "at its end", "peak"
         );
         for e in &rank.events {
-            let (printed, snap) = match (e.printed_bytes, e.edge) {
-                (Some(p), Some(edge)) => {
-                    let (s, mark) = match edge {
-                        Edge::Start => (e.snapshot_start_bytes, "<"),
-                        Edge::End => (e.snapshot_end_bytes, ">"),
-                    };
-                    (format!("{mark}{}", show(p as f64)), show(s as f64))
-                }
-                _ => ("-".into(), show(e.snapshot_end_bytes as f64)),
-            };
+            let printed = e.printed_bytes.map_or("-".into(), |p| show(p as f64));
+            let snap = show(e.snapshot_end_bytes as f64);
             let _ = writeln!(
                 o,
                 "{} {:<35} {:>11} {:>11} {:>10}",
@@ -74,8 +65,8 @@ pub fn render(r: &Report) -> String {
         }
         crate::findings::text::wrap(
             &mut o,
-            "  (printed: `<` at the event's start, `>` at its end, beside the snapshot's live \
-             memory there; `!` the event it died inside)",
+            "  (printed: the print that reads the event's end, beside the snapshot's live memory \
+             there; peak: the highest inside the event; `!` the event it died inside)",
         );
     }
     crate::findings::text::fit(&o)

@@ -96,12 +96,7 @@ fn a_run_folder_is_joined_per_rank_and_what_is_missing_is_listed() {
             .collect();
         assert!(printed.len() >= 5, "{printed:?}");
         for e in printed {
-            let at = if e["edge"] == "start" {
-                "snapshot_start_bytes"
-            } else {
-                "snapshot_end_bytes"
-            };
-            let (p, s) = (b(&e["printed_bytes"]), b(&e[at]));
+            let (p, s) = (b(&e["printed_bytes"]), b(&e["snapshot_end_bytes"]));
             assert!(
                 (p - s).abs() <= 0.015 * GIB,
                 "{}: printed {p}, snapshot {s}",
