@@ -16,6 +16,14 @@ pub struct ReportArgs {
     /// Print the report as JSON (schema `instrument.report/1`).
     #[arg(long)]
     pub json: bool,
+    /// Run the checkout's memory estimator (as `log --estimate` does) and set its state at
+    /// each event beside the measured one, bucket by bucket.
+    #[arg(long)]
+    pub estimate: bool,
+    /// With --estimate: the checkout whose estimator runs (default: found from the run's model
+    /// path, else the current folder).
+    #[arg(long, value_name = "CHECKOUT", requires = "estimate")]
+    pub root: Option<PathBuf>,
     /// The rule set whose print declarations read the logs.
     #[arg(long, default_value = DEFAULT_SET, value_name = "NAME-or-DIR")]
     pub rules: String,
@@ -23,7 +31,7 @@ pub struct ReportArgs {
 
 pub fn run(args: ReportArgs) -> Result<u8, Error> {
     let set = load_rule_set_lazy(&args.rules)?;
-    let r = crate::report::report(&set, &args.paths)?;
+    let r = crate::report::report(&set, &args.paths, args.estimate, args.root.as_deref())?;
     super::output::emit(&r, args.json, crate::report::text::render, None, |_| {
         String::new()
     })?;

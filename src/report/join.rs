@@ -1,6 +1,8 @@
 //! Per rank: its prints' schedule points beside its step snapshot's schedule events, and what
 //! that shows (`crate::findings`).
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::{ReportError, SnapshotFile, file_name};
@@ -23,6 +25,24 @@ pub struct EventRow {
     pub snapshot_end_bytes: u64,
     pub snapshot_peak_bytes: u64,
     pub open: bool,
+    /// With `--estimate`: the estimator's model tensors after this event.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimated_bytes: Option<i64>,
+    /// Measured and estimated at the event's end, by the snapshot's categories that the
+    /// conventions table maps onto the estimator's buckets (`[estimator]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub components: Vec<Component>,
+}
+
+/// One category at an event's end, measured (live in the snapshot) beside estimated (the
+/// estimator's buckets the table maps it to).
+#[derive(Debug, Clone, Serialize)]
+pub struct Component {
+    pub category: String,
+    pub measured_bytes: u64,
+    pub estimated_bytes: i64,
+    /// The estimator's buckets summed.
+    pub buckets: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -194,8 +214,14 @@ pub fn join(
                     snapshot_end_bytes: e.live_end_bytes,
                     snapshot_peak_bytes: e.peak_bytes,
                     open: e.open,
+                    estimated_bytes: None,
+                    components: Vec::new(),
                 })
                 .collect();
+            if let Some(est) = estimate_of(logs, rank) {
+                beside_estimate(&chunk, est, &mut events);
+                leaves_estimate(rank, &mesh, est.tolerance_bytes, &events, &mut findings);
+            }
             // The estimator table says which event's end state each print reads (the
             // estimator's state is after each event); two prints at one state keep the first.
             let names: Vec<(String, i64)> = chunk.iter().map(|e| (e.name.clone(), 0)).collect();
@@ -337,5 +363,109 @@ fn peak_between_prints(
             "size the memory for the snapshot's peak, not the prints': `instrument snapshot \
              {path}` shows what was allocated inside the event"
         )));
+    }
+}
+
+fn estimate_of(logs: &LogReport, rank: i64) -> Option<&crate::log::estimate::model::RankEstimate> {
+    logs.estimate
+        .as_ref()
+        .and_then(|e| e.ranks.iter().find(|r| r.rank == rank))
+}
+
+/// The estimator's state after each marked event (by its exact name) and its buckets beside
+/// the snapshot's categories, mapped by the conventions table.
+fn beside_estimate(
+    chunk: &[&crate::snapshot::schedule::EventMemory],
+    est: &crate::log::estimate::model::RankEstimate,
+    rows: &mut [EventRow],
+) {
+    let map = &crate::snapshot::marks::Conventions::builtin().estimator;
+    for (row, e) in rows.iter_mut().zip(chunk) {
+        let Some(ev) = est.events.iter().find(|x| x.name == e.name) else {
+            continue;
+        };
+        row.estimated_bytes = Some(ev.model_bytes);
+        // Categories that map onto the same buckets are one figure (what was there before
+        // the history and what the step set up before its schedule are both static memory).
+        let mut by_buckets: BTreeMap<Vec<String>, (Vec<String>, u64)> = BTreeMap::new();
+        for (category, buckets) in map {
+            let mut key = buckets.clone();
+            key.sort();
+            let measured = e
+                .live_end
+                .iter()
+                .find(|a| &a.name == category)
+                .map_or(0, |a| a.bytes);
+            let slot = by_buckets.entry(key).or_default();
+            slot.0.push(category.clone());
+            slot.1 += measured;
+        }
+        for (buckets, (categories, measured)) in by_buckets {
+            let present: Vec<&String> = buckets
+                .iter()
+                .filter(|b| ev.components.contains_key(*b))
+                .collect();
+            if present.is_empty() && measured == 0 {
+                continue;
+            }
+            row.components.push(Component {
+                category: categories.join(" + "),
+                measured_bytes: measured,
+                estimated_bytes: present.iter().map(|b| ev.components[*b]).sum(),
+                buckets: present.iter().map(|b| b.to_string()).collect(),
+            });
+        }
+    }
+}
+
+/// The first event where the measured memory leaves the estimate by more than its tolerance
+/// (`log --estimate`'s), and the category that departs most there.
+fn leaves_estimate(
+    rank: i64,
+    mesh: &Option<String>,
+    tolerance: i64,
+    rows: &[EventRow],
+    out: &mut Vec<Finding>,
+) {
+    for e in rows {
+        let Some(est) = e.estimated_bytes else {
+            continue;
+        };
+        let measured = e.snapshot_end_bytes as i64;
+        if (measured - est).abs() <= tolerance {
+            continue;
+        }
+        let mut f = Finding::new(
+            Severity::Warning,
+            "leaves-estimate",
+            format!(
+                "the measurement leaves the estimate at the end of {}",
+                e.event
+            ),
+        )
+        .at(place(rank, mesh).at(e.event.clone()))
+        .figure(Figure::new(measured as f64, Unit::Bytes).against(est as f64, "estimated"));
+        if let Some(c) = e
+            .components
+            .iter()
+            .max_by_key(|c| (c.measured_bytes as i64 - c.estimated_bytes).abs())
+        {
+            f = f.evidence(format!(
+                "most in {}: {} measured, {} estimated ({})",
+                c.category,
+                Unit::Bytes.show(c.measured_bytes as f64),
+                Unit::Bytes.show(c.estimated_bytes as f64),
+                if c.buckets.is_empty() {
+                    "no bucket of the estimator".to_string()
+                } else {
+                    c.buckets.join(" + ")
+                }
+            ));
+        }
+        out.push(f.evidence(format!(
+            "tolerance {} (5% of the estimated peak, as `log --estimate`)",
+            Unit::Bytes.show(tolerance as f64)
+        )));
+        return;
     }
 }

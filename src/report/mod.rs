@@ -66,7 +66,19 @@ pub struct Report {
     pub schema: &'static str,
     pub findings: Vec<crate::findings::Finding>,
     pub inputs: Inputs,
+    /// With `--estimate`: the estimator that ran and its inputs, or why there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub estimate: Option<EstimateSource>,
     pub ranks: Vec<RankRow>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct EstimateSource {
+    pub estimator: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkout: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable: Option<String>,
 }
 
 /// `memory_snapshot_rank3_step0.pickle` -> (3, Some(0)); `memory_snapshot_rank3.pickle` ->
@@ -109,7 +121,14 @@ fn discover(dirs: &[PathBuf]) -> Result<Inputs, ReportError> {
 }
 
 /// Read every run folder (or file) in `paths` and join what it holds per rank.
-pub fn report(set: &crate::rules::RuleSet, paths: &[PathBuf]) -> Result<Report, ReportError> {
+/// `estimate`: run the checkout's estimator (`root`, else found from the run) and set its state
+/// at each event beside the measured one.
+pub fn report(
+    set: &crate::rules::RuleSet,
+    paths: &[PathBuf],
+    estimate: bool,
+    root: Option<&Path>,
+) -> Result<Report, ReportError> {
     let mut inputs = discover(paths)?;
     let looked = paths
         .iter()
@@ -123,7 +142,7 @@ pub fn report(set: &crate::rules::RuleSet, paths: &[PathBuf]) -> Result<Report, 
              (memory_snapshot_rank{{R}}_step{{S}}.pickle, memory_snapshot_rank{{R}}.pickle)"
         ))
     };
-    let logs = match crate::log::read_all(set, paths, &crate::log::Options::default()) {
+    let mut logs = match crate::log::read_all(set, paths, &crate::log::Options::default()) {
         Ok(l) => l,
         Err(_) if inputs.snapshots.is_empty() => return Err(nothing()),
         Err(e) => {
@@ -137,11 +156,21 @@ pub fn report(set: &crate::rules::RuleSet, paths: &[PathBuf]) -> Result<Report, 
     if logs.ranks.is_empty() && inputs.snapshots.is_empty() {
         return Err(nothing());
     }
+    if estimate {
+        // The tolerance `log --estimate` uses by default: 5% of the estimated peak.
+        crate::log::add_estimate(&mut logs, root, 5.0);
+    }
     let (ranks, findings) = join::join(&logs, &inputs.snapshots)?;
+    let estimate = logs.estimate.as_ref().map(|e| EstimateSource {
+        estimator: e.estimator.clone(),
+        checkout: e.checkout.clone(),
+        unavailable: e.unavailable.clone(),
+    });
     Ok(Report {
         schema: SCHEMA,
         findings,
         inputs,
+        estimate,
         ranks,
     })
 }

@@ -45,17 +45,27 @@ pub fn render(r: &Report) -> String {
         if rank.events.is_empty() {
             continue;
         }
+        let estimated = rank.events.iter().any(|e| e.estimated_bytes.is_some());
         let _ = writeln!(
             o,
-            "  {:<35} {:>11} {:>11} {:>10}",
-            "schedule event", "printed", "at its end", "peak"
+            "  {:<35} {:>11} {:>11} {:>10}{}",
+            "schedule event",
+            "printed",
+            "at its end",
+            "peak",
+            if estimated { "   estimated" } else { "" }
         );
         for e in &rank.events {
             let printed = e.printed_bytes.map_or("-".into(), |p| show(p as f64));
             let snap = show(e.snapshot_end_bytes as f64);
+            let est = match (estimated, e.estimated_bytes) {
+                (true, Some(b)) => format!(" {:>11}", show(b as f64)),
+                (true, None) => format!(" {:>11}", "-"),
+                (false, _) => String::new(),
+            };
             let _ = writeln!(
                 o,
-                "{} {:<35} {:>11} {:>11} {:>10}",
+                "{} {:<35} {:>11} {:>11} {:>10}{est}",
                 if e.open { "!" } else { " " },
                 e.event,
                 printed,

@@ -206,3 +206,81 @@ fn a_folder_with_nothing_a_run_writes_is_refused_naming_what_was_looked_for() {
     assert_eq!(code, Some(2));
     assert!(err.contains("not-there: no such file or folder"), "{err}");
 }
+
+/// `report --estimate`: the estimator's state after each marked event is the one `log
+/// --estimate` reads for the print at that event (one driver, joined by the event's exact
+/// name), and the memory from before the schedule (before the history began, and after it
+/// before the first event) is the estimator's static memory: the fake torch's parameters
+/// against the estimator's own sum, to the byte.
+#[test]
+fn the_estimate_stands_beside_each_event_bucket_by_bucket() {
+    let Some(py) = python() else { return };
+    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]);
+    let run = gather(&s);
+    let root = s.checkout.path().to_str().unwrap().to_string();
+    let out = instrument(&[
+        "report",
+        "--json",
+        "--estimate",
+        "--root",
+        &root,
+        run.path().to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        r["estimate"].get("unavailable").is_none(),
+        "{}",
+        r["estimate"]
+    );
+    let log = log_json(&["--estimate", "--root", &root, &s.path("srun.log")]);
+    let mut joined = 0;
+    for x in r["ranks"].as_array().unwrap() {
+        let rank = x["rank"].as_i64().unwrap();
+        let est = log["estimate"]["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["rank"] == rank)
+            .unwrap();
+        let events = x["events"].as_array().unwrap();
+        for t in est["timeline"].as_array().unwrap() {
+            let Some(e) = events.iter().find(|e| e["event"] == t["event"]) else {
+                continue;
+            };
+            assert_eq!(e["estimated_bytes"], t["estimated_bytes"], "{}", t["event"]);
+            joined += 1;
+        }
+        for e in events {
+            assert!(e["estimated_bytes"].is_i64(), "{e}");
+            let statics: Vec<&Value> = e["components"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|c| c["buckets"] == serde_json::json!(["static"]))
+                .collect();
+            assert_eq!(statics.len(), 1, "{e}");
+            assert_eq!(
+                statics[0]["measured_bytes"], statics[0]["estimated_bytes"],
+                "{e}"
+            );
+        }
+    }
+    assert!(joined >= 8, "{joined}");
+    // The first event where the measurement leaves the estimate is said, per rank at most once.
+    let leaves: Vec<i64> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "leaves-estimate")
+        .map(|f| f["where"]["rank"].as_i64().unwrap())
+        .collect();
+    let mut unique = leaves.clone();
+    unique.dedup();
+    assert_eq!(leaves.len(), unique.len(), "{leaves:?}");
+}

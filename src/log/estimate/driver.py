@@ -6,7 +6,11 @@
 #                 sequence_length}, "pp_ranks": [...]}
 # Writes {"ranks": [{"pp_rank", "static_bytes", "non_pytorch_bytes", "peak_index",
 #   "peak_event", "peak_model_bytes", "peak_fragmentation_bytes", "peak_total_bytes",
-#   "events": [[name, model_bytes], ...]}]} or {"error": "one line"}.
+#   "events": [[name, model_bytes], ...], "components": [{component: bytes}, ...]}]}
+#   or {"error": "one line"}.
+# The components are the estimator's own buckets at each event (static, activations,
+# autograd, gradients, comm_buffers, weight_grad_store, pp_transfer), as far as its
+# MemorySnapshot has them.
 # Model tensors are static + dynamic memory (what PyTorch's allocator holds); the total
 # adds non-PyTorch memory and fragmentation, as the estimator's report adds them.
 import importlib
@@ -18,6 +22,24 @@ import traceback
 def fail(message):
     print(json.dumps({"error": message}))
     sys.exit(0)
+
+
+def components(s):
+    """The estimator's buckets of one MemorySnapshot, in bytes: those its version has."""
+    out = {"static": s.static_bytes}
+    acts = getattr(s, "activation_bytes", None)
+    if acts is None:
+        acts = sum(v if isinstance(v, int) else v.total_bytes for v in s.activations.values())
+    out["activations"] = acts
+    if hasattr(s, "autograd_bytes"):
+        out["autograd"] = s.autograd_bytes
+    for name, attr in (("gradients", "gradients"), ("comm_buffers", "comm_buffers"),
+                       ("weight_grad_store", "weight_grad_store"),
+                       ("pp_transfer", "pp_transfer_buffers")):
+        bucket = getattr(s, attr, None)
+        if bucket is not None and hasattr(bucket, "total_bytes"):
+            out[name] = bucket.total_bytes
+    return out
 
 
 def main():
@@ -74,6 +96,7 @@ def main():
             "peak_fragmentation_bytes": peak.fragmentation_bytes,
             "peak_total_bytes": peak.total_bytes,
             "events": [[e.name, e.snapshot.static_bytes + e.snapshot.dynamic_bytes] for e in result.timeline],
+            "components": [components(e.snapshot) for e in result.timeline],
         })
     print(json.dumps({"ranks": out}))
 

@@ -292,5 +292,17 @@ fn compare(
         leaves_at,
         tolerance_bytes,
         largest_difference,
+        events: sim
+            .events
+            .iter()
+            .enumerate()
+            .map(
+                |(i, (name, bytes))| super::estimate::model::EstimatedEvent {
+                    name: name.clone(),
+                    model_bytes: *bytes,
+                    components: sim.components.get(i).cloned().unwrap_or_default(),
+                },
+            )
+            .collect(),
     }
 }

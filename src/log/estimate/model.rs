@@ -84,6 +84,19 @@ pub struct RankEstimate {
     /// The largest difference along the timeline.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub largest_difference: Option<TimelinePoint>,
+    /// Every event the estimator simulated, with its buckets: what `instrument report` sets
+    /// beside each marked event (not in `log`'s JSON, which compares the prints only).
+    #[serde(skip)]
+    pub events: Vec<EstimatedEvent>,
+}
+
+/// One event of the estimator's simulated schedule.
+#[derive(Debug, Clone, Serialize)]
+pub struct EstimatedEvent {
+    pub name: String,
+    /// Static + dynamic memory: the model tensors PyTorch's allocator holds.
+    pub model_bytes: i64,
+    pub components: std::collections::BTreeMap<String, i64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -123,6 +123,10 @@ pub struct Simulated {
     pub peak_total_bytes: i64,
     /// Each event's name and model tensors (static + dynamic) there.
     pub events: Vec<(String, i64)>,
+    /// Each event's buckets (`static`, `activations`, `gradients`, ...), as far as the
+    /// checkout's estimator has them; empty from a driver that does not say.
+    #[serde(default)]
+    pub components: Vec<std::collections::BTreeMap<String, i64>>,
 }
 
 /// Run the driver with `python` on `req`.

@@ -16,6 +16,8 @@ struct Raw {
     #[serde(default)]
     category: Vec<RawCategory>,
     structural: Structural,
+    #[serde(default)]
+    estimator: BTreeMap<String, Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -38,6 +40,11 @@ struct RawCategory {
 /// The names of the categories given by where an allocation lives in the schedule.
 #[derive(Deserialize, Clone, Debug)]
 pub struct Structural {
+    /// Allocated before the history began (the recipe starts it at the profiled step).
+    pub before: String,
+    /// Allocated after the history began but before the schedule's first event (the step's
+    /// inputs, what the step sets up before `DualPipeV.step`).
+    pub before_schedule: String,
     pub temporary: String,
     pub saved: String,
     pub deferred: String,
@@ -69,6 +76,8 @@ pub struct Conventions {
     pub steps: BTreeMap<u8, String>,
     pub frames: Vec<FrameRule>,
     pub structural: Structural,
+    /// A category's estimator buckets (`[estimator]`), for comparing per event.
+    pub estimator: BTreeMap<String, Vec<String>>,
 }
 
 impl Conventions {
@@ -104,6 +113,7 @@ impl Conventions {
                 })
                 .collect(),
             structural: raw.structural,
+            estimator: raw.estimator,
         })
     }
 

@@ -55,6 +55,9 @@ pub struct EventMemory {
     pub freed: Vec<Amount>,
     /// The sites that allocated the most inside the event (at most three).
     pub sites: Vec<Amount>,
+    /// Live at the event's end, by category, largest first: what `instrument report`
+    /// compares with the estimator's buckets.
+    pub live_end: Vec<Amount>,
 }
 
 /// The schedule of one marked pipeline step.
@@ -81,6 +84,8 @@ struct Categoriser<'a> {
     /// The schedule ran to its end (no event left open): what is still live then is no
     /// chunk's activations, which every backward of the step has freed.
     finished: bool,
+    /// The trace index of the schedule's first event.
+    first_start: Option<u32>,
 }
 
 impl<'a> Categoriser<'a> {
@@ -93,6 +98,7 @@ impl<'a> Categoriser<'a> {
             }
         }
         let finished = !marks.spans.iter().any(|s| s.open);
+        let first_start = events.iter().map(|s| s.start).min();
         Categoriser {
             conv,
             snap,
@@ -100,6 +106,7 @@ impl<'a> Categoriser<'a> {
             events,
             by_stack: BTreeMap::new(),
             finished,
+            first_start,
         }
     }
 
@@ -135,6 +142,12 @@ impl<'a> Categoriser<'a> {
         let s = &self.conv.structural;
         let born = self.event_of(r.alloc_idx);
         let dies = self.event_of(r.free_idx);
+        if r.alloc_idx == NONE {
+            return s.before.clone();
+        }
+        if self.first_start.is_some_and(|f| r.alloc_idx < f) {
+            return s.before_schedule.clone();
+        }
         let (Some(born), dies) = (born, dies) else {
             return s.other.clone();
         };
@@ -210,8 +223,12 @@ pub fn per_event(
             .or_insert_with(|| cat.category(&ta.recs[k as usize]))
             .clone()
     };
+    // Live bytes by category at each span's end: one sweep over the trace, the records
+    // sorted by when they are born and die.
+    let ends: Vec<u32> = marks.spans.iter().map(|s| s.end.min(n as u32)).collect();
+    let live_ends = live_by_category_at(ta, &ends, &mut |k| category_of(k, &mut cat));
     let mut events = Vec::new();
-    for s in &marks.spans {
+    for (si, s) in marks.spans.iter().enumerate() {
         let (start, end) = (s.start.min(n as u32), s.end.min(n as u32));
         let live_start = live_before(start);
         let live_end = if end > start {
@@ -287,6 +304,7 @@ pub fn per_event(
             allocated: sorted(allocated),
             freed: sorted(freed),
             sites,
+            live_end: sorted(live_ends[si].clone()),
         });
     }
     let peak_event = events
@@ -300,4 +318,44 @@ pub fn per_event(
         peak_event,
         unplaced_marks: marks.unplaced,
     }
+}
+
+/// Live bytes by category just before each of `cuts` (trace indices, one past an event's last):
+/// records born before the cut (or before the window) and not freed before it.
+fn live_by_category_at(
+    ta: &TraceAnalysis,
+    cuts: &[u32],
+    category_of: &mut dyn FnMut(u32) -> String,
+) -> Vec<BTreeMap<String, u64>> {
+    // (index, +size or -size, record): births at their index, deaths at theirs; the window's
+    // earlier records are born at 0.
+    let mut changes: Vec<(u32, bool, u32)> = Vec::with_capacity(ta.recs.len() * 2);
+    for (k, r) in ta.recs.iter().enumerate() {
+        let born = if r.alloc_idx == NONE { 0 } else { r.alloc_idx };
+        changes.push((born, true, k as u32));
+        if r.free_idx != NONE {
+            changes.push((r.free_idx, false, k as u32));
+        }
+    }
+    changes.sort_unstable_by_key(|c| (c.0, !c.1));
+    let mut order: Vec<usize> = (0..cuts.len()).collect();
+    order.sort_unstable_by_key(|&i| cuts[i]);
+    let mut out = vec![BTreeMap::new(); cuts.len()];
+    let mut live: BTreeMap<String, u64> = BTreeMap::new();
+    let mut next = 0;
+    for i in order {
+        while next < changes.len() && changes[next].0 < cuts[i] {
+            let (_, born, k) = changes[next];
+            let size = ta.recs[k as usize].size;
+            let e = live.entry(category_of(k)).or_insert(0);
+            *e = if born {
+                *e + size
+            } else {
+                e.saturating_sub(size)
+            };
+            next += 1;
+        }
+        out[i] = live.clone();
+    }
+    out
 }

@@ -111,6 +111,21 @@ mod tests {
         assert_eq!(stage.allocated.len(), 1);
         assert_eq!(stage.allocated[0].bytes, 2 << 20);
         assert_eq!(s.unplaced_marks, 0);
+        // Live by category at each end sums to the replay's live bytes there.
+        for e in &s.events {
+            let sum: u64 = e.live_end.iter().map(|a| a.bytes).sum();
+            assert_eq!(sum, e.live_end_bytes, "{}", e.name);
+        }
+        // What was there before the history began is named so.
+        let first = &s.events[0];
+        let before = first
+            .live_end
+            .iter()
+            .find(|a| a.name == "before history (static)");
+        assert_eq!(
+            before.map(|a| a.bytes),
+            planted["schedule"]["static_bytes"].as_u64()
+        );
     }
 
     #[test]
