@@ -65,6 +65,20 @@ pub struct RankRow {
     pub snapshot_peak_bytes: Option<u64>,
     /// The snapshot's schedule, event by event; empty without marks.
     pub events: Vec<EventRow>,
+    /// From the run's Nsight Systems exports: the rank's communication per DualPipeV stage in
+    /// its steady-state window (empty without exports).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageComm>,
+}
+
+/// A stage's communication as `nsys report` reads it (pithtrain's own definitions).
+#[derive(Debug, Clone, Serialize)]
+pub struct StageComm {
+    pub stage: String,
+    pub comm_ns: i64,
+    pub exposed_ns: i64,
+    /// The hidden share of its communication (0..1).
+    pub hidden: f64,
 }
 
 fn mesh_of(r: &RankReport) -> Option<String> {
@@ -259,6 +273,7 @@ pub fn join(
                 .as_ref()
                 .and_then(|s| s.peak_event.map(|i| s.events[i].peak_bytes)),
             events,
+            stages: Vec::new(),
         });
     }
     crate::findings::rank(&mut findings);

@@ -160,7 +160,9 @@ pub fn report(
         // The tolerance `log --estimate` uses by default: 5% of the estimated peak.
         crate::log::add_estimate(&mut logs, root, 5.0);
     }
-    let (ranks, findings) = join::join(&logs, &inputs.snapshots)?;
+    let (mut ranks, mut findings) = join::join(&logs, &inputs.snapshots)?;
+    nsys_stages(&inputs.nsys, &mut ranks, &mut findings);
+    crate::findings::rank(&mut findings);
     let estimate = logs.estimate.as_ref().map(|e| EstimateSource {
         estimator: e.estimator.clone(),
         checkout: e.checkout.clone(),
@@ -173,6 +175,66 @@ pub fn report(
         estimate,
         ranks,
     })
+}
+
+/// Each rank's exposed communication per DualPipeV stage, from the run's Nsight Systems
+/// exports (the `nsys report` reading, its median steady-state window), beside its memory. An
+/// export that cannot be read is a finding, not a failure of the report.
+fn nsys_stages(
+    exports: &[String],
+    ranks: &mut [RankRow],
+    findings: &mut Vec<crate::findings::Finding>,
+) {
+    if exports.is_empty() {
+        return;
+    }
+    let paths: Vec<PathBuf> = exports.iter().map(PathBuf::from).collect();
+    let opts = crate::nsys::analyze::Options::default();
+    let doc = match crate::nsys::exports::report(&paths, &opts, "median") {
+        Ok(d) => d,
+        Err(e) => {
+            findings.push(crate::findings::Finding::new(
+                crate::findings::Severity::Notice,
+                "nsys-not-read",
+                format!("the Nsight Systems exports were not read: {e}"),
+            ));
+            return;
+        }
+    };
+    for view in crate::nsys::exports::views(&doc.exports) {
+        let Some(rank) = view.rank else { continue };
+        if let Some(row) = ranks.iter_mut().find(|r| r.rank as u64 == rank) {
+            // The same rank at another place in the mesh: another run's export, never joined.
+            if let (Some(at), Some(m)) = (&row.mesh, &view.mesh)
+                && *at != m.short()
+            {
+                findings.push(
+                    crate::findings::Finding::new(
+                        crate::findings::Severity::Warning,
+                        "nsys-other-run",
+                        format!(
+                            "{} puts rank {rank} at {}, its prints at {at}: another run's \
+                             export, not set beside this run",
+                            file_name(&view.file),
+                            m.short()
+                        ),
+                    )
+                    .at(crate::findings::Where::rank(row.rank).with_mesh(at.clone())),
+                );
+                continue;
+            }
+            row.stages = view
+                .stages
+                .iter()
+                .map(|s| join::StageComm {
+                    stage: s.stage.clone(),
+                    comm_ns: s.comm_ns,
+                    exposed_ns: s.exposed_ns,
+                    hidden: s.overlap,
+                })
+                .collect();
+        }
+    }
 }
 
 /// A path as the report shows it: its file name.

@@ -42,6 +42,24 @@ pub fn render(r: &Report) -> String {
         if let Some(s) = &rank.oom_snapshot {
             crate::findings::text::wrap(&mut o, &format!("  out-of-memory snapshot: {s}"));
         }
+        if !rank.stages.is_empty() {
+            let parts: Vec<String> = rank
+                .stages
+                .iter()
+                .map(|s| {
+                    format!(
+                        "{} {} exposed ({:.0}% hidden)",
+                        s.stage,
+                        Unit::Ns.show(s.exposed_ns as f64),
+                        s.hidden * 100.0
+                    )
+                })
+                .collect();
+            crate::findings::text::wrap(
+                &mut o,
+                &format!("  communication per stage (nsys): {}", parts.join("; ")),
+            );
+        }
         if rank.events.is_empty() {
             continue;
         }

@@ -284,3 +284,117 @@ fn the_estimate_stands_beside_each_event_bucket_by_bucket() {
     unique.dedup();
     assert_eq!(leaves.len(), unique.len(), "{leaves:?}");
 }
+
+/// The run's Nsight Systems exports: each rank's communication per stage is `nsys report`'s
+/// for that rank, to the nanosecond; exports that put the rank elsewhere in the mesh are another
+/// run's, said and not joined.
+#[test]
+fn each_ranks_communication_per_stage_stands_beside_its_memory() {
+    let Some(py) = python() else { return };
+    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]);
+    let run = gather(&s);
+    let mesh = |r: &str| s.truth["ranks"][r]["mesh"].clone();
+    // The fixture's mesh, pithtrain's order: pp, dp, cp, ep sizes.
+    let sizes: Vec<u64> = ["pp", "dp", "cp", "ep"]
+        .iter()
+        .map(|a| mesh("3")[a][1].as_u64().unwrap_or(1))
+        .collect();
+    let per_node = sizes.iter().product::<u64>() / 2;
+    let mesh_arg = format!(
+        "pp={} dp={} cp={} ep={}",
+        sizes[0], sizes[1], sizes[2], sizes[3]
+    );
+    for node in ["0", "1"] {
+        crate::nsys_common::write_export(
+            &run.path().join(format!("node{node}.sqlite")),
+            &[
+                "--scenario",
+                "dualpipe",
+                "--ranks",
+                &per_node.to_string(),
+                "--node",
+                node,
+                "--mesh",
+                &mesh_arg,
+            ],
+        );
+    }
+    let (code, r, err) = report(run.path());
+    assert_eq!(code, Some(0), "{err}");
+    let nsys = instrument(&["nsys", "report", "--json", run.path().to_str().unwrap()]);
+    let doc: Value = serde_json::from_slice(&nsys.stdout).unwrap();
+    for x in r["ranks"].as_array().unwrap() {
+        let rank = x["rank"].as_u64().unwrap();
+        let p = doc["exports"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|e| e["processes"].as_array().unwrap())
+            .find(|p| p["rank"].as_u64() == Some(rank))
+            .unwrap();
+        let want: Vec<(String, i64)> = p["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["stage"].as_str().unwrap().into(),
+                    s["exposed_ns"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        let got: Vec<(String, i64)> = x["stages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                (
+                    s["stage"].as_str().unwrap().into(),
+                    s["exposed_ns"].as_i64().unwrap(),
+                )
+            })
+            .collect();
+        assert!(!got.is_empty());
+        assert_eq!(got, want, "rank {rank}");
+    }
+    // Exports of a run with another mesh: the ranks are elsewhere, so nothing is joined.
+    let other = gather(&s);
+    for node in ["0", "1"] {
+        crate::nsys_common::write_export(
+            &other.path().join(format!("node{node}.sqlite")),
+            &[
+                "--scenario",
+                "dualpipe",
+                "--ranks",
+                &per_node.to_string(),
+                "--node",
+                node,
+                "--mesh",
+                &format!(
+                    "pp={} dp={} cp={} ep={}",
+                    sizes[0], sizes[3], sizes[2], sizes[1]
+                ),
+            ],
+        );
+    }
+    let (code, r, _) = report(other.path());
+    assert_eq!(code, Some(0));
+    assert!(
+        r["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|x| x.get("stages").is_none()),
+        "{}",
+        r["ranks"]
+    );
+    assert!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["kind"] == "nsys-other-run"),
+        "{}",
+        r["findings"]
+    );
+}
