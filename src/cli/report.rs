@@ -16,6 +16,10 @@ pub struct ReportArgs {
     /// Print the report as JSON (schema `instrument.report/1`).
     #[arg(long)]
     pub json: bool,
+    /// Also write a self-contained HTML page to FILE: per rank a schedule strip (the peak
+    /// inside each event, live at its end, the print, the estimate), every rank on one scale.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
     /// Run the checkout's memory estimator (as `log --estimate` does) and set its state at
     /// each event beside the measured one, bucket by bucket.
     #[arg(long)]
@@ -30,10 +34,17 @@ pub struct ReportArgs {
 }
 
 pub fn run(args: ReportArgs) -> Result<u8, Error> {
+    if let Some(h) = &args.html {
+        super::output::check_folder(h, "the HTML page")?;
+    }
     let set = load_rule_set_lazy(&args.rules)?;
     let r = crate::report::report(&set, &args.paths, args.estimate, args.root.as_deref())?;
-    super::output::emit(&r, args.json, crate::report::text::render, None, |_| {
-        String::new()
-    })?;
+    super::output::emit(
+        &r,
+        args.json,
+        crate::report::text::render,
+        args.html.as_deref(),
+        crate::report::html::render,
+    )?;
     Ok(OK)
 }

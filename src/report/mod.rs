@@ -9,10 +9,11 @@
 //! - `join`   — the per-rank rows and their findings (which event each print reads is the
 //!   estimator table's, `log/estimate/pithtrain.toml`: the print reads the state at the end of
 //!   that event, as the estimator gives its state after each event);
-//! - `text`   — the text report.
+//! - `text`   — the text report; `html` — the page (a schedule strip per rank).
 //!
 //! A layer above the readers: it calls `log` and `snapshot`, never the other way.
 
+pub mod html;
 pub mod join;
 pub mod text;
 

@@ -398,3 +398,60 @@ fn each_ranks_communication_per_stage_stands_beside_its_memory() {
         r["findings"]
     );
 }
+
+/// `--html`: one page, the findings first, then per rank a strip with one column per marked
+/// event (every rank on one scale), the printed and estimated values where there are.
+#[test]
+fn the_page_holds_a_schedule_strip_per_rank() {
+    let Some(py) = python() else { return };
+    let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]);
+    let run = gather(&s);
+    let page = run.path().join("report.html");
+    let out = instrument(&[
+        "report",
+        "--json",
+        "--html",
+        page.to_str().unwrap(),
+        run.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let html = std::fs::read_to_string(&page).unwrap();
+    let findings_at = html.find("<section id=\"findings\">").unwrap();
+    let first_rank = html.find("<section class=\"rank\"").unwrap();
+    assert!(findings_at < first_rank);
+    for x in r["ranks"].as_array().unwrap() {
+        let at = html
+            .find(&format!(
+                "<section class=\"rank\" data-rank=\"{}\">",
+                x["rank"]
+            ))
+            .unwrap();
+        let section = &html[at..at + html[at..].find("</section>").unwrap()];
+        let events = x["events"].as_array().unwrap();
+        assert_eq!(section.matches("<g class=\"event\"").count(), events.len());
+        let printed = events
+            .iter()
+            .filter(|e| e.get("printed_bytes").is_some())
+            .count();
+        assert_eq!(
+            section.matches("<circle class=\"printed\"").count(),
+            printed
+        );
+        for e in events {
+            let name = e["event"].as_str().unwrap().replace('\'', "&#39;");
+            assert!(
+                section.contains(&format!("data-event=\"{name}\"")),
+                "{name}"
+            );
+        }
+    }
+    // A folder for the page that is not there is refused before anything is read.
+    let out = instrument(&[
+        "report",
+        "--html",
+        "/nonexistent-folder/r.html",
+        run.path().to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
