@@ -18,7 +18,7 @@ pub struct ReportArgs {
     pub json: bool,
     /// Also write a self-contained HTML page to FILE: per rank a schedule strip (the peak
     /// inside each event, live at its end, the print, the estimate), every rank on one scale.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "diff")]
     pub html: Option<PathBuf>,
     /// Run the checkout's memory estimator (as `log --estimate` does) and set its state at
     /// each event beside the measured one, bucket by bucket.
@@ -28,6 +28,14 @@ pub struct ReportArgs {
     /// path, else the current folder).
     #[arg(long, value_name = "CHECKOUT", requires = "estimate")]
     pub root: Option<PathBuf>,
+    /// Compare with the run these folders hold (after a change; given after the run before):
+    /// per rank and schedule event, the peak inside it and the live memory at its end.
+    #[arg(long, num_args = 1.., value_name = "AFTER", conflicts_with = "estimate")]
+    pub diff: Vec<PathBuf>,
+    /// With --diff: exit 1 when a figure grew by more than PCT per cent; exit 2 when the runs
+    /// do not pair (a rank or an event on one side only).
+    #[arg(long, value_name = "PCT", requires = "diff")]
+    pub gate: Option<crate::gate::Gate>,
     /// The rule set whose print declarations read the logs.
     #[arg(long, default_value = DEFAULT_SET, value_name = "NAME-or-DIR")]
     pub rules: String,
@@ -38,6 +46,19 @@ pub fn run(args: ReportArgs) -> Result<u8, Error> {
         super::output::check_folder(h, "the HTML page")?;
     }
     let set = load_rule_set_lazy(&args.rules)?;
+    if !args.diff.is_empty() {
+        let before = crate::report::report(&set, &args.paths, false, None)?;
+        let after = crate::report::report(&set, &args.diff, false, None)?;
+        let d = crate::report::diff::compare(&before, &after, args.gate);
+        super::output::emit(&d, args.json, crate::report::diff::render, None, |_| {
+            String::new()
+        })?;
+        return Ok(if args.gate.is_some() {
+            d.gate.code()
+        } else {
+            OK
+        });
+    }
     let r = crate::report::report(&set, &args.paths, args.estimate, args.root.as_deref())?;
     super::output::emit(
         &r,

@@ -13,6 +13,7 @@
 //!
 //! A layer above the readers: it calls `log` and `snapshot`, never the other way.
 
+pub mod diff;
 pub mod html;
 pub mod join;
 pub mod text;

@@ -455,3 +455,88 @@ fn the_page_holds_a_schedule_strip_per_rank() {
     ]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// `report BEFORE --diff AFTER --gate PCT`: the run after a planted change (layer 3, held by
+/// rank 14, saves 256 MiB more in every forward: tools/log_fixture.py --extra-saved) grows the
+/// peaks of rank 14's events and nothing of rank 3's; the gate fails on rank 14's, the largest
+/// growth first and the verdict last; the same run against itself passes; a rank on one side
+/// only refuses the gate.
+#[test]
+fn the_diff_gates_per_event_peaks() {
+    let Some(py) = python() else { return };
+    let (before, after) = std::thread::scope(|sc| {
+        let a = sc.spawn(|| scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]));
+        let b = scenario(
+            &py,
+            "qwen3-moe",
+            "qwen3-tiny",
+            2,
+            &["--extra-saved", "3:256"],
+        );
+        (a.join().unwrap(), b)
+    });
+    let (b, a) = (gather(&before), gather(&after));
+    let args = |gate: &str| {
+        vec![
+            "report".to_string(),
+            "--json".into(),
+            b.path().display().to_string(),
+            "--diff".into(),
+            a.path().display().to_string(),
+            "--gate".into(),
+            gate.into(),
+        ]
+    };
+    let run = |v: Vec<String>| {
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        let out = instrument(&refs);
+        (
+            out.status.code(),
+            serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null),
+        )
+    };
+    let (code, d) = run(args("5"));
+    assert_eq!(code, Some(1), "{d}");
+    assert_eq!(d["schema"], "instrument.report.diff/1");
+    assert_eq!(d["gate"]["verdict"], "failed");
+    let rows = d["gate"]["rows"].as_array().unwrap();
+    let failed: Vec<&Value> = rows.iter().filter(|r| r["exceeded"] == true).collect();
+    assert!(!failed.is_empty());
+    assert!(
+        failed.iter().all(|r| r["where"]["rank"] == 14),
+        "{failed:?}"
+    );
+    assert!(
+        rows.iter()
+            .filter(|r| r["where"]["rank"] == 3)
+            .all(|r| r["exceeded"] == false),
+        "rank 3 holds other layers"
+    );
+    let growth: Vec<f64> = rows.iter().filter_map(|r| r["growth"].as_f64()).collect();
+    assert!(growth.windows(2).all(|w| w[0] >= w[1]));
+    // In text the verdict is the last line.
+    let mut text_args = args("5");
+    text_args.remove(1);
+    let refs: Vec<&str> = text_args.iter().map(String::as_str).collect();
+    let text = String::from_utf8_lossy(&instrument(&refs).stdout).into_owned();
+    assert!(
+        text.lines().last().unwrap().starts_with("gate 5%: FAILED"),
+        "{text}"
+    );
+    // The same run against itself: every figure the same, the gate passes.
+    let out = instrument(&[
+        "report",
+        "--json",
+        b.path().to_str().unwrap(),
+        "--diff",
+        b.path().to_str().unwrap(),
+        "--gate",
+        "0",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    // Rank 14's snapshot missing after: its events are on one side only; the gate is refused.
+    std::fs::remove_file(a.path().join("memory_snapshot_rank14_step0.pickle")).unwrap();
+    let (code, d) = run(args("5"));
+    assert_eq!(code, Some(2), "{d}");
+    assert_eq!(d["gate"]["verdict"], "refused");
+}
