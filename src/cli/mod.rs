@@ -264,4 +264,31 @@ mod tests {
             assert!(arg.get_help().is_some(), "--{} has no help", arg.get_id());
         }
     }
+
+    /// The rule loader refuses a parameter flag that is one of `add`'s own
+    /// (`rules::load::OWN_FLAGS`: the rules layer sits below the command line, so it cannot ask
+    /// clap); this holds that list to clap's own definition of `add`, so that a flag added to
+    /// `add` without it fails here, not when a rule set takes it.
+    #[test]
+    fn the_loaders_list_of_adds_flags_is_clap_s() {
+        let cli = command(None);
+        let add = cli.find_subcommand("add").expect("add");
+        let mut own: Vec<String> = add
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .chain(
+                cli.get_arguments()
+                    .filter_map(|a| a.get_long().map(str::to_string)),
+            )
+            .chain(["help".to_string()])
+            .collect();
+        own.sort();
+        own.dedup();
+        let mut listed: Vec<String> = crate::rules::load::OWN_FLAGS
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        listed.sort();
+        assert_eq!(listed, own);
+    }
 }
