@@ -266,6 +266,13 @@ impl Outcome {
     /// The figures, largest growth first: every one that failed and up to `shown` more, then
     /// the verdict as the last line.
     pub fn render(&self, out: &mut String, shown: usize) {
+        self.render_rows(out, shown);
+        // One line, however long: a CI log's tail shows it whole.
+        let _ = writeln!(out, "{}", self.verdict_line());
+    }
+
+    /// The figures alone, as `render` lists them (a comparison shown without a gate).
+    pub fn render_rows(&self, out: &mut String, shown: usize) {
         if !self.rows.is_empty() {
             let _ = writeln!(
                 out,
@@ -299,8 +306,6 @@ impl Outcome {
                 );
             }
         }
-        // One line, however long: a CI log's tail shows it whole.
-        let _ = writeln!(out, "{}", self.verdict_line());
     }
 }
 

@@ -46,7 +46,11 @@ pub struct LogArgs {
     pub root: Option<PathBuf>,
     /// With --estimate: where measured and estimated differ by more than PCT per cent of the
     /// estimated peak, the timeline leaves the estimate.
-    #[arg(long, value_name = "PCT", default_value_t = 5.0)]
+    #[arg(
+        long,
+        value_name = "PCT",
+        default_value_t = crate::log::estimate::DEFAULT_TOLERANCE_PERCENT
+    )]
     pub estimate_tolerance: f64,
 }
 

@@ -57,29 +57,7 @@ pub fn shorten(s: &str, max: usize) -> String {
 /// Write `text` as one line, or wrapped at 100 columns at spaces, continuing 4 columns
 /// deeper than it starts.
 pub fn say(o: &mut String, text: &str) {
-    const WIDTH: usize = 100;
-    let indent = text.len() - text.trim_start().len();
-    let more = " ".repeat(indent + 4);
-    let mut line = String::new();
-    for word in text.trim_start().split(' ') {
-        let lead = if line.is_empty() {
-            " ".repeat(indent)
-        } else {
-            String::new()
-        };
-        let candidate = if line.is_empty() {
-            format!("{lead}{word}")
-        } else {
-            format!("{line} {word}")
-        };
-        if candidate.chars().count() > WIDTH && !line.trim().is_empty() {
-            let _ = writeln!(o, "{line}");
-            line = format!("{more}{word}");
-        } else {
-            line = candidate;
-        }
-    }
-    let _ = writeln!(o, "{line}");
+    crate::findings::text::wrap(o, text);
 }
 
 /// Lay out rows under a header; columns after the first are right-aligned unless the

@@ -117,14 +117,8 @@ pub fn render(d: &Diff) -> String {
     if d.gated {
         d.gate.render(&mut o, 10);
     } else {
-        // Without a gate: the rows, largest growth first, and no verdict.
-        let mut rows = String::new();
-        d.gate.render(&mut rows, 10);
-        let body: Vec<&str> = rows.lines().collect();
-        for l in &body[..body.len().saturating_sub(1)] {
-            o.push_str(l);
-            o.push('\n');
-        }
+        // Without a gate: the figures, largest growth first, and no verdict.
+        d.gate.render_rows(&mut o, 10);
     }
     o
 }

@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::{ReportError, SnapshotFile, file_name};
+use crate::exit::{Class, Classify};
 use crate::findings::{Figure, Finding, Severity, Unit, Where};
 use crate::log::estimate::table::Table;
 use crate::log::model::{RankReport, Report as LogReport};
+use crate::snapshot::SnapshotError;
 use crate::snapshot::schedule::ScheduleMemory;
 
 /// One schedule event of a rank.
@@ -95,16 +97,20 @@ fn place(rank: i64, mesh: &Option<String>) -> Where {
 
 /// The schedule of a step snapshot, read on the workers (`crate::par`): only the per-event
 /// figures are kept, so memory is bounded by the workers, not the number of files.
-fn schedules(files: &[&SnapshotFile]) -> Vec<Result<Option<ScheduleMemory>, String>> {
+fn schedules(files: &[&SnapshotFile]) -> Vec<Result<Option<ScheduleMemory>, SnapshotError>> {
     crate::par::map(
         files,
         |f| std::fs::metadata(&f.path).map_or(0, |m| m.len() as usize),
         |f| {
             let opts = crate::snapshot::Options::default();
-            let snap = crate::snapshot::read::load(std::path::Path::new(&f.path), usize::MAX)
-                .map_err(|e| e.to_string())?;
-            let mut a = crate::snapshot::analysis::Analysis::new(&snap, &opts)
-                .map_err(|e| format!("{}: device {} not in the file", f.path, e.device))?;
+            let snap = crate::snapshot::read::load(std::path::Path::new(&f.path), usize::MAX)?;
+            let mut a = crate::snapshot::analysis::Analysis::new(&snap, &opts).map_err(|e| {
+                SnapshotError::UnknownDevice {
+                    path: f.path.clone(),
+                    device: e.device,
+                    available: e.available,
+                }
+            })?;
             let device = a.device;
             let s = match &a.trace {
                 Some(t) => crate::snapshot::schedule::read(&snap, device, t, &mut a.attr),
@@ -156,7 +162,17 @@ pub fn join(
         }
     }
     let steps: Vec<&SnapshotFile> = snapshots.iter().filter(|s| s.step.is_some()).collect();
-    let read = schedules(&steps);
+    let mut read = schedules(&steps);
+    // A snapshot the system would not read fails the report (exit 3); one that is not what a
+    // snapshot should be is a finding of its rank, and the other ranks are reported.
+    if let Some(k) = read
+        .iter()
+        .position(|r| matches!(r, Err(e) if e.class() != Class::User))
+    {
+        if let Err(e) = read.swap_remove(k) {
+            return Err(e.into());
+        }
+    }
     let mut rows = Vec::new();
     let mut ranks: Vec<i64> = logs.ranks.iter().map(|r| r.rank).collect();
     for s in &steps {
@@ -178,7 +194,7 @@ pub fn join(
                 Ok(s) => s.clone(),
                 Err(e) => {
                     findings.push(
-                        Finding::new(Severity::Error, "snapshot-unreadable", e.clone())
+                        Finding::new(Severity::Error, "snapshot-unreadable", e.to_string())
                             .at(place(rank, &mesh).in_file(steps[i].path.clone(), None)),
                     );
                     None

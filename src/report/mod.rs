@@ -28,17 +28,28 @@ pub const SCHEMA: &str = "instrument.report/1";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
+    /// What the folders hold does not make one run's report (the user's to fix).
     #[error("{0}")]
     Input(String),
-    #[error("{0}")]
-    Io(String),
+    /// The logs could not be read; their reader's error keeps its class.
+    #[error(
+        "{source}; the report joins the snapshots found with the node logs: give the folder that holds them too"
+    )]
+    Logs {
+        #[source]
+        source: crate::log::LogError,
+    },
+    /// A snapshot the system would not read (a corrupt one is a finding instead).
+    #[error(transparent)]
+    Snapshot(#[from] crate::snapshot::SnapshotError),
 }
 
 impl crate::exit::Classify for ReportError {
     fn class(&self) -> crate::exit::Class {
         match self {
             ReportError::Input(_) => crate::exit::Class::User,
-            ReportError::Io(_) => crate::exit::Class::Io,
+            ReportError::Logs { source } => source.class(),
+            ReportError::Snapshot(e) => e.class(),
         }
     }
 }
@@ -147,20 +158,18 @@ pub fn report(
     let mut logs = match crate::log::read_all(set, paths, &crate::log::Options::default()) {
         Ok(l) => l,
         Err(_) if inputs.snapshots.is_empty() => return Err(nothing()),
-        Err(e) => {
-            return Err(ReportError::Input(format!(
-                "{e}; the report joins the snapshots found with the node logs: give the folder \
-                 that holds them too"
-            )));
-        }
+        Err(source) => return Err(ReportError::Logs { source }),
     };
     inputs.logs = logs.inputs.iter().map(|i| i.file.name.clone()).collect();
     if logs.ranks.is_empty() && inputs.snapshots.is_empty() {
         return Err(nothing());
     }
     if estimate {
-        // The tolerance `log --estimate` uses by default: 5% of the estimated peak.
-        crate::log::add_estimate(&mut logs, root, 5.0);
+        crate::log::add_estimate(
+            &mut logs,
+            root,
+            crate::log::estimate::DEFAULT_TOLERANCE_PERCENT,
+        );
     }
     let (mut ranks, mut findings) = join::join(&logs, &inputs.snapshots)?;
     nsys_stages(&inputs.nsys, &mut ranks, &mut findings);

@@ -18,6 +18,11 @@ use std::path::Path;
 use super::model::{RankReport, Report};
 use crate::mesh::Label;
 
+/// Where measured and estimated differ by more than this per cent of the estimated peak, the
+/// timeline leaves the estimate: `log --estimate-tolerance`'s default, and `report
+/// --estimate`'s.
+pub const DEFAULT_TOLERANCE_PERCENT: f64 = 5.0;
+
 pub mod model;
 pub mod render;
 pub mod run;
