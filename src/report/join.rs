@@ -168,10 +168,9 @@ pub fn join(
     if let Some(k) = read
         .iter()
         .position(|r| matches!(r, Err(e) if e.class() != Class::User))
+        && let Err(e) = read.swap_remove(k)
     {
-        if let Err(e) = read.swap_remove(k) {
-            return Err(e.into());
-        }
+        return Err(e.into());
     }
     let mut rows = Vec::new();
     let mut ranks: Vec<i64> = logs.ranks.iter().map(|r| r.rank).collect();
