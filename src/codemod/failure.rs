@@ -6,6 +6,8 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::rules::Rule;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FailureKind {
@@ -48,6 +50,56 @@ pub struct Failure {
     pub candidates: Vec<(usize, String)>,
     /// For a `Name` failure, the name the inserted code reads.
     pub name: Option<String>,
+}
+
+impl Failure {
+    /// A failure of `kind` in `file` (at `line`, when it has one), tied to no rule: what
+    /// went wrong, and what to do next, in one sentence.
+    pub fn new(
+        kind: FailureKind,
+        file: impl Into<String>,
+        line: Option<usize>,
+        message: impl Into<String>,
+    ) -> Failure {
+        Failure {
+            kind,
+            file: file.into(),
+            line,
+            rule: None,
+            group: None,
+            message: message.into(),
+            candidates: Vec::new(),
+            name: None,
+        }
+    }
+
+    /// The same failure, as one of `rule` (and its group).
+    pub fn for_rule(self, rule: &Rule) -> Failure {
+        self.for_rule_id(&rule.id, Some(&rule.group))
+    }
+
+    /// The same failure, as one of the rule with id `rule` (in `group`, when known: a
+    /// region's marker names its rule, not its group).
+    pub fn for_rule_id(self, rule: &str, group: Option<&str>) -> Failure {
+        Failure {
+            rule: Some(rule.to_string()),
+            group: group.map(str::to_string),
+            ..self
+        }
+    }
+
+    /// The same failure, naming the name inserted code reads or binds.
+    pub fn with_name(self, name: &str) -> Failure {
+        Failure {
+            name: Some(name.to_string()),
+            ..self
+        }
+    }
+
+    /// The same failure, with the closest candidates of a pattern that matched nothing.
+    pub fn with_candidates(self, candidates: Vec<(usize, String)>) -> Failure {
+        Failure { candidates, ..self }
+    }
 }
 
 impl fmt::Display for Failure {

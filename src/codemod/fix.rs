@@ -1,104 +1,114 @@
-//! Planning one rule: where it lands (its target: the scope and anchor resolved, the
-//! functions around it), then the edits that put its code there (the template rendered
-//! for that place, in its marked region). A rule's plan is data, a `Fix`; whether it may
-//! go there (compiled code, overlaps, syntax, names) is decided by the passes in
-//! `check`.
+//! Planning one rule: where it lands (`target`: the scope and anchor resolved, the
+//! functions around it), then the regions that put its code there (`build`: the template
+//! rendered for that place, in its marked region, by the builder of its position). A
+//! rule's plan is data, a `Fix`; whether it may go there (compiled code, other regions,
+//! overlaps, syntax, names) is decided by the passes in `check`.
+
+mod body;
+mod statement;
+
+use std::ops::Range;
 
 use crate::python::KindOf;
-use tree_sitter::Node;
 
 use super::anchor::{self, AnchorFailure, Problem};
-use super::edit::{Edit, PlanContext, Shape, line_start, next_line_start};
+use super::context::FileContext;
+use super::edit::{Region, Shape};
 use super::failure::{Failure, FailureKind};
+use super::imports;
 use super::markers;
 use super::signature;
-use super::template::{self, Original};
-use crate::python::{self, Source};
+use super::template::{self, Original, Rendered};
+use crate::python;
 use crate::rules::{Position, Rule};
 
-/// Where a rule lands.
-pub(super) struct Target<'t> {
-    /// The rule's index in the rule set.
-    pub(super) rule: usize,
+/// Where a rule's code lands, as the checks of its place read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Place {
     /// 1-based line of the anchor (or of the scope, for body positions).
-    pub(super) line: usize,
+    pub(crate) line: usize,
     /// The functions around the target, innermost first (the target itself for body
     /// positions in a `def`), as (class, function).
-    pub(super) functions: Vec<(Option<String>, String)>,
-    pub(super) resolved: anchor::Resolved<'t>,
+    pub(crate) functions: Vec<(Option<String>, String)>,
 }
 
-/// A rule's plan: its edits of the file, as data.
-pub(super) struct Fix {
+/// A rule's plan for a file, as data: its place, and the regions that put its code in,
+/// each an edit of the stripped text (`edit::Change`). A fix is planned in two steps: its
+/// place (its regions still empty: `check::Stage::Place`), then its regions.
+#[derive(Debug, Clone)]
+pub(crate) struct Fix {
     /// The rule's index in the rule set.
-    pub(super) rule: usize,
-    /// A byte of the original text in the scope the code lands in (the anchor
-    /// statement's start, a statement of the body), for the name checks.
-    pub(super) scope_at: usize,
-    pub(super) edits: Vec<Edit>,
+    pub(crate) rule: usize,
+    pub(crate) place: Place,
+    pub(crate) regions: Vec<Region>,
 }
 
-fn is_future_import(node: Node) -> bool {
-    node.kind_of() == "future_import_statement"
+/// Why a rule's regions cannot be built at its target.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum BuildError {
+    /// The place does not take code: why, and the line it names, if any.
+    #[error("{why}")]
+    Place { line: Option<usize>, why: Refusal },
+    /// The template cannot be rendered there (`template::render`'s reason).
+    #[error("{0}")]
+    Template(String),
 }
 
-/// The statement's own line must hold nothing before it but indentation, and nothing
-/// after it but a comment.
-fn check_own_lines(src: &Source, stmt: Node) -> Result<(), String> {
-    let text = &src.text;
-    let ls = line_start(text, stmt.start_byte());
-    if !text[ls..stmt.start_byte()].trim().is_empty() {
-        return Err("the anchor shares its first line with other code".into());
-    }
-    let end = stmt.end_byte();
-    let nl = text[end..].find('\n').map_or(text.len(), |i| end + i);
-    let rest = text[end..nl].trim();
-    if !rest.is_empty() && !rest.starts_with('#') {
-        return Err(format!(
-            "the anchor shares its last line with other code (`{rest}`)"
-        ));
-    }
-    if nl == text.len() {
-        return Err(
-            "the anchor is on the last line and the file does not end with a newline".into(),
-        );
-    }
-    Ok(())
+/// Why a place does not take code.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Refusal {
+    #[error("the anchor shares its first line with other code")]
+    SharesFirstLine,
+    #[error("the anchor shares its last line with other code (`{0}`)")]
+    SharesLastLine(String),
+    #[error("the anchor is on the last line and the file does not end with a newline")]
+    LastLineUnended,
+    #[error("refusing to insert above a docstring or a `from __future__` import")]
+    AboveDocstring,
+    #[error("the scope has no body")]
+    NoBody,
+    #[error("the scope's body is empty")]
+    EmptyBody,
+    #[error("the body is on the same line as its header; put it on its own lines first")]
+    BodyOnHeaderLine,
+    /// `signature::plan_add_parameter`'s reason.
+    #[error("{0}")]
+    Signature(String),
 }
 
-/// Comments directly above `stmt` (no blank line between) belong to it: `before` goes
-/// above them.
-fn first_attached_comment(src: &Source, stmt: Node) -> usize {
-    let mut first = stmt;
-    while let Some(prev) = first.prev_sibling() {
-        let adjacent = prev.end_position().row + 1 == first.start_position().row;
-        let own_line = src.text[line_start(&src.text, prev.start_byte())..prev.start_byte()]
-            .trim()
-            .is_empty();
-        // A marker of another region is not a comment about this statement.
-        let marker = markers::is_marker_line(src.text_of(prev));
-        if prev.kind_of() == "comment" && adjacent && own_line && !marker {
-            first = prev;
-        } else {
-            break;
+impl BuildError {
+    /// A refusal of the place, naming line `line`.
+    pub(super) fn place(line: Option<usize>, why: Refusal) -> BuildError {
+        BuildError::Place { line, why }
+    }
+
+    fn kind(&self) -> FailureKind {
+        match self {
+            BuildError::Place { .. } => FailureKind::Placement,
+            BuildError::Template(_) => FailureKind::Template,
         }
     }
-    line_start(&src.text, first.start_byte())
+
+    fn line(&self) -> Option<usize> {
+        match self {
+            BuildError::Place { line, .. } => *line,
+            BuildError::Template(_) => None,
+        }
+    }
 }
 
-/// Whether a byte offset lies inside a string literal that started before it.
-fn inside_string(src: &Source, at: usize) -> bool {
-    let Some(mut node) = src.root().descendant_for_byte_range(at, at) else {
-        return false;
-    };
-    loop {
-        if node.kind_of() == "string" && node.start_byte() < at {
-            return true;
-        }
-        match node.parent() {
-            Some(p) => node = p,
-            None => return false,
-        }
+/// A position's builder: the regions of a rule at its target.
+type Builder = fn(&Build) -> Result<Vec<Region>, BuildError>;
+
+/// The builder of each position.
+fn builder(position: Position) -> Builder {
+    match position {
+        Position::Before => statement::before,
+        Position::After => statement::after,
+        Position::Replace | Position::Wrap => statement::replace,
+        Position::BodyStart => body::start,
+        Position::BodyEnd => body::end,
+        Position::AddParameter => add_parameter,
     }
 }
 
@@ -128,35 +138,24 @@ pub(crate) fn describe_anchor_failure(f: &AnchorFailure) -> (String, Vec<(usize,
     }
 }
 
-/// A rule's failure, before its file is known (the planner fills it in).
-fn fail(rule: &Rule, kind: FailureKind, line: Option<usize>, message: String) -> Box<Failure> {
-    Box::new(Failure {
-        kind,
-        file: String::new(),
-        line,
-        rule: Some(rule.id.clone()),
-        group: Some(rule.group.clone()),
-        message,
-        candidates: Vec::new(),
-        name: None,
-    })
-}
-
-/// Where a rule lands: its scope and anchor resolved (the first half of planning it).
+/// Where rule `index` lands (the first step of planning it): its fix with its place (no
+/// regions yet), and the scope and anchor it was resolved from. A rule the model's roles
+/// block, or whose patterns do not resolve, fails here.
 pub(super) fn target<'t>(
-    src: &'t Source,
-    rule: &Rule,
+    cx: &FileContext<'t>,
     index: usize,
-    ctx: &PlanContext,
     cache: &mut anchor::PoolCache<'t>,
-) -> Result<Target<'t>, Box<Failure>> {
-    let resolved =
-        anchor::resolve(src, rule, &ctx.rule_set.patterns[index], cache).map_err(|f| {
-            let (message, candidates) = describe_anchor_failure(&f);
-            let mut failure = fail(rule, FailureKind::Anchor, f.searched_from, message);
-            failure.candidates = candidates;
-            failure
-        })?;
+) -> Result<(Fix, anchor::Resolved<'t>), Box<Failure>> {
+    if let Some(b) = cx.plan.blocked.get(&index) {
+        let failure = cx.fail_rule(index, FailureKind::Role, b.line, b.message.clone());
+        return Err(Box::new(failure));
+    }
+    let (src, rule) = (cx.src, cx.plan.rule(index));
+    let resolved = anchor::resolve(src, rule, cx.plan.patterns(index), cache).map_err(|f| {
+        let (message, candidates) = describe_anchor_failure(&f);
+        let failure = cx.fail_rule(index, FailureKind::Anchor, f.searched_from, message);
+        Box::new(failure.with_candidates(candidates))
+    })?;
     let node = resolved.anchor.unwrap_or(resolved.scope);
     let mut functions = python::enclosing_functions(node);
     if node.kind_of() == "function_definition" && !rule.position.needs_anchor() {
@@ -174,270 +173,200 @@ pub(super) fn target<'t>(
             (class, name)
         })
         .collect();
-    Ok(Target {
-        rule: index,
-        line: (node.start_position().row + 1),
+    let place = Place {
+        line: node.start_position().row + 1,
         functions,
-        resolved,
-    })
+    };
+    let fix = Fix {
+        rule: index,
+        place,
+        regions: Vec::new(),
+    };
+    Ok((fix, resolved))
 }
 
-/// The edits of a rule at its target (the second half): the template rendered for its
-/// place, in its region. With `scope_at`, a byte of the scope the code lands in.
-pub(super) fn edits<'t>(
-    src: &'t Source,
-    rule: &Rule,
-    target: &Target<'t>,
-    ctx: &PlanContext,
-    unit: &str,
+/// The regions of `fix`'s rule at its target (the second step): the template rendered for
+/// its place, in its marked region, by the builder of its position.
+pub(super) fn build<'t>(
+    cx: &FileContext<'t>,
+    fix: &Fix,
+    resolved: &anchor::Resolved<'t>,
     cache: &anchor::PoolCache<'t>,
-) -> Result<Fix, Box<Failure>> {
-    let index = target.rule;
-    let resolved = &target.resolved;
-    let fail = |kind, line: Option<usize>, message: String| fail(rule, kind, line, message);
-    let text = &src.text;
-    let set_name = ctx.rule_set.manifest.name.as_str();
-    let fix = |scope_at: usize, edits: Vec<Edit>| Fix {
-        rule: index,
-        scope_at,
-        edits,
+) -> Result<Vec<Region>, Box<Failure>> {
+    let rule = cx.plan.rule(fix.rule);
+    let b = Build {
+        cx,
+        rule,
+        resolved,
+        cache,
     };
+    builder(rule.position)(&b)
+        .map_err(|e| Box::new(cx.fail_rule(fix.rule, e.kind(), e.line(), e.to_string())))
+}
 
-    let render = |original: Option<&Original>, base: &str| {
+/// The imports the templates of `rules` (indices in the rule set, in order) need, each
+/// added once, as one-line regions (see `markers::render_inline`): a fix per import, and a
+/// failure per import that is not one.
+pub(super) fn imports(cx: &FileContext, rules: &[usize]) -> (Vec<Fix>, Vec<Failure>) {
+    let (mut fixes, mut failures) = (Vec::new(), Vec::new());
+    let mut lines: Vec<String> = Vec::new();
+    for &index in rules {
+        let rule = cx.plan.rule(index);
+        for import in &rule.imports {
+            let (at, line, blank) = match imports::plan_import(cx.src, import, cx.plan.first_party)
+            {
+                Ok(None) => continue,
+                Ok(Some(planned)) => planned,
+                Err(why) => {
+                    failures.push(cx.fail_rule(index, FailureKind::Template, None, why));
+                    continue;
+                }
+            };
+            if lines.contains(&line) {
+                continue;
+            }
+            let region = Region {
+                start: at,
+                end: at,
+                lines: markers::render_inline(&line, cx.plan.set_name(), &rule.id, blank),
+                // An import binds names; it reads none worth checking.
+                checked: Vec::new(),
+                stash_eols: Vec::new(),
+                eol: cx.eol,
+                base: String::new(),
+                shape: Shape::Import,
+                original: Vec::new(),
+                scope_at: at,
+            };
+            lines.push(line);
+            fixes.push(Fix {
+                rule: index,
+                place: Place {
+                    line: cx.src.line_of(at),
+                    functions: Vec::new(),
+                },
+                regions: vec![region],
+            });
+        }
+    }
+    (fixes, failures)
+}
+
+/// What a position's builder works with: one rule at its target in one file.
+pub(super) struct Build<'a, 't> {
+    pub(super) cx: &'a FileContext<'t>,
+    pub(super) rule: &'a Rule,
+    pub(super) resolved: &'a anchor::Resolved<'t>,
+    pub(super) cache: &'a anchor::PoolCache<'t>,
+}
+
+impl Build<'_, '_> {
+    /// The rule's template rendered for a place indented by `base` (replacing `original`).
+    pub(super) fn render(
+        &self,
+        original: Option<&Original>,
+        base: &str,
+    ) -> Result<Rendered, BuildError> {
         template::render(
-            &rule.template,
-            ctx.params,
-            &resolved.bindings,
+            &self.rule.template,
+            self.cx.plan.params,
+            &self.resolved.bindings,
             original,
             base,
-            unit,
-            ctx.style.line_length,
+            self.cx.unit,
+            self.cx.plan.style.line_length,
         )
-        .map_err(|m| fail(FailureKind::Template, None, m))
-    };
-    let params_of = |used: &[String]| -> Vec<(String, String)> {
-        used.iter()
-            .map(|k| (k.clone(), ctx.params[k].clone()))
+        .map_err(BuildError::Template)
+    }
+
+    /// The parameters `rendered` used, with their values, as its markers record them.
+    pub(super) fn used_params(&self, rendered: &Rendered) -> Vec<(String, String)> {
+        rendered
+            .used_params
+            .iter()
+            .map(|k| (k.clone(), self.cx.plan.params[k].clone()))
             .collect()
-    };
-    let region = |base: &str, stash: &[&str], r: &template::Rendered| {
+    }
+
+    /// A region of statements at indentation `base`: `rendered` in its markers, which keep
+    /// `stash` (the lines it replaces, each ending as `stash_eols` says), replacing
+    /// `range`; `scope_at` a byte of the scope it lands in.
+    pub(super) fn statements(
+        &self,
+        range: Range<usize>,
+        base: &str,
+        (stash, stash_eols): (&[&str], Vec<&'static str>),
+        rendered: &Rendered,
+        scope_at: usize,
+    ) -> Region {
         let lines = markers::render(
             base,
-            set_name,
-            &rule.id,
-            &params_of(&r.used_params),
+            self.cx.plan.set_name(),
+            &self.rule.id,
+            &self.used_params(rendered),
             stash,
-            &r.lines,
+            &rendered.lines,
         );
         let offset = 1 + stash.len();
-        let checked = (0..r.lines.len())
-            .filter(|i| !r.from_original.contains(i) && !r.lines[*i].trim().is_empty())
+        let checked = (0..rendered.lines.len())
+            .filter(|i| {
+                !rendered.from_original.contains(i) && !rendered.lines[*i].trim().is_empty()
+            })
             .map(|i| i + offset)
             .collect();
-        let original = r.from_original.iter().map(|i| i + offset).collect();
-        (lines, checked, original)
-    };
+        let original = rendered.from_original.iter().map(|i| i + offset).collect();
+        Region {
+            start: range.start,
+            end: range.end,
+            lines,
+            checked,
+            stash_eols,
+            eol: self.cx.eol,
+            base: base.to_string(),
+            shape: Shape::Statements,
+            original,
+            scope_at,
+        }
+    }
+}
 
-    match rule.position {
-        Position::Before | Position::After | Position::Replace | Position::Wrap => {
-            let stmt = resolved
-                .anchor
-                .expect("positions with an anchor resolve one");
-            check_own_lines(src, stmt).map_err(|m| {
-                fail(
-                    FailureKind::Placement,
-                    Some(stmt.start_position().row + 1),
-                    m,
-                )
-            })?;
-            let line = stmt.start_position().row + 1;
-            let is_docstring = stmt
-                .parent()
-                .and_then(python::docstring)
-                .is_some_and(|d| d.id() == stmt.id());
-            if rule.position == Position::Before && (is_docstring || is_future_import(stmt)) {
-                return Err(fail(
-                    FailureKind::Placement,
-                    Some(line),
-                    "refusing to insert above a docstring or a `from __future__` import".into(),
-                ));
-            }
-            let ls = line_start(text, stmt.start_byte());
-            let base = &text[ls..stmt.start_byte()];
-            let end = next_line_start(text, stmt.end_byte());
-            match rule.position {
-                Position::Before | Position::After => {
-                    let r = render(None, base)?;
-                    let at = if rule.position == Position::Before {
-                        cache.outside(first_attached_comment(src, stmt))
-                    } else {
-                        end
-                    };
-                    let (lines, checked, original) = region(base, &[], &r);
-                    Ok(fix(
-                        stmt.start_byte(),
-                        vec![Edit {
-                            start: at,
-                            end: at,
-                            lines,
-                            checked,
-                            rule_index: index,
-                            stash_eols: Vec::new(),
-                            base: base.to_string(),
-                            shape: Shape::Statements,
-                            original,
-                        }],
-                    ))
-                }
-                _ => {
-                    let original_text = &text[ls..end];
-                    let lines: Vec<&str> = original_text
-                        .strip_suffix('\n')
-                        .unwrap_or(original_text)
-                        .split('\n')
-                        .map(|l| l.trim_end_matches('\r'))
-                        .collect();
-                    let mut in_string = Vec::with_capacity(lines.len());
-                    let mut offset = ls;
-                    for l in &lines {
-                        in_string.push(offset != ls && inside_string(src, offset));
-                        offset += l.len()
-                            + 1
-                            + usize::from(text[offset..].starts_with(&format!("{l}\r\n")));
-                    }
-                    let stash_eols: Vec<&'static str> = original_text
-                        .split_inclusive('\n')
-                        .map(|l| if l.ends_with("\r\n") { "\r\n" } else { "\n" })
-                        .collect();
-                    let original = Original {
-                        lines: lines.clone(),
-                        in_string,
-                    };
-                    let r = render(Some(&original), base)?;
-                    let (region_lines, checked, original) = region(base, &lines, &r);
-                    Ok(fix(
-                        stmt.start_byte(),
-                        vec![Edit {
-                            start: ls,
-                            end,
-                            lines: region_lines,
-                            checked,
-                            rule_index: index,
-                            stash_eols,
-                            base: base.to_string(),
-                            shape: Shape::Statements,
-                            original,
-                        }],
-                    ))
-                }
-            }
-        }
-        Position::BodyStart | Position::BodyEnd => {
-            let scope = resolved.scope;
-            let block = if scope.kind_of() == "module" {
-                Some(scope)
-            } else {
-                scope.field("body")
-            };
-            let Some(block) = block else {
-                return Err(fail(
-                    FailureKind::Placement,
-                    None,
-                    "the scope has no body".into(),
-                ));
-            };
-            let stmts = python::statements_of(block);
-            let Some(first) = stmts.first().copied() else {
-                return Err(fail(
-                    FailureKind::Placement,
-                    None,
-                    "the scope's body is empty".into(),
-                ));
-            };
-            if scope.kind_of() != "module"
-                && first.start_position().row == scope.start_position().row
-            {
-                return Err(fail(
-                    FailureKind::Placement,
-                    Some(scope.start_position().row + 1),
-                    "the body is on the same line as its header; put it on its own lines first"
-                        .into(),
-                ));
-            }
-            let indent_of =
-                |n: Node| text[line_start(text, n.start_byte())..n.start_byte()].to_string();
-            let base = if scope.kind_of() == "module" {
-                String::new()
-            } else {
-                indent_of(first)
-            };
-            let at = if rule.position == Position::BodyEnd {
-                let last = *stmts.last().expect("non-empty");
-                check_own_lines(src, last).map_err(|m| {
-                    fail(
-                        FailureKind::Placement,
-                        Some(last.start_position().row + 1),
-                        m,
-                    )
-                })?;
-                next_line_start(text, last.end_byte())
-            } else {
-                let mut after: Option<Node> = python::docstring(block);
-                if scope.kind_of() == "module" {
-                    for s in &stmts {
-                        if is_future_import(*s) || after.is_some_and(|a| a.id() == s.id()) {
-                            after = Some(*s);
-                        } else {
-                            break;
-                        }
-                    }
-                }
-                match after {
-                    Some(node) => next_line_start(text, node.end_byte()),
-                    None => {
-                        let mut cursor = block.walk();
-                        let first_child = block.children(&mut cursor).next().unwrap_or(first);
-                        line_start(text, first_child.start_byte())
-                    }
-                }
-            };
-            let r = render(None, &base)?;
-            let (lines, checked, original) = region(&base, &[], &r);
-            let scope_at = if rule.position == Position::BodyEnd {
-                stmts.last().expect("non-empty").start_byte()
-            } else {
-                first.start_byte()
-            };
-            Ok(fix(
-                scope_at,
-                vec![Edit {
-                    start: at,
-                    end: at,
-                    lines,
-                    checked,
-                    rule_index: index,
-                    stash_eols: Vec::new(),
-                    base,
-                    shape: Shape::Statements,
-                    original,
-                }],
-            ))
-        }
-        Position::AddParameter => {
-            // The parameter is bound in the function's body: the name checks look there.
-            let body_at = resolved
-                .scope
-                .field("body")
-                .map_or(resolved.scope.start_byte(), |b| b.start_byte());
-            signature::plan_add_parameter(src, rule, index, resolved, ctx, unit)
-                .map(|edits| fix(body_at, edits))
-                .map_err(|m| {
-                    fail(
-                        FailureKind::Placement,
-                        Some(src.line_of(resolved.scope.start_byte())),
-                        m,
-                    )
-                })
+/// `add-parameter`: the parameter in the scope's signature, as ruff format lays it out
+/// (see `signature`).
+fn add_parameter(b: &Build) -> Result<Vec<Region>, BuildError> {
+    let (src, scope) = (b.cx.src, b.resolved.scope);
+    signature::plan_add_parameter(src, b.rule, b.resolved, b.cx.plan, b.cx.unit, b.cx.eol).map_err(
+        |why| {
+            BuildError::place(
+                Some(src.line_of(scope.start_byte())),
+                Refusal::Signature(why),
+            )
+        },
+    )
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// A region of statements as the checks' tests lay it out: `lines` at `base`, all of
+    /// them template code, replacing `range`.
+    pub(in crate::codemod) fn region(
+        range: Range<usize>,
+        base: &str,
+        lines: &[&str],
+        shape: Shape,
+    ) -> Region {
+        Region {
+            start: range.start,
+            end: range.end,
+            lines: lines.iter().map(|l| l.to_string()).collect(),
+            checked: (0..lines.len()).collect(),
+            stash_eols: Vec::new(),
+            eol: "\n",
+            base: base.to_string(),
+            shape,
+            original: Vec::new(),
+            scope_at: range.start + base.len(),
         }
     }
 }

@@ -1,25 +1,25 @@
-//! Planning one file: take out this rule set's old regions, plan every rule (its target,
-//! then its edits: a `Fix`, see `fix`), run the checks over the fixes (`check`: compiled
-//! code, other regions, overlaps, then on the planned text: syntax, names, bindings), and
-//! apply them as one set of non-overlapping edits. Nothing is written here; the caller
+//! Planning one file: take out this rule set's old regions, plan every rule (where it
+//! lands, then the regions that put its code there: a `Fix`, see `fix`), run the checks
+//! over the fixes (`check::PASSES`, stage by stage), and apply them (`edit::apply`). The
+//! fixes leave planning with the text they make; nothing is written here: the caller
 //! decides once every file is planned.
 
-use crate::python::KindOf;
 use std::ops::Range;
 
 use tree_sitter::Node;
 
 use super::anchor;
-use super::check::{self, Block, Placed, compiled::CompiledHere};
-pub use super::edit::PlanContext;
-use super::edit::{Edit, Shape, line_start};
+use super::check::{self, Pass, Stage};
+use super::context::FileContext;
+pub use super::context::PlanContext;
+use super::edit::{self, Region, line_start};
 use super::failure::{Failure, FailureKind};
 pub(crate) use super::fix::describe_anchor_failure;
 use super::fix::{self, Fix};
-use super::imports;
 use super::markers;
+use super::planned::Planned;
 use crate::kept::Kept;
-use crate::python::{self, Source};
+use crate::python::{self, KindOf, Source};
 use crate::rules::Rule;
 
 /// The plan for one file.
@@ -28,13 +28,18 @@ pub struct FilePlan {
     pub file: String,
     /// The text on disk.
     pub before: String,
-    /// The text to write (equal to `before` when nothing changes).
+    /// The text to write (equal to `before` when nothing changes): `stripped` with
+    /// `fixes` applied.
     pub after: String,
     /// Rules applied, in order.
     pub applied: Vec<String>,
     pub failures: Vec<Failure>,
+    /// The text the fixes edit: `before` without this rule set's regions.
+    pub(crate) stripped: String,
+    /// The rules' fixes (imports included), in the rules' order; none when a failure
+    /// stopped the file.
+    pub(crate) fixes: Vec<Fix>,
 }
-
 /// The file's indentation unit: what the first indented block adds to its header's
 /// indentation (a tab, or some spaces), as the parse tree has it (text in a docstring
 /// or a bracket is no indentation).
@@ -64,8 +69,28 @@ fn indent_unit(src: &Source) -> String {
     "    ".to_string()
 }
 
-/// Plan `rules` on `file` whose current text is `on_disk`.
+impl FilePlan {
+    /// The plan stopped by `failure`: nothing changes.
+    fn stopped(mut self, failure: Failure) -> FilePlan {
+        self.failures.push(failure);
+        self
+    }
+}
+
+/// Plan `rules` (with their indices in the rule set) on `file` whose current text is
+/// `on_disk`.
 pub fn plan_file(
+    file: &str,
+    on_disk: &str,
+    rules: &[(usize, &Rule)],
+    ctx: &PlanContext,
+) -> FilePlan {
+    plan_with(check::PASSES, file, on_disk, rules, ctx)
+}
+
+/// `plan_file`, with the checks `passes`.
+fn plan_with(
+    passes: &[&dyn Pass],
     file: &str,
     on_disk: &str,
     rules: &[(usize, &Rule)],
@@ -77,361 +102,208 @@ pub fn plan_file(
         after: on_disk.to_string(),
         applied: Vec::new(),
         failures: Vec::new(),
+        stripped: String::new(),
+        fixes: Vec::new(),
     };
-    let fail = |kind, line: Option<usize>, rule: Option<&Rule>, message: String| Failure {
-        kind,
-        file: file.to_string(),
-        line,
-        rule: rule.map(|r| r.id.clone()),
-        group: rule.map(|r| r.group.clone()),
-        message,
-        candidates: Vec::new(),
-        name: None,
-    };
-    let set_name = ctx.rule_set.manifest.name.as_str();
-
-    // 1. Take out this rule set's regions; refuse if any was edited by hand.
-    let stripped = match markers::strip(on_disk, |r| r.rule_set == set_name) {
-        Ok((text, removed)) => {
-            if let Some(r) = removed.iter().find(|r| !r.intact) {
-                // Name the region's own rule (and its group), not the rules planned here.
-                let owner = ctx.rule_set.rules.iter().find(|x| x.id == r.rule);
-                plan.failures.push(Failure {
-                    rule: Some(r.rule.clone()),
-                    group: owner.map(|o| o.group.clone()),
-                    ..fail(
-                        FailureKind::Markers,
-                        Some(r.marker_line + 1),
-                        None,
-                        format!(
-                            "the region of rule {} was edited by hand since it was added; review it, then undo the edit or run `instrument remove --force` to take it out (the original comes back from the marker)",
-                            r.rule
-                        ),
-                    )
-                });
-                return plan;
-            }
-            text
-        }
-        Err(e) => {
-            plan.failures
-                .push(fail(FailureKind::Markers, Some(e.line), None, e.message));
-            return plan;
-        }
+    let stripped = match strip(file, on_disk, ctx) {
+        Ok(text) => text,
+        Err(failure) => return plan.stopped(*failure),
     };
     if rules.is_empty() {
-        plan.after = stripped;
+        plan.after = stripped.clone();
+        plan.stripped = stripped;
         return plan;
     }
+    // The tree and the blocks are many small allocations: left to the system when the
+    // process ends next (see `kept::Kept`).
+    let (src, foreign) = match parse(file, &stripped) {
+        Ok((src, foreign)) => (Kept::new(src), foreign),
+        Err(failure) => return plan.stopped(*failure),
+    };
+    let unit = indent_unit(&src);
+    let cx = FileContext {
+        file,
+        plan: ctx,
+        src: &src,
+        foreign: &foreign,
+        unit: &unit,
+        eol: edit::eol_of(on_disk),
+        planned: None,
+    };
+    let indices: Vec<usize> = rules.iter().map(|&(i, _)| i).collect();
+    match plan_fixes(passes, &cx, &indices) {
+        Ok((fixes, after)) => {
+            plan.applied = rules.iter().map(|(_, r)| r.id.clone()).collect();
+            plan.after = after;
+            plan.fixes = fixes;
+        }
+        Err(failures) => plan.failures = failures,
+    }
+    plan.stripped = stripped;
+    plan
+}
+
+/// `on_disk` without this rule set's regions; refused if one was edited by hand.
+fn strip(file: &str, on_disk: &str, ctx: &PlanContext) -> Result<String, Box<Failure>> {
+    let (text, removed) = markers::strip(on_disk, |r| r.rule_set == ctx.set_name())
+        .map_err(|e| Failure::new(FailureKind::Markers, file, Some(e.line), e.message))
+        .map_err(Box::new)?;
+    if let Some(r) = removed.iter().find(|r| !r.intact) {
+        // Name the region's own rule (and its group), not the rules planned here.
+        let group = ctx.rule_by_id(&r.rule).map(|o| o.group.as_str());
+        let message = format!(
+            "the region of rule {} was edited by hand since it was added; review it, then undo the edit or run `instrument remove --force` to take it out (the original comes back from the marker)",
+            r.rule
+        );
+        let failure = Failure::new(FailureKind::Markers, file, Some(r.marker_line + 1), message);
+        return Err(Box::new(failure.for_rule_id(&r.rule, group)));
+    }
+    Ok(text)
+}
+
+/// The stripped text parsed, and the other rule sets' regions in it (as byte ranges);
+/// refused when it does not end with a line end, the grammar does not accept it, or those
+/// regions' markers are broken.
+fn parse(file: &str, stripped: &str) -> Result<(Source, Vec<Range<usize>>), Box<Failure>> {
+    let fail = |kind, line, message: String| Box::new(Failure::new(kind, file, line, message));
     if !stripped.is_empty() && !stripped.ends_with('\n') {
-        plan.failures.push(fail(
+        return Err(fail(
             FailureKind::Placement,
-            None,
             None,
             "the file does not end with a newline; add one (ruff's W292 asks for it too)".into(),
         ));
-        return plan;
     }
-
-    // 2. Parse; refuse a file the grammar does not accept.
-    // The tree and the blocks are many small allocations: left to the system when the
-    // process ends next (see `kept::Kept`).
-    let src = Kept::new(Source::parse_reusing(stripped.clone()));
+    let src = Source::parse_reusing(stripped.to_string());
     if let Some(err) = src.first_error() {
-        plan.failures.push(fail(
+        return Err(fail(
             FailureKind::Syntax,
             Some(err.line),
-            None,
             format!(
                 "the file does not parse (tree-sitter error at column {}); fix it or check that this is Python, nothing was changed",
                 err.column
             ),
         ));
-        return plan;
     }
-    let foreign: Vec<Range<usize>> = match markers::find_regions(&stripped) {
-        Ok(regions) => regions
-            .iter()
-            .map(|r| line_byte_range(&stripped, r.open_line, r.close_line))
-            .collect(),
-        Err(e) => {
-            plan.failures
-                .push(fail(FailureKind::Markers, Some(e.line), None, e.message));
-            return plan;
-        }
-    };
-    let unit = indent_unit(&src);
-    // As ruff's `line-ending = "auto"`: the ending of the file's first line.
-    let eol = match on_disk.find('\n') {
-        Some(i) if i > 0 && on_disk.as_bytes()[i - 1] == b'\r' => "\r\n",
-        _ => "\n",
-    };
-
-    // 3. Plan each rule: where it lands, then, where it may land (not in compiled code),
-    // its edits. Failures keep the rules' order.
-    let mut cache = anchor::PoolCache::excluding(foreign.clone());
-    let forbid = &ctx.rule_set.manifest.forbid_inside;
-    let compiled = CompiledHere::of(&src, forbid);
-    let mut fixes: Vec<Fix> = Vec::new();
-    for &(index, rule) in rules {
-        if let Some(b) = ctx.blocked.get(&index) {
-            plan.failures.push(fail(
-                FailureKind::Role,
-                b.line,
-                Some(rule),
-                b.message.clone(),
-            ));
-            continue;
-        }
-        let planned = fix::target(&src, rule, index, ctx, &mut cache).and_then(|t| {
-            if let Some(why) = compiled.refusal(&t.functions, forbid) {
-                return Err(Box::new(fail(
-                    FailureKind::Placement,
-                    Some(t.line),
-                    Some(rule),
-                    why,
-                )));
-            }
-            fix::edits(&src, rule, &t, ctx, &unit, &cache)
-        });
-        match planned {
-            Ok(f) => {
-                if let Some(hit) = check::overlap::inside_foreign(&f.edits, &foreign) {
-                    plan.failures.push(fail(
-                        FailureKind::Placement,
-                        Some(src.line_of(hit.start)),
-                        Some(rule),
-                        "the edit would land inside a region of another rule set; remove that first".into(),
-                    ));
-                    continue;
-                }
-                fixes.push(f);
-            }
-            Err(mut f) => {
-                f.file = file.to_string();
-                plan.failures.push(*f);
-            }
-        }
-    }
-    // Imports the templates need, each added once, as one-line regions (see markers).
-    let mut import_lines: Vec<String> = Vec::new();
-    for &(index, rule) in rules {
-        if plan
-            .failures
-            .iter()
-            .any(|f| f.rule.as_deref() == Some(rule.id.as_str()))
-        {
-            continue;
-        }
-        for import in &rule.imports {
-            match imports::plan_import(&src, import, ctx.first_party) {
-                Ok(None) => {}
-                Ok(Some((at, line, blank))) => {
-                    if import_lines.contains(&line) {
-                        continue;
-                    }
-                    let lines = markers::render_inline(&line, set_name, &rule.id, blank);
-                    import_lines.push(line);
-                    fixes.push(Fix {
-                        rule: index,
-                        scope_at: at,
-                        edits: vec![Edit {
-                            start: at,
-                            end: at,
-                            // An import binds names; it reads none worth checking.
-                            checked: Vec::new(),
-                            lines,
-                            rule_index: index,
-                            stash_eols: Vec::new(),
-                            base: String::new(),
-                            shape: Shape::Import,
-                            original: Vec::new(),
-                        }],
-                    });
-                }
-                Err(msg) => plan
-                    .failures
-                    .push(fail(FailureKind::Template, None, Some(rule), msg)),
-            }
-        }
-    }
-    if !plan.failures.is_empty() {
-        return plan;
-    }
-
-    // 4. Order and check for overlaps.
-    let mut edits: Vec<(Edit, usize)> = fixes
-        .into_iter()
-        .flat_map(|f| {
-            let (scope_at, rule) = (f.scope_at, f.rule);
-            f.edits.into_iter().map(move |e| {
-                debug_assert_eq!(e.rule_index, rule, "a fix's edits are its rule's");
-                (e, scope_at)
-            })
-        })
-        .collect();
-    edits.sort_by_key(|(e, _)| (e.start, e.end != e.start, e.rule_index));
-    let (edits, scopes): (Vec<Edit>, Vec<usize>) = edits.into_iter().unzip();
-    for (a, b) in check::overlap::overlapping(&edits) {
-        let (ra, rb) = (
-            &ctx.rule_set.rules[edits[a].rule_index],
-            &ctx.rule_set.rules[edits[b].rule_index],
-        );
-        plan.failures.push(fail(
-            FailureKind::Overlap,
-            Some(src.line_of(edits[b].start)),
-            Some(rb),
-            format!("edits the same lines as rule {}", ra.id),
-        ));
-    }
-    if !plan.failures.is_empty() {
-        return plan;
-    }
-
-    // 5. Apply, noting where each region starts in the planned text.
-    let (out, spans, first_lines) = apply(&stripped, &edits, eol);
-    let mut seq = 0;
-    let placed: Kept<Vec<Placed>> = Kept::new(
-        edits
-            .iter()
-            .enumerate()
-            .map(|(i, e)| {
-                seq = if i > 0 && edits[i - 1].start == e.start {
-                    seq + 1
-                } else {
-                    1
-                };
-                Placed {
-                    edit: e,
-                    scope_at: scopes[i],
-                    seq,
-                    first_line: first_lines[i],
-                    block: Block::of(e),
-                }
-            })
-            .collect(),
-    );
-
-    // 6. The planned text parses: each region on its own, the whole file only where a
-    // region's own parse cannot decide.
-    let verdict = check::syntax::blocks(&placed);
-    let whole = match verdict {
-        check::syntax::Verdict::Parses => {
-            // Debug builds (the tests) check the decision against the whole file.
-            if cfg!(debug_assertions) {
-                let err = check::syntax::whole_file(&src, out.clone(), &spans);
-                assert!(
-                    err.is_none(),
-                    "{file}: the regions parse on their own, the file does not: {err:?}"
-                );
-            }
-            None
-        }
-        check::syntax::Verdict::Undecided => check::syntax::whole_file(&src, out.clone(), &spans),
-    };
-    if let Some(err) = whole {
-        let rule = edits
-            .iter()
-            .map(|e| &ctx.rule_set.rules[e.rule_index])
-            .map(|r| r.id.as_str())
-            .collect::<Vec<_>>()
-            .join(", ");
-        plan.failures.push(fail(
-            FailureKind::Syntax,
-            Some(err.line),
-            None,
-            format!("the planned edits would not parse at column {} (rules {rule}); nothing was written", err.column),
-        ));
-        return plan;
-    }
-
-    // 7. Every name inserted code reads exists where it lands.
-    let replaced: Vec<Range<usize>> = edits
+    let regions = markers::find_regions(stripped)
+        .map_err(|e| fail(FailureKind::Markers, Some(e.line), e.message))?;
+    let foreign = regions
         .iter()
-        .filter(|e| e.end > e.start && e.shape == Shape::Statements)
-        .map(|e| e.start..e.end)
+        .map(|r| line_byte_range(stripped, r.open_line, r.close_line))
         .collect();
-    for m in check::names::check(&src, &placed, replaced) {
-        let rule = &ctx.rule_set.rules[m.rule];
-        let why = if m.later {
-            "which is only assigned after this point"
-        } else {
-            "which is not defined there (not a parameter, local, import, builtin or a name the rules define)"
-        };
-        plan.failures.push(Failure {
-            name: Some(m.name.clone()),
-            ..fail(
-                FailureKind::Name,
-                Some(m.line),
-                Some(rule),
-                format!(
-                    "the inserted code reads `{}`, {why}; the rule does not fit this revision",
-                    m.name
-                ),
-            )
-        });
-    }
-    // 8. Inserted code binds only names of its own.
-    let gone: Vec<Range<usize>> = edits
-        .iter()
-        .filter(|e| e.drops_host_code())
-        .map(|e| e.start..e.end)
-        .collect();
-    for clash in check::binds::check(&src, &placed, &gone) {
-        let rule = &ctx.rule_set.rules[clash.rule];
-        plan.failures.push(Failure {
-            name: Some(clash.name.clone()),
-            ..fail(
-                FailureKind::Name,
-                Some(clash.line),
-                Some(rule),
-                clash.message(),
-            )
-        });
-    }
-    if !plan.failures.is_empty() {
-        return plan;
-    }
-    plan.applied = rules.iter().map(|(_, r)| r.id.clone()).collect();
-    plan.after = out;
-    plan
+    Ok((src, foreign))
 }
 
-/// `stripped` with `edits` (sorted, not overlapping) applied: the text, each edit as
-/// `(start, old_end, new_len)` (for a reparse), and the 1-based line each region starts
-/// on in the text.
-fn apply(
-    stripped: &str,
-    edits: &[Edit],
-    eol: &str,
-) -> (String, Vec<(usize, usize, usize)>, Vec<usize>) {
-    let mut out = String::with_capacity(stripped.len() + edits.len() * 256);
-    let mut spans = Vec::with_capacity(edits.len());
-    let mut first_lines = Vec::with_capacity(edits.len());
-    let mut cursor = 0;
-    let mut line = 1;
-    for e in edits {
-        let kept = &stripped[cursor..e.start];
-        line += memchr::memchr_iter(b'\n', kept.as_bytes()).count();
-        out.push_str(kept);
-        first_lines.push(line);
-        let start = out.len();
-        for (i, l) in e.lines.iter().enumerate() {
-            out.push_str(l);
-            out.push_str(
-                i.checked_sub(1)
-                    .and_then(|k| e.stash_eols.get(k))
-                    .copied()
-                    .unwrap_or(eol),
-            );
+/// The fixes of `rules` (indices in the rule set, in order) in `cx`'s file, as `passes`
+/// let them through, and the text they make; or the failures that stopped the file.
+fn plan_fixes(
+    passes: &[&dyn Pass],
+    cx: &FileContext,
+    rules: &[usize],
+) -> Result<(Vec<Fix>, String), Vec<Failure>> {
+    let fixes = each_rule(passes, cx, rules)?;
+    together(passes, cx, fixes)
+}
+
+/// Each rule's fix, and the imports they need, in the rules' order; or the failure of each
+/// rule that does not fit (the first step or per-fix check it fails, see `check::Stage`),
+/// in the rules' order.
+fn each_rule(
+    passes: &[&dyn Pass],
+    cx: &FileContext,
+    rules: &[usize],
+) -> Result<Vec<Fix>, Vec<Failure>> {
+    let mut failed: Vec<Failure> = Vec::new();
+    // Where each rule lands.
+    let mut cache = anchor::PoolCache::excluding(cx.foreign.to_vec());
+    let (mut placed, mut resolved) = (Vec::new(), Vec::new());
+    for &index in rules {
+        match fix::target(cx, index, &mut cache) {
+            Ok((f, r)) => {
+                placed.push(f);
+                resolved.push(r);
+            }
+            Err(failure) => failed.push(*failure),
         }
-        // Each of the region's lines ends with a line end; what it replaced is not there.
-        line += e.lines.len();
-        spans.push((e.start, e.end, out.len() - start));
-        cursor = e.end;
     }
-    out.push_str(&stripped[cursor..]);
-    (out, spans, first_lines)
+    let refused = check::run(passes, Stage::Place, cx, &placed);
+    // Its regions, where it may land.
+    let mut fixes = Vec::with_capacity(placed.len());
+    for (mut f, r) in placed.into_iter().zip(&resolved) {
+        if names(&refused, cx, f.rule) {
+            continue;
+        }
+        match fix::build(cx, &f, r, &cache) {
+            Ok(regions) => {
+                f.regions = regions;
+                fixes.push(f);
+            }
+            Err(failure) => failed.push(*failure),
+        }
+    }
+    failed.extend(refused);
+    let refused = check::run(passes, Stage::Edits, cx, &fixes);
+    fixes.retain(|f| !names(&refused, cx, f.rule));
+    failed.extend(refused);
+    let order = |f: &Failure| {
+        let rule = |&i: &usize| f.rule.as_deref() == Some(cx.plan.rule(i).id.as_str());
+        rules.iter().position(rule).unwrap_or(usize::MAX)
+    };
+    failed.sort_by_key(order);
+    // The imports the rules that fit need.
+    let fit: Vec<usize> = rules
+        .iter()
+        .copied()
+        .filter(|&i| !names(&failed, cx, i))
+        .collect();
+    let (imports, import_failures) = fix::imports(cx, &fit);
+    failed.extend(import_failures);
+    stop_at(failed)?;
+    // In the rules' order: the order of edits at one place.
+    fixes.extend(imports);
+    fixes.sort_by_key(|f| f.rule);
+    Ok(fixes)
+}
+
+/// The text `fixes` make, once they pass the checks of the fixes together, stage by
+/// stage; or the failures of the first stage that fails.
+fn together(
+    passes: &[&dyn Pass],
+    cx: &FileContext,
+    fixes: Vec<Fix>,
+) -> Result<(Vec<Fix>, String), Vec<Failure>> {
+    stop_at(check::run(passes, Stage::Together, cx, &fixes))?;
+    let text = {
+        let regions: Vec<(usize, &Region)> = fixes
+            .iter()
+            .flat_map(|f| f.regions.iter().map(move |r| (f.rule, r)))
+            .collect();
+        let planned = Planned::new(&cx.src.text, &regions)
+            .map_err(|e| vec![cx.fail(FailureKind::Overlap, None, e.to_string())])?;
+        let with_text = FileContext {
+            planned: Some(&planned),
+            ..*cx
+        };
+        for stage in [Stage::Parse, Stage::Names] {
+            stop_at(check::run(passes, stage, &with_text, &fixes))?;
+        }
+        planned.text
+    };
+    Ok((fixes, text))
+}
+
+/// Whether one of `failures` is of rule `index`.
+fn names(failures: &[Failure], cx: &FileContext, index: usize) -> bool {
+    let id = cx.plan.rule(index).id.as_str();
+    failures.iter().any(|f| f.rule.as_deref() == Some(id))
+}
+
+/// Stop when there are failures.
+fn stop_at(failures: Vec<Failure>) -> Result<(), Vec<Failure>> {
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures)
+    }
 }
 
 fn line_byte_range(text: &str, first_line: usize, last_line: usize) -> Range<usize> {
@@ -456,6 +328,248 @@ fn line_byte_range(text: &str, first_line: usize, last_line: usize) -> Range<usi
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codemod::edit::Edit;
+    use crate::codemod::fix::Place;
+    use crate::rules::RuleSet;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    /// A rule set of its own: `rules` (TOML `[[rule]]` tables) in a set named `t`, which
+    /// forbids code inside `torch.compile`.
+    fn rule_set(rules: &str) -> RuleSet {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = "name = \"t\"\ndescription = \"t\"\nsource_dir = \".\"\n\n[[forbid_inside]]\ndecorator = \"torch.compile\"\nreason = \"it is compiled\"\n";
+        std::fs::write(dir.path().join("ruleset.toml"), manifest).unwrap();
+        std::fs::write(dir.path().join("rules.toml"), rules).unwrap();
+        crate::rules::load_rule_set(dir.path().to_str().unwrap()).unwrap()
+    }
+
+    /// Plan every rule of `set` on `text` (as `m.py`) with the checks `passes`.
+    fn plan(set: &RuleSet, text: &str, passes: &[&dyn Pass]) -> FilePlan {
+        let (params, blocked) = (BTreeMap::new(), BTreeMap::new());
+        let ctx = PlanContext {
+            rule_set: set,
+            params: &params,
+            first_party: &[],
+            style: &crate::python::style::Style::default(),
+            blocked: &blocked,
+        };
+        let rules: Vec<(usize, &Rule)> = set.rules.iter().enumerate().collect();
+        plan_with(passes, "m.py", text, &rules, &ctx)
+    }
+
+    const HOST: &str = "import os\r\n\r\n\r\ndef step(x):\r\n    y = x * 2\r\n    return y\r\n";
+
+    const RULES: &str = r#"
+[[rule]]
+id = "1.after"
+group = "1"
+file = "m.py"
+summary = "s"
+scope = ["def step"]
+anchor = "y = x * 2"
+position = "after"
+imports = ["import sys"]
+template = "sys.stdout.write(str(y))"
+
+[[rule]]
+id = "1.top"
+group = "1"
+file = "m.py"
+summary = "s"
+scope = ["def step"]
+position = "body-start"
+template = "_t = os.getpid()"
+"#;
+
+    /// A check of one's own: a failure at `stage` for rule `1.top`, saying what it saw.
+    struct Planted(Stage);
+
+    impl Pass for Planted {
+        fn stage(&self) -> Stage {
+            self.0
+        }
+        fn check(&self, cx: &FileContext, fixes: &[Fix]) -> Vec<Failure> {
+            let top = fixes.iter().find(|f| cx.plan.rule(f.rule).id == "1.top");
+            let Some(top) = top else { return Vec::new() };
+            let saw = match cx.planned {
+                Some(p) => format!("{} regions, {} bytes", p.placed.len(), p.text.len()),
+                None => format!("{} regions", top.regions.len()),
+            };
+            vec![cx.fail_rule(top.rule, FailureKind::Template, Some(top.place.line), saw)]
+        }
+    }
+
+    #[test]
+    fn the_fixes_leave_planning_and_apply_to_what_was_planned() {
+        let set = rule_set(RULES);
+        let p = plan(&set, HOST, check::PASSES);
+        assert!(p.failures.is_empty(), "{:?}", p.failures);
+        assert_eq!(p.applied, vec!["1.after", "1.top"]);
+        assert_eq!(p.stripped, HOST);
+        // Each fix: its rule, its place, its edits as plain data (CRLF, as the file is).
+        let edits = |f: &Fix| -> Vec<(Range<usize>, Vec<String>)> {
+            f.regions
+                .iter()
+                .map(|r| {
+                    let e = Edit::of(r);
+                    let lines = e.content.split_inclusive("\r\n").map(str::to_string);
+                    (e.range, lines.map(|l| markers_masked(&l)).collect())
+                })
+                .collect()
+        };
+        let open = |rule: &str| {
+            format!("    # >>> instrument t {rule} (take out: instrument remove) h=########\r\n")
+        };
+        let close = |rule: &str| format!("    # <<< instrument t {rule}\r\n");
+        let got: Vec<_> = p
+            .fixes
+            .iter()
+            .map(|f| (f.rule, f.place.clone(), edits(f)))
+            .collect();
+        let (after_y, top) = (
+            HOST.find("    return").unwrap(),
+            HOST.find("    y =").unwrap(),
+        );
+        let want = vec![
+            (
+                0,
+                Place { line: 5, functions: vec![(None, "step".into())] },
+                vec![(after_y..after_y, vec![open("1.after"), "    sys.stdout.write(str(y))\r\n".into(), close("1.after")])],
+            ),
+            (
+                0,
+                Place { line: 2, functions: Vec::new() },
+                vec![(11..11, vec!["import sys  # instrument t 1.after (take out: instrument remove) h=########\r\n".into()])],
+            ),
+            (
+                1,
+                Place { line: 4, functions: vec![(None, "step".into())] },
+                vec![(top..top, vec![open("1.top"), "    _t = os.getpid()\r\n".into(), close("1.top")])],
+            ),
+        ];
+        assert_eq!(got, want);
+        // What leaves planning is what the one apply function makes of the fixes.
+        let regions: Vec<&Region> = p.fixes.iter().flat_map(|f| &f.regions).collect();
+        assert_eq!(edit::apply(&p.stripped, &regions).unwrap().text, p.after);
+    }
+
+    /// The marker hash masked (it is the markers' business, tested there).
+    fn markers_masked(line: &str) -> String {
+        match line.find(" h=") {
+            Some(i) => format!("{} h=########{}", &line[..i], &line[i + 11..]),
+            None => line.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_pass_added_to_the_list_runs_and_its_failure_surfaces() {
+        let set = rule_set(RULES);
+        let failures = |stage| {
+            let planted = Planted(stage);
+            let passes: Vec<&dyn Pass> = check::PASSES
+                .iter()
+                .copied()
+                .chain([&planted as &dyn Pass])
+                .collect();
+            let p = plan(&set, HOST, &passes);
+            // Nothing is applied when a check fails.
+            assert_eq!(
+                (p.after.as_str(), p.applied.len(), p.fixes.len()),
+                (HOST, 0, 0)
+            );
+            serde_json::to_value(&p.failures).unwrap()
+        };
+        let failure = |message: &str| {
+            json!([{
+                "kind": "template",
+                "file": "m.py",
+                "line": 4,
+                "rule": "1.top",
+                "group": "1",
+                "message": message,
+                "candidates": [],
+                "name": null,
+            }])
+        };
+        // Before the regions are built, alone; then with the regions; then together with
+        // the others (the import included), on the planned text, on its names.
+        assert_eq!(failures(Stage::Place), failure("0 regions"));
+        assert_eq!(failures(Stage::Edits), failure("1 regions"));
+        assert_eq!(failures(Stage::Together), failure("1 regions"));
+        let whole = plan(&set, HOST, check::PASSES).after;
+        let planned = format!("3 regions, {} bytes", whole.len());
+        assert_eq!(failures(Stage::Parse), failure(&planned));
+        assert_eq!(failures(Stage::Names), failure(&planned));
+    }
+
+    #[test]
+    fn each_rule_fails_at_its_first_step_and_in_the_rules_order() {
+        // Rule 1 cannot render its template; rule 2 lands in compiled code and cannot
+        // render either: the compiled code is what it is refused for. Rule 3 fits.
+        let set = rule_set(
+            r#"
+[[rule]]
+id = "1.bad"
+group = "1"
+file = "m.py"
+summary = "s"
+scope = ["def step"]
+position = "body-end"
+template = "print($NOPE)"
+
+[[rule]]
+id = "2.hot"
+group = "2"
+file = "m.py"
+summary = "s"
+scope = ["def hot"]
+position = "body-start"
+template = "print($NOPE)"
+
+[[rule]]
+id = "3.ok"
+group = "3"
+file = "m.py"
+summary = "s"
+scope = ["def step"]
+position = "body-end"
+template = "print(x)"
+"#,
+        );
+        let host = "import torch\n\n\n@torch.compile\ndef hot(x):\n    return x\n\n\ndef step(x):\n    return x\n";
+        let p = plan(&set, host, check::PASSES);
+        let failure = |kind, rule: &str, line: Option<usize>, message: &str| {
+            json!({
+                "kind": kind,
+                "file": "m.py",
+                "line": line,
+                "rule": rule,
+                "group": &rule[..1],
+                "message": message,
+                "candidates": [],
+                "name": null,
+            })
+        };
+        assert_eq!(
+            serde_json::to_value(&p.failures).unwrap(),
+            json!([
+                failure(
+                    "template",
+                    "1.bad",
+                    None,
+                    "the template uses $NOPE, which no pattern of the rule binds"
+                ),
+                failure(
+                    "placement",
+                    "2.hot",
+                    Some(5),
+                    "refusing to insert into `hot`, which is decorated with `@torch.compile` (torch.compile): it is compiled"
+                ),
+            ])
+        );
+        assert_eq!(p.after, host);
+    }
 
     #[test]
     fn indent_unit_follows_the_file() {

@@ -180,11 +180,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                             failures.push(f);
                         } else {
                             for (_, r) in rules {
-                                failures.push(Failure {
-                                    rule: Some(r.id.clone()),
-                                    group: Some(r.group.clone()),
-                                    ..f.clone()
-                                });
+                                failures.push(f.clone().for_rule(r));
                             }
                             if rules.is_empty() {
                                 failures.push(f);
@@ -213,26 +209,13 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                             format!("cannot read the target file: {e}"),
                         ),
                     };
-                    let failure = Failure {
-                        kind,
-                        file: file.clone(),
-                        line,
-                        rule: None,
-                        group: None,
-                        message,
-                        candidates: Vec::new(),
-                        name: None,
-                    };
+                    let failure = Failure::new(kind, file.as_str(), line, message);
                     if kind == FailureKind::Encoding || rules.is_empty() {
                         // Not the rules' fault: one failure for the file.
                         failures.push(failure);
                     } else {
                         for (_, r) in rules {
-                            failures.push(Failure {
-                                rule: Some(r.id.clone()),
-                                group: Some(r.group.clone()),
-                                ..failure.clone()
-                            });
+                            failures.push(failure.clone().for_rule(r));
                         }
                     }
                 }
@@ -375,24 +358,18 @@ pub fn plan_remove(
 ) -> (Vec<RemovePlan>, Vec<Failure>) {
     let mut plans = Vec::new();
     let mut failures = Vec::new();
-    let failure = |file: &str, line, rule, message: String| Failure {
-        kind: FailureKind::Markers,
-        file: file.to_string(),
-        line,
-        rule,
-        group: None,
-        message,
-        candidates: Vec::new(),
-        name: None,
-    };
+    let failure =
+        |file: &str, line, message: String| Failure::new(FailureKind::Markers, file, line, message);
     for rel in files {
         let bytes = match std::fs::read(root.join(rel)) {
             Ok(b) => b,
             Err(e) => {
-                failures.push(Failure {
-                    kind: FailureKind::File,
-                    ..failure(rel, None, None, format!("cannot read it: {e}"))
-                });
+                failures.push(Failure::new(
+                    FailureKind::File,
+                    rel.as_str(),
+                    None,
+                    format!("cannot read it: {e}"),
+                ));
                 continue;
             }
         };
@@ -408,9 +385,8 @@ pub fn plan_remove(
                         failures.push(failure(
                             rel,
                             Some(r.marker_line + 1),
-                            Some(r.rule.clone()),
                             "this region was edited by hand since it was added; review it, then use --force to take it out anyway (the original is restored from its `# |` lines)".into(),
-                        ));
+                        ).for_rule_id(&r.rule, None));
                     }
                     continue;
                 }
@@ -425,7 +401,6 @@ pub fn plan_remove(
             Err(e) => failures.push(failure(
                 rel,
                 Some(e.line),
-                None,
                 format!(
                     "{}; fix the markers by hand (or restore the file from version control)",
                     e.message

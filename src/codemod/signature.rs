@@ -5,7 +5,8 @@ use crate::python::KindOf;
 use tree_sitter::Node;
 
 use super::anchor;
-use super::edit::{Edit, PlanContext, Shape, line_start, next_line_start};
+use super::context::PlanContext;
+use super::edit::{Region, Shape, eols_of, line_start, next_line_start};
 use super::markers;
 use super::template;
 use crate::python::Source;
@@ -17,18 +18,23 @@ use crate::rules::Rule;
 /// hugged on one indented line) is rewritten whole as that layout, with the magic
 /// trailing comma that makes ruff keep it: a region from the `def` to its colon, closed
 /// at the end of the colon's line (a close marker of its own line would be re-indented).
+/// The region's lines end with `eol`, the file's.
 pub(super) fn plan_add_parameter(
     src: &Source,
     rule: &Rule,
-    index: usize,
     resolved: &anchor::Resolved,
     ctx: &PlanContext,
     unit: &str,
-) -> Result<Vec<Edit>, String> {
+    eol: &'static str,
+) -> Result<Vec<Region>, String> {
     let func = resolved.scope;
     if func.kind_of() != "function_definition" {
         return Err("add-parameter needs a `def` scope".into());
     }
+    // The parameter is bound in the function's body: the name checks look there.
+    let scope_at = func
+        .field("body")
+        .map_or(func.start_byte(), |b| b.start_byte());
     let params = func
         .field("parameters")
         .ok_or("the function has no parameter list")?;
@@ -87,25 +93,19 @@ pub(super) fn plan_add_parameter(
         {
             l.push(',');
         }
-        let lines = markers::render(
-            &base,
-            &ctx.rule_set.manifest.name,
-            &rule.id,
-            &used,
-            &[],
-            &r.lines,
-        );
+        let lines = markers::render(&base, ctx.set_name(), &rule.id, &used, &[], &r.lines);
         // A parameter's default is read where the function is defined, not inside it.
-        return Ok(vec![Edit {
+        return Ok(vec![Region {
             start: at,
             end: at,
             lines,
             checked: Vec::new(),
-            rule_index: index,
             stash_eols: Vec::new(),
+            eol,
             base,
             shape: Shape::Parameters,
             original: Vec::new(),
+            scope_at,
         }]);
     }
     // Rewrite the header from `def` to its colon.
@@ -192,28 +192,18 @@ pub(super) fn plan_add_parameter(
         .split('\n')
         .map(|l| l.trim_end_matches('\r'))
         .collect();
-    let stash_eols = original
-        .split_inclusive('\n')
-        .map(|l| if l.ends_with("\r\n") { "\r\n" } else { "\n" })
-        .collect();
-    let region = markers::render_with(
-        &base,
-        &ctx.rule_set.manifest.name,
-        &rule.id,
-        &used,
-        &stash,
-        &lines,
-        true,
-    );
-    Ok(vec![Edit {
+    let stash_eols = eols_of(original);
+    let region = markers::render_with(&base, ctx.set_name(), &rule.id, &used, &stash, &lines, true);
+    Ok(vec![Region {
         start,
         end,
         lines: region,
         checked: Vec::new(),
-        rule_index: index,
         stash_eols,
+        eol,
         base,
         shape: Shape::Signature,
         original: Vec::new(),
+        scope_at,
     }])
 }

@@ -7,9 +7,39 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use super::Placed;
+use super::{Pass, Stage};
+use crate::codemod::context::FileContext;
+use crate::codemod::failure::{Failure, FailureKind};
+use crate::codemod::fix::Fix;
+use crate::codemod::planned::Placed;
 use crate::python::Source;
 use crate::python::binds::{HostUses, bound_names, scope_at};
+
+/// The pass: inserted code that binds a name the host uses.
+pub(in crate::codemod) struct Binds;
+
+impl Pass for Binds {
+    fn stage(&self) -> Stage {
+        Stage::Names
+    }
+
+    fn check(&self, cx: &FileContext, _: &[Fix]) -> Vec<Failure> {
+        let placed = &cx.planned().placed;
+        let gone: Vec<Range<usize>> = placed
+            .iter()
+            .map(|p| p.edit)
+            .filter(|e| e.drops_host_code())
+            .map(|e| e.start..e.end)
+            .collect();
+        check(cx.src, placed, &gone)
+            .into_iter()
+            .map(|c| {
+                cx.fail_rule(c.rule, FailureKind::Name, Some(c.line), c.message())
+                    .with_name(&c.name)
+            })
+            .collect()
+    }
+}
 
 /// An inserted binding of a name the host uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,17 +90,17 @@ pub(in crate::codemod) fn check(
         } else {
             HashSet::new()
         };
-        let scope = scope_at(original, p.scope_at);
+        let scope = scope_at(original, p.edit.scope_at);
         for b in bindings {
             if rebinds.contains(&b.name) {
                 continue;
             }
             let host = if b.module { original.root() } else { scope };
             if let Some(by) = uses.uses(host, &b.name)
-                && seen.insert((p.edit.rule_index, b.name.clone()))
+                && seen.insert((p.rule, b.name.clone()))
             {
                 out.push(Clash {
-                    rule: p.edit.rule_index,
+                    rule: p.rule,
                     line: p.first_line + block.line_of(b.at),
                     name: b.name.clone(),
                     scope: by,
@@ -83,29 +113,20 @@ pub(in crate::codemod) fn check(
 
 #[cfg(test)]
 mod tests {
-    use super::super::Block;
     use super::*;
-    use crate::codemod::edit::{Edit, Shape};
+    use crate::codemod::edit::Shape;
+    use crate::codemod::fix::tests::region;
+    use crate::codemod::planned::Block;
 
     /// Clashes of `inserted` (at `base`), placed before the line of `host` that starts
     /// with `before`.
     fn clashes(host: &str, before: &str, base: &str, inserted: &[&str]) -> Vec<(String, String)> {
         let src = Source::parse(host.to_string());
         let at = host.find(before).expect("the line");
-        let e = Edit {
-            start: at,
-            end: at,
-            lines: inserted.iter().map(|l| l.to_string()).collect(),
-            checked: (0..inserted.len()).collect(),
-            rule_index: 0,
-            stash_eols: Vec::new(),
-            base: base.to_string(),
-            shape: Shape::Statements,
-            original: Vec::new(),
-        };
+        let e = region(at..at, base, inserted, Shape::Statements);
         let p = Placed {
             edit: &e,
-            scope_at: at + base.len(),
+            rule: 0,
             seq: 1,
             first_line: 1,
             block: Block::of(&e),
@@ -194,20 +215,15 @@ mod tests {
         let src = Source::parse(host.to_string());
         let start = host.find("    outs").unwrap();
         let end = host.find("    return").unwrap();
-        let e = Edit {
-            start,
-            end,
-            lines: vec!["    outs = g(x, flag=1)".into()],
-            checked: vec![0],
-            rule_index: 0,
-            stash_eols: Vec::new(),
-            base: "    ".into(),
-            shape: Shape::Statements,
-            original: Vec::new(),
-        };
+        let e = region(
+            start..end,
+            "    ",
+            &["    outs = g(x, flag=1)"],
+            Shape::Statements,
+        );
         let p = Placed {
             edit: &e,
-            scope_at: start + 4,
+            rule: 0,
             seq: 1,
             first_line: 1,
             block: Block::of(&e),

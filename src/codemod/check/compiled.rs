@@ -4,8 +4,37 @@
 
 use std::collections::BTreeSet;
 
+use super::{Pass, Stage};
+use crate::codemod::context::FileContext;
+use crate::codemod::failure::{Failure, FailureKind};
+use crate::codemod::fix::Fix;
 use crate::python::{self, Source};
 use crate::rules::ForbiddenDecorator;
+
+/// The pass: a fix whose place is in compiled code is refused, before its regions are
+/// built (a rule there fails for that, whatever else it would fail for).
+pub(in crate::codemod) struct Compiled;
+
+impl Pass for Compiled {
+    fn stage(&self) -> Stage {
+        Stage::Place
+    }
+
+    fn check(&self, cx: &FileContext, fixes: &[Fix]) -> Vec<Failure> {
+        if fixes.is_empty() {
+            return Vec::new();
+        }
+        let forbid = cx.plan.forbid_inside();
+        let here = CompiledHere::of(cx.src, forbid);
+        fixes
+            .iter()
+            .filter_map(|f| {
+                let why = here.refusal(&f.place.functions, forbid)?;
+                Some(cx.fail_rule(f.rule, FailureKind::Placement, Some(f.place.line), why))
+            })
+            .collect()
+    }
+}
 
 /// What in a file is compiled.
 pub(in crate::codemod) struct CompiledHere {

@@ -1,9 +1,9 @@
-//! The checks a file's fixes pass before anything is written, each a pass of its own over
-//! the fixes (as ruff checks its `Fix`es): never inside compiled code (`compiled`), never
-//! inside another rule set's region nor on the same lines as another rule (`overlap`),
-//! the inserted code parses (`syntax`), every name it reads exists where it lands
-//! (`names`), it binds only names of its own (`binds`). The inserted code is parsed on its
-//! own (`Block`), and read against the original file's tree: the file is parsed once.
+//! The checks a file's fixes pass before anything is written, as ruff's rules are passes
+//! over the code, each behind one interface (`Pass`). The planner (`plan`) runs the list
+//! (`PASSES`) stage by stage: never inside compiled code (`compiled`), never inside
+//! another rule set's region nor on the same lines as another rule (`overlap`), the
+//! inserted code parses (`syntax`), every name it reads exists where it lands (`names`),
+//! it binds only names of its own (`binds`). Adding a check is adding a pass to the list.
 
 pub(super) mod binds;
 pub(super) mod compiled;
@@ -11,158 +11,58 @@ pub(super) mod names;
 pub(super) mod overlap;
 pub(super) mod syntax;
 
-use std::ops::Range;
+use super::context::FileContext;
+use super::failure::Failure;
+use super::fix::Fix;
 
-use super::edit::{Edit, Shape};
-use super::markers;
-use crate::python::Source;
-
-/// The code of one edit as a module of its own: the region's lines without their base
-/// indentation (a parameter list or a header wrapped so that it parses), and where each
-/// of the region's lines starts in it.
-pub(super) struct Block {
-    pub(super) src: Source,
-    /// Byte offset in `src` of each line of the region.
-    pub(super) line_starts: Vec<usize>,
-    /// What it reads and binds (found once, for the name and the binding checks).
-    facts: std::cell::OnceCell<Facts>,
+/// When a pass runs, by what it reads. At the first two stages a failure drops only the
+/// fix of the rule it names (the other rules are still checked, so that a report names
+/// every rule that does not fit); from `Together` on, the fixes are checked as one plan,
+/// and a failure at one stage stops the file before the next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Stage {
+    /// Each fix's place (`Fix::place`), before its regions are built.
+    Place,
+    /// Each fix's regions, alone.
+    Edits,
+    /// The fixes together, imports included.
+    Together,
+    /// The planned text (`FileContext::planned`) as a whole.
+    Parse,
+    /// The planned code: what it reads and binds.
+    Names,
 }
 
-/// A block's reads and bindings.
-pub(super) struct Facts {
-    pub(super) open: Vec<crate::python::names::OpenRead>,
-    pub(super) bindings: Vec<crate::python::binds::LevelBinding>,
+/// One check of a file's fixes.
+pub(super) trait Pass: Sync {
+    /// When it runs.
+    fn stage(&self) -> Stage;
+
+    /// The failures of `fixes`: those that passed the stages before, in the rules' order.
+    /// Each failure of a per-fix stage names its rule.
+    fn check(&self, cx: &FileContext, fixes: &[Fix]) -> Vec<Failure>;
 }
 
-impl Block {
-    /// The block of `edit`, or None when a line of it does not start with the region's
-    /// indentation (then only the whole file's parse can say what it is).
-    pub(super) fn of(edit: &Edit) -> Option<Block> {
-        let (head, indent, tail) = match edit.shape {
-            Shape::Statements | Shape::Import => ("", "", ""),
-            // One parameter per line, in a list of its own.
-            Shape::Parameters => ("def _(\n", "    ", "): pass\n"),
-            // `def f(...):` with a body.
-            Shape::Signature => ("", "", "    pass\n"),
-        };
-        let mut text = String::with_capacity(
-            head.len() + tail.len() + edit.lines.iter().map(|l| l.len() + 1).sum::<usize>(),
-        );
-        text.push_str(head);
-        let mut line_starts = Vec::with_capacity(edit.lines.len());
-        for (i, line) in edit.lines.iter().enumerate() {
-            line_starts.push(text.len());
-            // The region's own comment lines (its markers, the originals it keeps after
-            // `# |`) are comments wherever they stand: left out of the parse.
-            let own_comment = edit.shape != Shape::Signature
-                && (markers::is_marker_line(line) || i > 0 && line.trim_start().starts_with("# |"));
-            if own_comment && !edit.original.contains(&i) {
-                text.push('\n');
-                continue;
-            }
-            let rest = match line.strip_prefix(edit.base.as_str()) {
-                Some(rest) => rest,
-                // A blank line, or a line of a string copied from the original: text,
-                // whatever its indentation.
-                None if line.trim().is_empty() || edit.original.contains(&i) => line.as_str(),
-                None => return None,
-            };
-            if !rest.is_empty() {
-                text.push_str(indent);
-            }
-            text.push_str(rest);
-            text.push('\n');
-        }
-        text.push_str(tail);
-        Some(Block {
-            src: Source::parse(text),
-            line_starts,
-            facts: std::cell::OnceCell::new(),
-        })
-    }
+/// Every check, in the order they run (and, within a stage, report).
+pub(super) const PASSES: &[&dyn Pass] = &[
+    &compiled::Compiled,
+    &overlap::Foreign,
+    &overlap::Overlap,
+    &syntax::Syntax,
+    &names::Names,
+    &binds::Binds,
+];
 
-    fn facts(&self) -> &Facts {
-        self.facts.get_or_init(|| {
-            let f = crate::python::names::code_facts(&self.src);
-            Facts {
-                open: f.open,
-                bindings: f
-                    .level
-                    .into_iter()
-                    .map(|(name, at, module)| crate::python::binds::LevelBinding {
-                        name,
-                        at,
-                        module,
-                    })
-                    .collect(),
-            }
-        })
-    }
-
-    /// What the code binds at the level of the scope it lands in.
-    pub(super) fn bindings(&self) -> &[crate::python::binds::LevelBinding] {
-        &self.facts().bindings
-    }
-
-    /// The reads in `ranges` the code does not bind before them.
-    pub(super) fn open_reads_in(
-        &self,
-        ranges: &[Range<usize>],
-    ) -> impl Iterator<Item = &crate::python::names::OpenRead> {
-        self.facts()
-            .open
-            .iter()
-            .filter(move |r| ranges.iter().any(|g| g.contains(&r.at)))
-    }
-
-    /// The region's line (0-based) holding byte `at` of the block.
-    pub(super) fn line_of(&self, at: usize) -> usize {
-        self.line_starts
-            .partition_point(|&s| s <= at)
-            .saturating_sub(1)
-    }
-
-    /// The byte ranges in the block of the region's lines `lines`.
-    pub(super) fn ranges_of(&self, lines: &[usize]) -> Vec<Range<usize>> {
-        lines
-            .iter()
-            .filter_map(|&i| {
-                let start = *self.line_starts.get(i)?;
-                let end = self
-                    .line_starts
-                    .get(i + 1)
-                    .copied()
-                    .unwrap_or(self.src.text.len());
-                Some(start..end)
-            })
-            .collect()
-    }
-}
-
-/// An edit as the checks see it, in the order the edits are applied.
-pub(super) struct Placed<'a> {
-    pub(super) edit: &'a Edit,
-    /// A byte of the original text in the scope the code lands in.
-    pub(super) scope_at: usize,
-    /// Its place among the edits that go to the same byte (1-based).
-    pub(super) seq: usize,
-    /// 1-based line of the region's first line in the planned text.
-    pub(super) first_line: usize,
-    pub(super) block: Option<Block>,
-}
-
-impl Placed<'_> {
-    /// Where the code goes, for the name checks.
-    pub(super) fn point(&self) -> crate::python::host::Point {
-        crate::python::host::Point {
-            scope_at: self.scope_at,
-            order: (self.edit.start, self.seq),
-        }
-    }
-
-    /// Whether the names and bindings of this edit's code are checked: template code in a
-    /// block of statements.
-    pub(super) fn has_code(&self) -> bool {
-        self.edit.shape == Shape::Statements && !self.edit.checked.is_empty()
-    }
+/// The failures the passes of `stage` find in `fixes`, pass after pass.
+pub(super) fn run(
+    passes: &[&dyn Pass],
+    stage: Stage,
+    cx: &FileContext,
+    fixes: &[Fix],
+) -> Vec<Failure> {
+    passes
+        .iter()
+        .filter(|p| p.stage() == stage)
+        .flat_map(|p| p.check(cx, fixes))
+        .collect()
 }

@@ -8,11 +8,51 @@ use crate::python::KindOf;
 use std::collections::HashSet;
 use std::ops::Range;
 
-use super::Placed;
+use super::{Pass, Stage};
+use crate::codemod::context::FileContext;
 use crate::codemod::edit::Shape;
+use crate::codemod::failure::{Failure, FailureKind};
+use crate::codemod::fix::Fix;
+use crate::codemod::planned::Placed;
 use crate::python::Source;
 use crate::python::host::Host;
 use crate::python::names::Resolution;
+
+/// The pass: a name the inserted code reads that is not there where it lands.
+pub(in crate::codemod) struct Names;
+
+impl Pass for Names {
+    fn stage(&self) -> Stage {
+        Stage::Names
+    }
+
+    fn check(&self, cx: &FileContext, _: &[Fix]) -> Vec<Failure> {
+        let placed = &cx.planned().placed;
+        // What the replaced statements bound is gone.
+        let replaced: Vec<Range<usize>> = placed
+            .iter()
+            .map(|p| p.edit)
+            .filter(|e| e.end > e.start && e.shape == Shape::Statements)
+            .map(|e| e.start..e.end)
+            .collect();
+        check(cx.src, placed, replaced)
+            .into_iter()
+            .map(|m| {
+                let why = if m.later {
+                    "which is only assigned after this point"
+                } else {
+                    "which is not defined there (not a parameter, local, import, builtin or a name the rules define)"
+                };
+                let message = format!(
+                    "the inserted code reads `{}`, {why}; the rule does not fit this revision",
+                    m.name
+                );
+                cx.fail_rule(m.rule, FailureKind::Name, Some(m.line), message)
+                    .with_name(&m.name)
+            })
+            .collect()
+    }
+}
 
 /// A name inserted code reads that is not there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,11 +122,11 @@ pub(in crate::codemod) fn check(
                 Resolution::BoundLater => true,
                 Resolution::Unbound => read.bound_later,
             };
-            if !seen.insert((p.edit.rule_index, read.name.clone())) {
+            if !seen.insert((p.rule, read.name.clone())) {
                 continue;
             }
             out.push(Missing {
-                rule: p.edit.rule_index,
+                rule: p.rule,
                 name: read.name.clone(),
                 line: p.first_line + block.line_of(read.at),
                 later,
@@ -98,33 +138,24 @@ pub(in crate::codemod) fn check(
 
 #[cfg(test)]
 mod tests {
-    use super::super::Block;
     use super::*;
-    use crate::codemod::edit::{Edit, Shape};
+    use crate::codemod::edit::Region;
+    use crate::codemod::fix::tests::region;
+    use crate::codemod::planned::Block;
 
-    /// Place `lines` (at `base`) at byte `at` of `host`, as rule `rule`; `scope_at` is a
-    /// byte of the statement they land next to.
-    fn edit(at: usize, base: &str, lines: &[&str], rule: usize) -> Edit {
-        Edit {
-            start: at,
-            end: at,
-            lines: lines.iter().map(|l| l.to_string()).collect(),
-            checked: (0..lines.len()).collect(),
-            rule_index: rule,
-            stash_eols: Vec::new(),
-            base: base.to_string(),
-            shape: Shape::Statements,
-            original: Vec::new(),
-        }
+    /// Place `lines` (at `base`) at byte `at` of `host`, as rule `rule`, in the scope of
+    /// the statement they land next to.
+    fn edit(at: usize, base: &str, lines: &[&str], rule: usize) -> (usize, Region) {
+        (rule, region(at..at, base, lines, Shape::Statements))
     }
 
-    fn placed<'a>(e: &'a Edit, scope_at: usize, seq: usize) -> Placed<'a> {
+    fn placed(e: &(usize, Region), seq: usize) -> Placed<'_> {
         Placed {
-            edit: e,
-            scope_at,
+            edit: &e.1,
+            rule: e.0,
             seq,
             first_line: 10,
-            block: Block::of(e),
+            block: Block::of(&e.1),
         }
     }
 
@@ -152,14 +183,14 @@ mod tests {
             &["    print(x, y, torch.cuda, len, z, nope)"],
             0,
         );
-        let m = check(&src, &[placed(&e, at + 4, 1)], Vec::new());
+        let m = check(&src, &[placed(&e, 1)], Vec::new());
         // `z` is bound at module level: a function body runs after the module is loaded.
         assert_eq!(names(m), vec!["nope"]);
         // Before `y = x`, `y` is bound only later.
         let at = HOST.find("    y = x").unwrap();
         let e = edit(at, "    ", &["    print(y)"], 0);
         assert_eq!(
-            names(check(&src, &[placed(&e, at + 4, 1)], Vec::new())),
+            names(check(&src, &[placed(&e, 1)], Vec::new())),
             vec!["y(later)"]
         );
     }
@@ -171,19 +202,16 @@ mod tests {
         let flags = edit(top, "    ", &["    from m import _lmem", "    _do = x"], 0);
         let at = HOST.find("    return").unwrap();
         let user = edit(at, "    ", &["    if _do:", "        _lmem(y)"], 1);
-        let both = [placed(&flags, top + 4, 1), placed(&user, at + 4, 1)];
+        let both = [placed(&flags, 1), placed(&user, 1)];
         assert!(check(&src, &both, Vec::new()).is_empty());
         // Alone, the user's reads are missing; in the other order, bound only later.
         assert_eq!(
-            names(check(&src, &[placed(&user, at + 4, 1)], Vec::new())),
+            names(check(&src, &[placed(&user, 1)], Vec::new())),
             vec!["_do", "_lmem"]
         );
         let flags_late = edit(at, "    ", &["    _do = x"], 0);
         let user_early = edit(top, "    ", &["    print(_do)"], 1);
-        let swapped = [
-            placed(&user_early, top + 4, 1),
-            placed(&flags_late, at + 4, 1),
-        ];
+        let swapped = [placed(&user_early, 1), placed(&flags_late, 1)];
         assert_eq!(names(check(&src, &swapped, Vec::new())), vec!["_do(later)"]);
     }
 
@@ -193,11 +221,11 @@ mod tests {
         let start = HOST.find("    y = x").unwrap();
         let end = HOST.find("    return").unwrap();
         let mut replace = edit(start, "    ", &["    _y = x"], 0);
-        replace.end = end;
+        replace.1.end = end;
         let after = edit(end, "    ", &["    print(y)"], 1);
         let m = check(
             &src,
-            &[placed(&replace, start + 4, 1), placed(&after, end + 4, 1)],
+            &[placed(&replace, 1), placed(&after, 1)],
             std::slice::from_ref(&(start..end)).to_vec(),
         );
         assert_eq!(names(m), vec!["y"]);
@@ -221,7 +249,7 @@ mod tests {
         // `later` is read in a function of the code's own: bound anywhere at module level
         // would do; it is bound nowhere.
         assert_eq!(
-            names(check(&src, &[placed(&e, at, 1)], Vec::new())),
+            names(check(&src, &[placed(&e, 1)], Vec::new())),
             vec!["later"]
         );
     }

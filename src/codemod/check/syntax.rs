@@ -4,8 +4,57 @@
 //! a region's own parse cannot decide (a line less indented than the region, or an error
 //! in it) is the whole planned file parsed again, as the one that decides.
 
-use super::Placed;
+use super::{Pass, Stage};
+use crate::codemod::context::FileContext;
+use crate::codemod::failure::{Failure, FailureKind};
+use crate::codemod::fix::Fix;
+use crate::codemod::planned::Placed;
 use crate::python::{Source, SyntaxErrorAt};
+
+/// The pass: the planned text parses; where it does not, nothing is written.
+pub(in crate::codemod) struct Syntax;
+
+impl Pass for Syntax {
+    fn stage(&self) -> Stage {
+        Stage::Parse
+    }
+
+    fn check(&self, cx: &FileContext, _: &[Fix]) -> Vec<Failure> {
+        let planned = cx.planned();
+        let whole = match blocks(&planned.placed) {
+            Verdict::Parses => {
+                // Debug builds (the tests) check the decision against the whole file.
+                if cfg!(debug_assertions) {
+                    let err = whole_file(cx.src, planned.text.clone(), &planned.spans);
+                    assert!(
+                        err.is_none(),
+                        "{}: the regions parse on their own, the file does not: {err:?}",
+                        cx.file
+                    );
+                }
+                None
+            }
+            Verdict::Undecided => whole_file(cx.src, planned.text.clone(), &planned.spans),
+        };
+        let Some(err) = whole else {
+            return Vec::new();
+        };
+        let rules = planned
+            .placed
+            .iter()
+            .map(|p| cx.plan.rule(p.rule).id.as_str())
+            .collect::<Vec<_>>()
+            .join(", ");
+        vec![cx.fail(
+            FailureKind::Syntax,
+            Some(err.line),
+            format!(
+                "the planned edits would not parse at column {} (rules {rules}); nothing was written",
+                err.column
+            ),
+        )]
+    }
+}
 
 /// What the regions' own parses say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,28 +91,19 @@ pub(in crate::codemod) fn whole_file(
 
 #[cfg(test)]
 mod tests {
-    use super::super::Block;
     use super::*;
-    use crate::codemod::edit::{Edit, Shape};
+    use crate::codemod::edit::{Region, Shape};
+    use crate::codemod::fix::tests::region;
+    use crate::codemod::planned::Block;
 
-    fn edit(base: &str, lines: &[&str], shape: Shape) -> Edit {
-        Edit {
-            start: 0,
-            end: 0,
-            lines: lines.iter().map(|l| l.to_string()).collect(),
-            checked: (0..lines.len()).collect(),
-            rule_index: 0,
-            stash_eols: Vec::new(),
-            base: base.to_string(),
-            shape,
-            original: Vec::new(),
-        }
+    fn edit(base: &str, lines: &[&str], shape: Shape) -> Region {
+        region(0..0, base, lines, shape)
     }
 
-    fn verdict(e: &Edit) -> Verdict {
+    fn verdict(e: &Region) -> Verdict {
         blocks(&[Placed {
             edit: e,
-            scope_at: 0,
+            rule: 0,
             seq: 1,
             first_line: 1,
             block: Block::of(e),
