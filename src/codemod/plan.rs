@@ -12,7 +12,7 @@ use super::anchor;
 use super::check::{self, Pass, Stage};
 use super::context::FileContext;
 pub use super::context::PlanContext;
-use super::edit::{self, Region, line_start};
+use super::edit::{self, ApplyError, Region, line_start};
 use super::failure::{Failure, FailureKind};
 pub(crate) use super::fix::describe_anchor_failure;
 use super::fix::{self, Fix};
@@ -277,8 +277,15 @@ fn together(
             .iter()
             .flat_map(|f| f.regions.iter().map(move |r| (f.rule, r)))
             .collect();
-        let planned = Planned::new(&cx.src.text, &regions)
-            .map_err(|e| vec![cx.fail(FailureKind::Overlap, None, e.to_string())])?;
+        // The overlap pass refuses what `apply` would; should it be left out, `apply` still
+        // refuses.
+        let planned = Planned::new(&cx.src.text, &regions).map_err(|e| {
+            let line = match &e {
+                ApplyError::Overlap { second, .. } => Some(cx.src.line_of(second.start)),
+                ApplyError::OutOfRange { .. } => None,
+            };
+            vec![cx.fail(FailureKind::Overlap, line, e.to_string())]
+        })?;
         let with_text = FileContext {
             planned: Some(&planned),
             ..*cx
@@ -501,6 +508,39 @@ template = "_t = os.getpid()"
         let planned = format!("3 regions, {} bytes", whole.len());
         assert_eq!(failures(Stage::Parse), failure(&planned));
         assert_eq!(failures(Stage::Names), failure(&planned));
+    }
+
+    #[test]
+    fn two_rules_on_the_same_lines_are_refused_by_the_check_and_by_apply() {
+        let rule = |id: &str, value| {
+            format!(
+                "[[rule]]\nid = \"{id}\"\ngroup = \"{}\"\nfile = \"m.py\"\nsummary = \"s\"\nscope = [\"def step\"]\nanchor = \"y = x * 2\"\nposition = \"replace\"\ntemplate = \"y = x * {value}\"\n",
+                &id[..1]
+            )
+        };
+        let set = rule_set(&format!("{}\n{}", rule("1.a", 3), rule("2.b", 4)));
+        let failures = |passes: &[&dyn Pass]| {
+            let p = plan(&set, HOST, passes);
+            assert_eq!((p.after.as_str(), p.fixes.len()), (HOST, 0));
+            serde_json::to_value(&p.failures).unwrap()
+        };
+        let (kind, line) = ("overlap", 5);
+        assert_eq!(
+            failures(check::PASSES),
+            json!([{"kind": kind, "file": "m.py", "line": line, "rule": "2.b", "group": "2",
+                "message": "edits the same lines as rule 1.a", "candidates": [], "name": null}])
+        );
+        let without: Vec<&dyn Pass> = check::PASSES
+            .iter()
+            .copied()
+            .filter(|p| p.stage() != Stage::Together)
+            .collect();
+        assert_eq!(
+            failures(&without),
+            json!([{"kind": kind, "file": "m.py", "line": line, "rule": null, "group": null,
+                "message": "the edit of bytes 29..44 overlaps the edit of bytes 29..44",
+                "candidates": [], "name": null}])
+        );
     }
 
     #[test]

@@ -19,7 +19,7 @@ use super::fix::Fix;
 /// fix of the rule it names (the other rules are still checked, so that a report names
 /// every rule that does not fit); from `Together` on, the fixes are checked as one plan,
 /// and a failure at one stage stops the file before the next.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Stage {
     /// Each fix's place (`Fix::place`), before its regions are built.
     Place,
