@@ -288,6 +288,19 @@ impl Build<'_, '_> {
             .collect()
     }
 
+    /// The template inserted at byte `at` (a line start) as statements at indentation
+    /// `base`; `scope_at` a byte of the scope it lands in.
+    pub(super) fn insert(
+        &self,
+        at: usize,
+        base: &str,
+        scope_at: usize,
+    ) -> Result<Vec<Region>, BuildError> {
+        let r = self.render(None, base)?;
+        let no_stash = (&[][..], Vec::new());
+        Ok(vec![self.statements(at..at, base, no_stash, &r, scope_at)])
+    }
+
     /// A region of statements at indentation `base`: `rendered` in its markers, which keep
     /// `stash` (the lines it replaces, each ending as `stash_eols` says), replacing
     /// `range`; `scope_at` a byte of the scope it lands in.

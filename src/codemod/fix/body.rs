@@ -77,15 +77,7 @@ pub(super) fn start(b: &Build) -> Result<Vec<Region>, BuildError> {
             line_start(text, first_child.start_byte())
         }
     };
-    let r = b.render(None, &base)?;
-    let no_stash = (&[][..], Vec::new());
-    Ok(vec![b.statements(
-        at..at,
-        &base,
-        no_stash,
-        &r,
-        first.start_byte(),
-    )])
+    b.insert(at, &base, first.start_byte())
 }
 
 /// `body-end`: below the body's last statement (its whole block, when compound).
@@ -95,13 +87,5 @@ pub(super) fn end(b: &Build) -> Result<Vec<Region>, BuildError> {
     own_lines(b.cx.src, last)
         .map_err(|why| BuildError::place(Some(last.start_position().row + 1), why))?;
     let at = next_line_start(&b.cx.src.text, last.end_byte());
-    let r = b.render(None, &base)?;
-    let no_stash = (&[][..], Vec::new());
-    Ok(vec![b.statements(
-        at..at,
-        &base,
-        no_stash,
-        &r,
-        last.start_byte(),
-    )])
+    b.insert(at, &base, last.start_byte())
 }

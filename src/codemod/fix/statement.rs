@@ -40,32 +40,16 @@ pub(super) fn before(b: &Build) -> Result<Vec<Region>, BuildError> {
         return Err(BuildError::place(line, Refusal::AboveDocstring));
     }
     let base = base_of(b.cx.src, stmt);
-    let r = b.render(None, base)?;
     let at = b.cache.outside(first_attached_comment(b.cx.src, stmt));
-    let no_stash = (&[][..], Vec::new());
-    Ok(vec![b.statements(
-        at..at,
-        base,
-        no_stash,
-        &r,
-        stmt.start_byte(),
-    )])
+    b.insert(at, base, stmt.start_byte())
 }
 
 /// `after`: below the anchor (below its whole block when it is compound).
 pub(super) fn after(b: &Build) -> Result<Vec<Region>, BuildError> {
     let stmt = anchor(b)?;
     let base = base_of(b.cx.src, stmt);
-    let r = b.render(None, base)?;
     let at = next_line_start(&b.cx.src.text, stmt.end_byte());
-    let no_stash = (&[][..], Vec::new());
-    Ok(vec![b.statements(
-        at..at,
-        base,
-        no_stash,
-        &r,
-        stmt.start_byte(),
-    )])
+    b.insert(at, base, stmt.start_byte())
 }
 
 /// `replace` and `wrap`: the anchor's lines replaced by the region, which keeps them
