@@ -172,25 +172,46 @@ print(f"[rank={_rank}] hello n={len(str({N}))}", flush=True)
 '''
 "#;
 
+/// Every group carries examples in each file it has rules in: a group none of whose
+/// rules in a file has one fails `test-rules`, in one line naming set, group and file.
 #[test]
 fn test_rules_fails_on_a_group_without_examples() {
     let dir = tempfile::tempdir().unwrap();
-    one_rule_set(
-        dir.path(),
-        &format!(
-            "{PRINTING_RULE}\n[[rule.prints]]\nkind = \"note\"\nlabel = \"hello\"\nline = \"[rank={{rank}}] hello n={{n}}\"\nfields = {{ n = \"int\" }}\n"
-        ),
-    );
-    let out = instrument(
-        &["test-rules", "--rules", dir.path().to_str().unwrap()],
-        &repo_root(),
-    );
+    let root = dir.path().to_str().unwrap();
+    let print = "[[rule.prints]]\nkind = \"note\"\nlabel = \"hello\"\nline = \"[rank={rank}] hello n={n}\"\nfields = { n = \"int\" }\n";
+    one_rule_set(dir.path(), &format!("{PRINTING_RULE}\n{print}"));
+    let out = instrument(&["test-rules", "--rules", root], &repo_root());
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
-    assert!(
-        stdout(&out).contains("FAIL group 1: none of its 1 rule(s) has examples"),
-        "{}",
-        stdout(&out)
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "FAIL rule set own group 1 in {root}/rules.toml: none of its 1 rule(s) there has examples; write [[rule.examples]] for each rule whose shape differs\n\
+             rule set own: 0 examples on 0 of 1 rules\n\
+             prints: 1 of 1 lines the templates of 1 rules print read back through 1 declarations\n\
+             1 passed, 1 failed\n"
+        )
     );
+    // With an example there, the group passes; its rules in another file need their own.
+    let example = "[[rule.examples]]\nbefore = '''\ndef f():\n    return 1\n'''\n";
+    one_rule_set(dir.path(), &format!("{PRINTING_RULE}\n{example}\n{print}"));
+    let other = PRINTING_RULE
+        .replace("1.hello", "1.again")
+        .replace("def f", "def g");
+    std::fs::write(dir.path().join("more.toml"), format!("{other}\n{print}")).unwrap();
+    let out = instrument(&["test-rules", "--rules", root], &repo_root());
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "FAIL rule set own group 1 in {root}/more.toml: none of its 1 rule(s) there has examples; write [[rule.examples]] for each rule whose shape differs\n\
+             rule set own: 1 examples on 1 of 2 rules\n\
+             prints: 2 of 2 lines the templates of 2 rules print read back through 2 declarations\n\
+             3 passed, 1 failed\n"
+        )
+    );
+    std::fs::remove_file(dir.path().join("more.toml")).unwrap();
+    let out = instrument(&["test-rules", "--rules", root], &repo_root());
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
 }
 
 #[test]
