@@ -16,6 +16,19 @@ use common::*;
 const LONG_RANKS: &str =
     "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31";
 const LONG_PATH: &str = "/data/a very long path/that/goes/on/and/on/for/quite/a/while/snaps";
+/// Every parameter of memory-prints given, the rank set and the path long.
+const EVERY_PARAMETER_LONG: [&str; 10] = [
+    "--ranks",
+    LONG_RANKS,
+    "--detail-layers",
+    "1,2",
+    "--step",
+    "5",
+    "--snapshot-dir",
+    LONG_PATH,
+    "--stacks",
+    "all",
+];
 
 /// Every case: (name, arguments), for each model name users type.
 fn cases() -> Vec<(String, Vec<String>)> {
@@ -41,24 +54,7 @@ fn cases() -> Vec<(String, Vec<String>)> {
         ));
         out.push((
             format!("{m}.all"),
-            with(
-                &[
-                    &[
-                        "--ranks",
-                        LONG_RANKS,
-                        "--detail-layers",
-                        "1,2",
-                        "--step",
-                        "5",
-                        "--snapshot-dir",
-                        LONG_PATH,
-                        "--stacks",
-                        "all",
-                    ][..],
-                    &dry,
-                ]
-                .concat(),
-            ),
+            with(&[&EVERY_PARAMETER_LONG[..], &dry].concat()),
         ));
         out.push((
             format!("{m}.layers0"),
@@ -228,22 +224,7 @@ fn add_on_the_real_trees_passes_pithtrains_ruff_and_removes_cleanly() {
     };
     let mut adds: Vec<Vec<&str>> = ["qwen3-moe", "qwen35-moe", "deepseek-v2", "gpt-oss"]
         .into_iter()
-        .map(|m| {
-            vec![
-                "add",
-                m,
-                "--ranks",
-                LONG_RANKS,
-                "--detail-layers",
-                "1,2",
-                "--step",
-                "5",
-                "--snapshot-dir",
-                LONG_PATH,
-                "--stacks",
-                "all",
-            ]
-        })
+        .map(|m| [&["add", m][..], &EVERY_PARAMETER_LONG[..]].concat())
         .collect();
     adds.push(vec![
         "add",
