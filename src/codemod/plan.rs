@@ -545,41 +545,24 @@ template = "_t = os.getpid()"
 
     #[test]
     fn each_rule_fails_at_its_first_step_and_in_the_rules_order() {
-        // Rule 1 cannot render its template; rule 2 lands in compiled code and cannot
-        // render either: the compiled code is what it is refused for. Rule 3 fits.
-        let set = rule_set(
-            r#"
-[[rule]]
-id = "1.bad"
-group = "1"
-file = "m.py"
-summary = "s"
-scope = ["def step"]
-position = "body-end"
-template = "print($NOPE)"
-
-[[rule]]
-id = "2.hot"
-group = "2"
-file = "m.py"
-summary = "s"
-scope = ["def hot"]
-position = "body-start"
-template = "print($NOPE)"
-
-[[rule]]
-id = "3.ok"
-group = "3"
-file = "m.py"
-summary = "s"
-scope = ["def step"]
-position = "body-end"
-template = "print(x)"
-"#,
-        );
-        let host = "import torch\n\n\n@torch.compile\ndef hot(x):\n    return x\n\n\ndef step(x):\n    return x\n";
+        // Rule 1's place takes no code (its body is on the header's line); rule 2's would
+        // not either, but it is in compiled code, which it is refused for, before its
+        // regions are built. Rule 3 fits, and nothing is applied.
+        let rule = |id: &str, function: &str| {
+            format!(
+                "[[rule]]\nid = \"{id}\"\ngroup = \"{}\"\nfile = \"m.py\"\nsummary = \"s\"\nscope = [\"def {function}\"]\nposition = \"body-start\"\ntemplate = \"print(x)\"\n",
+                &id[..1]
+            )
+        };
+        let rules = [
+            rule("1.bad", "step"),
+            rule("2.hot", "hot"),
+            rule("3.ok", "cold"),
+        ];
+        let set = rule_set(&rules.join("\n"));
+        let host = "import torch\n\n\n@torch.compile\ndef hot(x): return x\n\n\ndef step(x): return x\n\n\ndef cold(x):\n    return x\n";
         let p = plan(&set, host, check::PASSES);
-        let failure = |kind, rule: &str, line: Option<usize>, message: &str| {
+        let failure = |kind, rule: &str, line: usize, message: &str| {
             json!({
                 "kind": kind,
                 "file": "m.py",
@@ -595,20 +578,20 @@ template = "print(x)"
             serde_json::to_value(&p.failures).unwrap(),
             json!([
                 failure(
-                    "template",
+                    "placement",
                     "1.bad",
-                    None,
-                    "the template uses $NOPE, which no pattern of the rule binds"
+                    8,
+                    "the body is on the same line as its header; put it on its own lines first"
                 ),
                 failure(
                     "placement",
                     "2.hot",
-                    Some(5),
+                    5,
                     "refusing to insert into `hot`, which is decorated with `@torch.compile` (torch.compile): it is compiled"
                 ),
             ])
         );
-        assert_eq!(p.after, host);
+        assert_eq!((p.after.as_str(), p.fixes.len()), (host, 0));
     }
 
     #[test]
