@@ -44,7 +44,7 @@ pub(crate) struct Fix {
 }
 
 /// Why a rule's regions cannot be built at its target.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub(super) enum BuildError {
     /// The place does not take code: why, and the line it names, if any.
     #[error("{why}")]
@@ -55,7 +55,7 @@ pub(super) enum BuildError {
 }
 
 /// Why a place does not take code.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 pub(super) enum Refusal {
     #[error("the anchor shares its first line with other code")]
     SharesFirstLine,
@@ -112,6 +112,7 @@ fn builder(position: Position) -> Builder {
     }
 }
 
+/// What a pattern that did not resolve says: the message, and the closest candidates.
 pub(crate) fn describe_anchor_failure(f: &AnchorFailure) -> (String, Vec<(usize, String)>) {
     let place = match (&f.scope_header, f.searched_from) {
         (Some(h), Some(line)) => format!(" in `{h}` (line {line})"),
