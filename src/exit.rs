@@ -166,8 +166,13 @@ impl Classify for InternalError {
 /// is not there, not a file, not a folder, not allowed or on a read-only file system is the
 /// user's to fix (2); a full disk, a failing device or anything else is the system's (3).
 pub fn io_class(e: &std::io::Error) -> Class {
+    kind_class(e.kind())
+}
+
+/// `io_class` of an error known by its kind only (kept where the error itself is not).
+pub fn kind_class(kind: std::io::ErrorKind) -> Class {
     use std::io::ErrorKind::*;
-    match e.kind() {
+    match kind {
         NotFound | PermissionDenied | IsADirectory | NotADirectory | AlreadyExists
         | InvalidInput | InvalidFilename | ReadOnlyFilesystem | DirectoryNotEmpty => Class::User,
         _ => Class::Io,

@@ -38,17 +38,32 @@ impl Gate {
     }
 }
 
+/// A `--gate` value that is not a per cent: the user's to fix (clap says it, exit 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "--gate takes a per cent of growth allowed, a number 0 or more such as 5 or 2.5, not {given:?}"
+)]
+pub struct NotAPercent {
+    pub given: String,
+}
+
+impl crate::exit::Classify for NotAPercent {
+    fn class(&self) -> crate::exit::Class {
+        crate::exit::Class::User
+    }
+}
+
 impl FromStr for Gate {
-    type Err = String;
+    type Err = NotAPercent;
 
     /// `5`, `5%` or `0.5`: a finite, non-negative per cent.
-    fn from_str(s: &str) -> Result<Gate, String> {
+    fn from_str(s: &str) -> Result<Gate, NotAPercent> {
         let number = s.trim().strip_suffix('%').unwrap_or(s.trim());
         match number.parse::<f64>() {
             Ok(p) if p.is_finite() && p >= 0.0 => Ok(Gate { percent: p }),
-            _ => Err(format!(
-                "--gate takes a per cent of growth allowed, a number 0 or more such as 5 or 2.5, not {s:?}"
-            )),
+            _ => Err(NotAPercent {
+                given: s.to_string(),
+            }),
         }
     }
 }

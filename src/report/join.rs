@@ -139,23 +139,22 @@ pub fn join(
         match logs.ranks.iter().find(|r| r.rank == s.rank) {
             None if !logs.ranks.is_empty() => {
                 let held: Vec<String> = logs.ranks.iter().map(|r| r.rank.to_string()).collect();
-                return Err(ReportError::Input(format!(
-                    "{}: a snapshot of rank {}, whose prints are in none of the logs (ranks {}): \
-                     another run's? Give each run's folder on its own",
-                    s.path,
-                    s.rank,
-                    held.join(", ")
-                )));
+                return Err(ReportError::OtherRunsRank {
+                    path: s.path.clone(),
+                    rank: s.rank,
+                    held: held.join(", "),
+                });
             }
             Some(r) => {
                 if let (Some(want), Some(got)) = (printed_step(r), s.step)
                     && want != got
                 {
-                    return Err(ReportError::Input(format!(
-                        "{}: a snapshot of step {got}, but rank {}'s prints profiled step \
-                         {want}: another run's, or a run with another --step",
-                        s.path, s.rank
-                    )));
+                    return Err(ReportError::OtherStep {
+                        path: s.path.clone(),
+                        step: got,
+                        rank: s.rank,
+                        printed: want,
+                    });
                 }
             }
             None => {}

@@ -67,6 +67,33 @@ impl FrameRule {
     }
 }
 
+/// Why a schedule table does not parse: its author's to fix (the embedded one is checked by a
+/// unit test).
+#[derive(Debug, thiserror::Error)]
+pub enum ConventionsError {
+    #[error("{0}")]
+    Toml(toml::de::Error),
+    #[error("[schedule] {what}: {source}")]
+    Regex {
+        what: &'static str,
+        #[source]
+        source: regex::Error,
+    },
+    #[error("[schedule] {what}: no group `(?P<{group}>...)`")]
+    NoGroup {
+        what: &'static str,
+        group: &'static str,
+    },
+    #[error("[schedule.steps] {key:?} is not a step number")]
+    StepNumber { key: String },
+}
+
+impl crate::exit::Classify for ConventionsError {
+    fn class(&self) -> crate::exit::Class {
+        crate::exit::Class::User
+    }
+}
+
 pub struct Conventions {
     /// A schedule event's name: groups `step`, `iter`, `op`.
     pub event: Regex,
@@ -81,13 +108,13 @@ pub struct Conventions {
 }
 
 impl Conventions {
-    pub fn parse(text: &str) -> Result<Conventions, String> {
-        let raw: Raw = toml::from_str(text).map_err(|e| e.to_string())?;
-        let re = |what: &str, p: &str, groups: &[&str]| -> Result<Regex, String> {
-            let r = Regex::new(p).map_err(|e| format!("[schedule] {what}: {e}"))?;
-            for g in groups {
-                if !r.capture_names().any(|n| n == Some(g)) {
-                    return Err(format!("[schedule] {what}: no group `(?P<{g}>...)`"));
+    pub fn parse(text: &str) -> Result<Conventions, ConventionsError> {
+        let raw: Raw = toml::from_str(text).map_err(ConventionsError::Toml)?;
+        let re = |what: &'static str, p: &str, groups: &[&'static str]| {
+            let r = Regex::new(p).map_err(|source| ConventionsError::Regex { what, source })?;
+            for &group in groups {
+                if !r.capture_names().any(|n| n == Some(group)) {
+                    return Err(ConventionsError::NoGroup { what, group });
                 }
             }
             Ok(r)
@@ -96,7 +123,7 @@ impl Conventions {
         for (k, v) in raw.schedule.steps {
             let n: u8 = k
                 .parse()
-                .map_err(|_| format!("[schedule.steps] {k:?} is not a step number"))?;
+                .map_err(|_| ConventionsError::StepNumber { key: k.clone() })?;
             steps.insert(n, v);
         }
         Ok(Conventions {
@@ -158,6 +185,16 @@ mod tests {
     fn a_table_without_the_groups_is_refused() {
         let bad = BUILTIN.replace("(?P<op>", "(?P<operation>");
         let e = Conventions::parse(&bad).err().unwrap();
-        assert!(e.contains("no group `(?P<op>...)`"), "{e}");
+        assert!(
+            matches!(
+                e,
+                ConventionsError::NoGroup {
+                    what: "event",
+                    group: "op"
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), "[schedule] event: no group `(?P<op>...)`");
     }
 }
