@@ -240,7 +240,7 @@ impl Outcome {
     /// The gate on an HTML page: the verdict first (a page has no tail), then every figure,
     /// largest growth first, the failed ones marked.
     pub fn render_html(&self, out: &mut String) {
-        use crate::findings::html::esc;
+        use crate::page::esc;
         let class = match self.verdict {
             Verdict::Passed => "passed",
             Verdict::Failed => "failed",
@@ -252,28 +252,36 @@ impl Outcome {
             esc(&self.verdict_line())
         );
         if !self.rows.is_empty() {
-            out.push_str(
-                "<table><tr><th></th><th>where</th><th>figure</th><th>before</th><th>after</th>\
-                 <th>change</th></tr>",
+            let mut t = crate::page::table::Table::new(
+                out,
+                "",
+                &[
+                    ("", false),
+                    ("where", false),
+                    ("figure", false),
+                    ("before", true),
+                    ("after", true),
+                    ("change", true),
+                ],
             );
             for r in &self.rows {
-                let _ = write!(
-                    out,
-                    "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                t.row_with(
                     if r.exceeded {
                         " class=\"exceeded\""
                     } else {
                         ""
                     },
-                    if r.exceeded { "&#10007;" } else { "" },
-                    esc(&r.place.label()),
-                    esc(&r.figure),
-                    esc(&r.unit.show(r.before)),
-                    esc(&r.unit.show(r.after)),
-                    esc(&r.change)
+                    [
+                        if r.exceeded { "&#10007;" } else { "" }.to_string(),
+                        esc(&r.place.label()),
+                        esc(&r.figure),
+                        esc(&r.unit.show(r.before)),
+                        esc(&r.unit.show(r.after)),
+                        esc(&r.change),
+                    ],
                 );
             }
-            out.push_str("</table>");
+            t.end();
         }
         out.push_str("</section>");
     }

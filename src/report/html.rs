@@ -7,12 +7,10 @@ use std::fmt::Write as _;
 
 use super::Report;
 use crate::findings::Unit;
-use crate::findings::html::esc;
+use crate::page::esc;
 
-const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:24px;max-width:1200px}\
-h1{font-size:20px}h2{font-size:16px;margin-top:28px}.muted{color:#666}\
-svg.strip{display:block;margin:8px 0}.legend span{margin-right:14px}\
-.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}";
+/// What only this page draws: the schedule strips (the rest is the page kit's).
+const STYLE: &str = "svg.strip{margin:8px 0}";
 
 const PEAK: &str = "#c6dbef";
 const END: &str = "#3182bd";
@@ -21,15 +19,7 @@ const ESTIMATED: &str = "#31a354";
 const OPEN: &str = "#c0392b";
 
 pub fn render(r: &Report) -> String {
-    let mut o = String::new();
-    o.push_str(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>instrument report</title>",
-    );
-    let _ = write!(
-        o,
-        "<style>{STYLE}{}</style></head><body>",
-        crate::findings::html::STYLE
-    );
+    let mut o = crate::page::Page::new("instrument report", STYLE, crate::page::Tips::Title);
     let _ = write!(
         o,
         "<h1>instrument report</h1><p class=\"muted\">{} log(s), {} snapshot(s), {} nsys export(s); {} rank(s)</p>",
@@ -101,8 +91,7 @@ pub fn render(r: &Report) -> String {
         strip(&mut o, rank, top);
         o.push_str("</section>");
     }
-    o.push_str("</body></html>\n");
-    o
+    o.finish("")
 }
 
 /// One rank's events as columns of one SVG.
