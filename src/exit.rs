@@ -106,6 +106,19 @@ impl From<serde_json::Error> for Error {
     }
 }
 
+/// `Classify` for error types that are always the user's to fix (exit 2): what the user
+/// wrote (a rule's pattern, a flag's value) or gave (a model's code, a table).
+macro_rules! user_errors {
+    ($($t:ty),+ $(,)?) => {
+        $(impl $crate::exit::Classify for $t {
+            fn class(&self) -> $crate::exit::Class {
+                $crate::exit::Class::User
+            }
+        })+
+    };
+}
+pub(crate) use user_errors;
+
 /// An error the user can fix, as one line (for modules without an error type of their
 /// own; new code returns typed errors).
 #[derive(Debug)]

@@ -47,11 +47,7 @@ pub struct NotAPercent {
     pub given: String,
 }
 
-impl crate::exit::Classify for NotAPercent {
-    fn class(&self) -> crate::exit::Class {
-        crate::exit::Class::User
-    }
-}
+crate::exit::user_errors!(NotAPercent);
 
 impl FromStr for Gate {
     type Err = NotAPercent;

@@ -363,12 +363,6 @@ impl From<String> for DeclError {
     }
 }
 
-impl From<&str> for DeclError {
-    fn from(why: &str) -> DeclError {
-        DeclError(why.to_string())
-    }
-}
-
 /// A print declaration of a rule set that does not compile: the rule set is the user's to fix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("{origin}/{file}: rule {rule} print {print}: {why}")]
@@ -383,11 +377,7 @@ pub struct InvalidDeclaration {
     pub why: DeclError,
 }
 
-impl crate::exit::Classify for InvalidDeclaration {
-    fn class(&self) -> crate::exit::Class {
-        crate::exit::Class::User
-    }
-}
+crate::exit::user_errors!(InvalidDeclaration);
 
 /// Compile one declaration (`id` names it in the entry).
 pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, DeclError> {
@@ -408,8 +398,8 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, DeclError> {
     match pieces.first() {
         Some(Piece::Lit(l)) if l.len() >= 2 => {}
         _ => {
-            return Err(DeclError::from(
-                "the line must begin with literal text (two characters or more), so that it is found behind any prefix",
+            return Err(DeclError(
+                "the line must begin with literal text (two characters or more), so that it is found behind any prefix".into(),
             ));
         }
     }
@@ -437,8 +427,8 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, DeclError> {
         }
     }
     if !fields.iter().any(|f| f.role == Some(Role::Rank)) {
-        return Err(DeclError::from(
-            "the line has no value with role `rank` (e.g. `[rank={rank}]`)",
+        return Err(DeclError(
+            "the line has no value with role `rank` (e.g. `[rank={rank}]`)".into(),
         ));
     }
     let inherit = d

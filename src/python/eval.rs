@@ -35,11 +35,7 @@ impl From<&str> for EvalError {
     }
 }
 
-impl crate::exit::Classify for EvalError {
-    fn class(&self) -> crate::exit::Class {
-        crate::exit::Class::User
-    }
-}
+crate::exit::user_errors!(EvalError);
 
 /// The codemod words its layer messages around the reason.
 impl From<EvalError> for String {

@@ -113,11 +113,7 @@ pub struct TooLong {
     pub width: usize,
 }
 
-impl crate::exit::Classify for TooLong {
-    fn class(&self) -> crate::exit::Class {
-        crate::exit::Class::User
-    }
-}
+crate::exit::user_errors!(TooLong);
 
 /// The codemod's template rendering carries its reasons as text.
 impl From<TooLong> for String {

@@ -145,11 +145,7 @@ pub enum PatternError {
     NotOneStatement { pattern: String, found: usize },
 }
 
-impl crate::exit::Classify for PatternError {
-    fn class(&self) -> crate::exit::Class {
-        crate::exit::Class::User
-    }
-}
+crate::exit::user_errors!(PatternError);
 
 /// The codemod's layer and role finders carry their reasons as text.
 impl From<PatternError> for String {

@@ -10,7 +10,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Every reader's command on real inputs, without `--html`.
-fn readers(s: &log_common::Scenario, run: &Path, export: &Path) -> Vec<(&'static str, Vec<String>)> {
+fn readers(
+    s: &log_common::Scenario,
+    run: &Path,
+    export: &Path,
+) -> Vec<(&'static str, Vec<String>)> {
     let fixture = log_common::repo_root().join("fixtures/snapshots/oom/snapshot.pickle");
     let path = |p: &Path| p.display().to_string();
     vec![
@@ -76,36 +80,38 @@ fn a_page_that_cannot_be_written_exits_alike_in_every_reader() {
         let out = tempfile::tempdir().unwrap();
         let page = out.path().join("page.html");
         let ok = write_page(&args, &page, false);
-        assert!(ok.status.success(), "{name}: {}", String::from_utf8_lossy(&ok.stderr));
-        assert!(std::fs::read_to_string(&page).unwrap().ends_with("</html>\n"), "{name}");
+        assert!(
+            ok.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&ok.stderr)
+        );
+        assert!(
+            std::fs::read_to_string(&page)
+                .unwrap()
+                .ends_with("</html>\n"),
+            "{name}"
+        );
 
-        // A folder where the page should be: the user's (2).
+        // A folder where the page should be: the user's (2); the folder is left as it was.
         let out = tempfile::tempdir().unwrap();
         let taken = out.path().join("page.html");
         std::fs::create_dir(&taken).unwrap();
-        let o = write_page(&args, &taken, false);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{name}: {err}");
-        assert!(o.stdout.is_empty(), "{name}: nothing printed");
-        assert_eq!(err.lines().count(), 1, "{name}: {err}");
-        assert!(
-            err.starts_with(&format!("error: {}: cannot write the HTML page: ", taken.display())),
-            "{name}: {err}"
-        );
+        refused(name, write_page(&args, &taken, false), &taken, 2);
         assert_eq!(leftovers(out.path()), vec![taken.clone()], "{name}");
-
-        // The system refusing the write: 3.
+        // The system refusing the write: 3; no half page left.
         let out = tempfile::tempdir().unwrap();
         let page = out.path().join("page.html");
-        let o = write_page(&args, &page, true);
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(3), "{name}: {err}");
-        assert!(o.stdout.is_empty(), "{name}: nothing printed");
-        assert_eq!(err.lines().count(), 1, "{name}: {err}");
-        assert!(
-            err.starts_with(&format!("error: {}: cannot write the HTML page: ", page.display())),
-            "{name}: {err}"
-        );
-        assert!(leftovers(out.path()).is_empty(), "{name}: no half page left");
+        refused(name, write_page(&args, &page, true), &page, 3);
+        assert!(leftovers(out.path()).is_empty(), "{name}");
     }
+}
+
+/// `o` exited with `code`, printed nothing, and said in one line that `page` was not written.
+fn refused(name: &str, o: Output, page: &Path, code: i32) {
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(code), "{name}: {err}");
+    assert!(o.stdout.is_empty(), "{name}: nothing printed");
+    assert_eq!(err.lines().count(), 1, "{name}: {err}");
+    let lead = format!("error: {}: cannot write the HTML page: ", page.display());
+    assert!(err.starts_with(&lead), "{name}: {err}");
 }

@@ -51,11 +51,7 @@ pub struct NotAWindow {
     pub given: String,
 }
 
-impl crate::exit::Classify for NotAWindow {
-    fn class(&self) -> crate::exit::Class {
-        crate::exit::Class::User
-    }
-}
+crate::exit::user_errors!(NotAWindow);
 
 impl std::str::FromStr for WindowPick {
     type Err = NotAWindow;

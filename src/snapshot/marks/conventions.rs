@@ -88,11 +88,7 @@ pub enum ConventionsError {
     StepNumber { key: String },
 }
 
-impl crate::exit::Classify for ConventionsError {
-    fn class(&self) -> crate::exit::Class {
-        crate::exit::Class::User
-    }
-}
+crate::exit::user_errors!(ConventionsError);
 
 pub struct Conventions {
     /// A schedule event's name: groups `step`, `iter`, `op`.
