@@ -34,6 +34,7 @@ mod nsys_real;
 mod nsys_report;
 mod nsys_tracejson;
 mod nvtx_rules;
+mod report_gate;
 mod report_run;
 mod rules_cli;
 mod schedule_marks;
