@@ -50,6 +50,17 @@ fn row(r: &Value) -> (i64, String, String, u64, u64) {
     )
 }
 
+/// The rows the gate failed, in its order.
+fn failed(d: &Value) -> Vec<(i64, String, String, u64, u64)> {
+    d["gate"]["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["exceeded"] == true)
+        .map(row)
+        .collect()
+}
+
 #[test]
 fn the_gate_fails_on_the_one_component_planted_at_one_event() {
     let Some(py) = python() else { return };
@@ -139,12 +150,7 @@ fn the_gate_fails_on_the_one_component_planted_at_one_event() {
     let (code, d, err) = diff(&[]);
     assert_eq!(code, Some(1), "{err}{d}");
     let rows = d["gate"]["rows"].as_array().unwrap();
-    let failed: Vec<_> = rows
-        .iter()
-        .filter(|r| r["exceeded"] == true)
-        .map(row)
-        .collect();
-    assert_eq!(failed, want);
+    assert_eq!(failed(&d), want);
     assert_eq!(rows[0]["change"], "new");
     // Nothing else moved: every other figure of both ranks is the same before and after.
     let moved: Vec<_> = rows[want.len()..]
@@ -208,12 +214,7 @@ fn the_gate_fails_on_the_one_component_planted_at_one_event() {
     assert_eq!(code, Some(1), "{err}");
     assert!(d.get("not_estimated").is_none(), "{d}");
     let rows = d["gate"]["rows"].as_array().unwrap();
-    let failed: Vec<_> = rows
-        .iter()
-        .filter(|r| r["exceeded"] == true)
-        .map(row)
-        .collect();
-    assert_eq!(failed, want);
+    assert_eq!(failed(&d), want);
     let estimated: Vec<_> = rows
         .iter()
         .map(row)
