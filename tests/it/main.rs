@@ -35,6 +35,8 @@ mod nsys_report;
 mod nsys_tracejson;
 mod nvtx_rules;
 mod page_write_exit;
+mod report_gate;
+mod report_html;
 mod report_run;
 mod rules_cli;
 mod schedule_marks;
