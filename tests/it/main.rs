@@ -37,6 +37,7 @@ mod nvtx_rules;
 mod report_gate;
 mod report_html;
 mod report_run;
+mod report_stages;
 mod rules_cli;
 mod schedule_marks;
 mod skills_commands;
