@@ -44,8 +44,11 @@ class Program:
         """`inner`: the stage's innermost pithtrain frame (the site), under a torch op;
         `callers`: the frames outside it; `stage`: the stage it counts in (None: none)."""
         frames = ([LINEAR, inner] if inner else []) + callers
+        # What the generic reader calls it, where it is still live in the snapshot: a forward
+        # stage's tensor is an activation (only those outlive the program below).
+        category = "activations" if stage and stage.endswith("_f") else "other"
         site = CallSite(py=frames, cpp=op("empty", binding=False), thread="autograd" if cpp else "main",
-                        site=P.site(inner) if inner else None)
+                        site=P.site(inner) if inner else None, category=category)
         b = self.a.malloc(size, site)
         if not self.in_schedule:
             return b
@@ -137,17 +140,19 @@ def scenario_stage_frames(out):
         p.free(b)
     a.annotate(bwd, "END")
     p.end_schedule()
-    # After the schedule: the fused backward's tensor is freed (kept at the step's end all
-    # the same), and a stage function allocates again (not counted).
+    # After the schedule: the fused backward's and the weight step's tensors are freed (kept at
+    # the step's end all the same), and a stage function allocates again (not counted).
     p.free(grad)
+    p.free(w)
     late = p.alloc(1 * MiB, py(EXEC, 241, "stage3_w"), CHUNK, "stage3_w")
+    p.free(late)
     f = out.take("stage_frames", "snapshot.pickle", proc)[a.device]
     f.update({"stage_memory": {"window": "schedule", "stages": p.truth(),
                                "unattributed_bytes": p.unattributed,
                                "without_python_frames_bytes": p.no_python,
                                "allocated_bytes": p.unattributed + sum(s["allocated_bytes"]
                                                                        for s in p.stages.values())},
-              "not_counted": [early.req, late.req], "kept_live": [w.req, s3[2].req],
+              "not_counted_bytes": [early.req, 1 * MiB], "live_at_the_end_bytes": [s3[2].req],
               "params": len(params)})
     out.plant("stage_frames", f)
 
