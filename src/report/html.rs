@@ -68,25 +68,7 @@ pub fn render(r: &Report) -> String {
         if let Some(s) = &rank.step_snapshot {
             let _ = write!(o, "<p class=\"muted\">step snapshot: {}</p>", esc(s));
         }
-        if !rank.stages.is_empty() {
-            let parts: Vec<String> = rank
-                .stages
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{} {} exposed ({:.0}% hidden)",
-                        s.stage,
-                        Unit::Ns.show(s.exposed_ns as f64),
-                        s.hidden * 100.0
-                    )
-                })
-                .collect();
-            let _ = write!(
-                o,
-                "<p>communication per stage (nsys): {}</p>",
-                esc(&parts.join("; "))
-            );
-        }
+        super::stages::html(&mut o, rank);
         if rank.events.is_empty() {
             o.push_str("<p class=\"muted\">no schedule marks in its step snapshot</p></section>");
             continue;

@@ -9,6 +9,7 @@
 //! - `join`   — the per-rank rows and their findings (which event each print reads is the
 //!   estimator table's, `log/estimate/pithtrain.toml`: the print reads the state at the end of
 //!   that event, as the estimator gives its state after each event);
+//! - `stages` — per layer stage, nsys's exposed communication beside the snapshot's memory;
 //! - `text`   — the text report; `html` — the page (a schedule strip per rank).
 //!
 //! A layer above the readers: it calls `log` and `snapshot`, never the other way.
@@ -16,6 +17,7 @@
 pub mod diff;
 pub mod html;
 pub mod join;
+pub mod stages;
 pub mod text;
 
 use std::path::{Path, PathBuf};

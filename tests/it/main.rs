@@ -38,6 +38,7 @@ mod page_write_exit;
 mod report_gate;
 mod report_html;
 mod report_run;
+mod report_stages;
 mod rules_cli;
 mod schedule_marks;
 mod skills_commands;

@@ -18,6 +18,8 @@ struct Raw {
     structural: Structural,
     #[serde(default)]
     estimator: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    stage_frame: Vec<super::stage_frames::RawStageFrame>,
 }
 
 #[derive(Deserialize)]
@@ -101,6 +103,8 @@ pub struct Conventions {
     pub structural: Structural,
     /// A category's estimator buckets (`[estimator]`), for comparing per event.
     pub estimator: BTreeMap<String, Vec<String>>,
+    /// Which layer stage an allocation's frames name (`[[stage_frame]]`).
+    pub stage_frames: super::stage_frames::StageFrames,
 }
 
 impl Conventions {
@@ -137,6 +141,8 @@ impl Conventions {
                 .collect(),
             structural: raw.structural,
             estimator: raw.estimator,
+            stage_frames: super::stage_frames::StageFrames::new(raw.stage_frame, text)
+                .map_err(|e| e.to_string())?,
         })
     }
 
