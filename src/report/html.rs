@@ -1,35 +1,28 @@
 //! The run report as one self-contained page: the findings first, then per rank a schedule
 //! strip, one column per event in schedule order: the peak inside it (light), the live memory
-//! at its end (dark), the value its print read (a dot) and, with `--estimate`, the estimator's
-//! state after it (a dash); every rank on one scale, so that ranks read against each other.
+//! at its end stacked by component (the conventions table's categories, a colour each), the
+//! value its print read (a dot) and, with `--estimate`, the estimator's state after it (a dash
+//! per event, joined by a line); every rank on one scale, so that ranks read against each other.
 
 use std::fmt::Write as _;
 
 use super::Report;
 use crate::findings::Unit;
-use crate::findings::html::esc;
+use crate::page::esc;
 
-const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:24px;max-width:1200px}\
-h1{font-size:20px}h2{font-size:16px;margin-top:28px}.muted{color:#666}\
-svg.strip{display:block;margin:8px 0}.legend span{margin-right:14px}\
-.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}";
+/// What only this page draws: the schedule strips, legends kept on one line each (the rest is
+/// the page kit's).
+const STYLE: &str = "svg.strip{margin:8px 0}.legend span{white-space:nowrap}";
 
 const PEAK: &str = "#c6dbef";
-const END: &str = "#3182bd";
 const PRINTED: &str = "#e6550d";
-const ESTIMATED: &str = "#31a354";
+const ESTIMATED: &str = "#111111";
 const OPEN: &str = "#c0392b";
 
 pub fn render(r: &Report) -> String {
-    let mut o = String::new();
-    o.push_str(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>instrument report</title>",
-    );
-    let _ = write!(
-        o,
-        "<style>{STYLE}{}</style></head><body>",
-        crate::findings::html::STYLE
-    );
+    // The kit's script: the render sentinel the browser tests read (the strips' tooltips are
+    // their SVG titles).
+    let mut o = crate::page::Page::new("instrument report", STYLE, crate::page::Tips::Script);
     let _ = write!(
         o,
         "<h1>instrument report</h1><p class=\"muted\">{} log(s), {} snapshot(s), {} nsys export(s); {} rank(s)</p>",
@@ -42,11 +35,11 @@ pub fn render(r: &Report) -> String {
     let _ = write!(
         o,
         "<p class=\"legend\"><span><i style=\"background:{PEAK}\"></i>peak inside the event</span>\
-         <span><i style=\"background:{END}\"></i>live at its end</span>\
          <span><i style=\"background:{PRINTED}\"></i>printed</span>\
          <span><i style=\"background:{ESTIMATED}\"></i>estimated</span>\
          <span><i style=\"background:{OPEN}\"></i>the event it died inside</span></p>"
     );
+    component_legend(&mut o, r);
     // One scale for every rank.
     let top = r
         .ranks
@@ -75,25 +68,7 @@ pub fn render(r: &Report) -> String {
         if let Some(s) = &rank.step_snapshot {
             let _ = write!(o, "<p class=\"muted\">step snapshot: {}</p>", esc(s));
         }
-        if !rank.stages.is_empty() {
-            let parts: Vec<String> = rank
-                .stages
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{} {} exposed ({:.0}% hidden)",
-                        s.stage,
-                        Unit::Ns.show(s.exposed_ns as f64),
-                        s.hidden * 100.0
-                    )
-                })
-                .collect();
-            let _ = write!(
-                o,
-                "<p>communication per stage (nsys): {}</p>",
-                esc(&parts.join("; "))
-            );
-        }
+        super::stages::html(&mut o, rank);
         if rank.events.is_empty() {
             o.push_str("<p class=\"muted\">no schedule marks in its step snapshot</p></section>");
             continue;
@@ -101,8 +76,7 @@ pub fn render(r: &Report) -> String {
         strip(&mut o, rank, top);
         o.push_str("</section>");
     }
-    o.push_str("</body></html>\n");
-    o
+    o.finish("")
 }
 
 /// One rank's events as columns of one SVG.
@@ -116,6 +90,7 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
         h + 2.0 * pad,
         h + 2.0 * pad
     );
+    let mut estimates: Vec<String> = Vec::new();
     for (i, e) in rank.events.iter().enumerate() {
         let x = pad + i as f64 * w;
         let title = {
@@ -131,16 +106,19 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
             if let Some(p) = e.estimated_bytes {
                 let _ = write!(t, ", estimated {}", Unit::Bytes.show(p as f64));
             }
+            for c in &e.snapshot_end_by_category {
+                let _ = write!(t, "\n  {}: {}", c.name, Unit::Bytes.show(c.bytes as f64));
+            }
             t
         };
         let _ = write!(
             o,
-            "<g class=\"event\" data-event=\"{}\"><title>{}</title>",
+            "<g class=\"event\" data-event=\"{}\" data-end-bytes=\"{}\"><title>{}</title>",
             esc(&e.event),
+            e.snapshot_end_bytes,
             esc(&title)
         );
         let peak = e.snapshot_peak_bytes as f64;
-        let end = e.snapshot_end_bytes as f64;
         let _ = write!(
             o,
             "<rect class=\"peak\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
@@ -149,14 +127,7 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
             h + pad - y(peak),
             if e.open { OPEN } else { PEAK }
         );
-        let _ = write!(
-            o,
-            "<rect class=\"end\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{END}\"/>",
-            x + 3.0,
-            y(end),
-            w - 8.0,
-            h + pad - y(end)
-        );
+        stack(o, e, x + 3.0, w - 8.0, &y);
         if let Some(p) = e.printed_bytes {
             let _ = write!(
                 o,
@@ -166,6 +137,7 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
             );
         }
         if let Some(p) = e.estimated_bytes {
+            estimates.push(format!("{:.1},{:.1}", x + (w - 2.0) / 2.0, y(p as f64)));
             let _ = write!(
                 o,
                 "<line class=\"estimated\" x1=\"{x:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{ESTIMATED}\" stroke-width=\"2\"/>",
@@ -176,5 +148,98 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
         }
         o.push_str("</g>");
     }
+    estimate_line(o, &estimates);
     o.push_str("</svg>");
+}
+
+/// The colours of the components, in the conventions table's order of its categories.
+const PALETTE: [&str; 10] = [
+    "#525252", "#969696", "#e6ab02", "#a6761d", "#7570b3", "#2171b5", "#e7298a", "#66a61e",
+    "#fdae6b", "#bdbdbd",
+];
+
+/// A category's colour: its place in the conventions table (one colour per category on every
+/// page), grey for a name the table does not have.
+fn colour(category: &str) -> &'static str {
+    crate::snapshot::marks::Conventions::builtin()
+        .categories()
+        .iter()
+        .position(|c| *c == category)
+        .and_then(|i| PALETTE.get(i))
+        .copied()
+        .unwrap_or("#cccccc")
+}
+
+/// The components on the page, a colour each, in the table's order.
+fn component_legend(o: &mut String, r: &Report) {
+    let present: Vec<&str> = crate::snapshot::marks::Conventions::builtin()
+        .categories()
+        .into_iter()
+        .filter(|c| {
+            r.ranks.iter().any(|x| {
+                x.events.iter().any(|e| {
+                    e.snapshot_end_by_category
+                        .iter()
+                        .any(|a| a.name == *c && a.bytes > 0)
+                })
+            })
+        })
+        .collect();
+    if present.is_empty() {
+        return;
+    }
+    o.push_str("<p class=\"legend components\">live at the event's end, by component: ");
+    for c in present {
+        let _ = write!(
+            o,
+            "<span data-category=\"{}\"><i style=\"background:{}\"></i>{}</span>",
+            esc(c),
+            colour(c),
+            esc(c)
+        );
+    }
+    o.push_str("</p>");
+}
+
+/// One event's live memory at its end, stacked by component from the bottom, in the table's
+/// order (the static memory at the bottom), each part carrying its bytes.
+fn stack(o: &mut String, e: &super::EventRow, x: f64, width: f64, y: &dyn Fn(f64) -> f64) {
+    let order = crate::snapshot::marks::Conventions::builtin().categories();
+    let mut parts: Vec<&crate::snapshot::schedule::memory::Amount> = e
+        .snapshot_end_by_category
+        .iter()
+        .filter(|a| a.bytes > 0)
+        .collect();
+    parts.sort_by_key(|a| {
+        order
+            .iter()
+            .position(|c| *c == a.name)
+            .unwrap_or(usize::MAX)
+    });
+    let mut below = 0.0;
+    for a in parts {
+        let top = below + a.bytes as f64;
+        let _ = write!(
+            o,
+            "<rect class=\"part\" data-category=\"{}\" data-bytes=\"{}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
+            esc(&a.name),
+            a.bytes,
+            y(top),
+            y(below) - y(top),
+            colour(&a.name)
+        );
+        below = top;
+    }
+}
+
+/// The estimator's state after each event, joined across the strip.
+fn estimate_line(o: &mut String, points: &[String]) {
+    if points.len() < 2 {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<polyline class=\"estimate-line\" points=\"{}\" fill=\"none\" stroke=\"{ESTIMATED}\" stroke-width=\"1\" stroke-dasharray=\"3,2\"/>",
+        points.join(" ")
+    );
 }
