@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{Error, OK};
-use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
+use crate::rules::{DEFAULT_SET, load_with_prints};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -45,7 +45,7 @@ pub fn run(args: ReportArgs) -> Result<u8, Error> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
-    let set = load_rule_set_lazy(&args.rules)?;
+    let set = load_with_prints(&args.rules)?;
     if !args.diff.is_empty() {
         let before = crate::report::report(&set, &args.paths, false, None)?;
         let after = crate::report::report(&set, &args.diff, false, None)?;

@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use super::diff::FileChange;
 use super::error::Error;
-use super::expand::{self, FunctionTarget};
 use super::failure::{Failure, FailureKind};
 use super::lock::{self, Mode};
 use super::params::{self, Given, Param};
@@ -20,7 +19,7 @@ use super::{checkout, computed};
 use crate::python::scan::Tree;
 use crate::python::select::{self, Problem, Severity};
 use crate::python::style::Style;
-use crate::rules::{self, RuleSet, TargetKind};
+use crate::rules::{self, FunctionTarget, On, RuleSet, Target, TargetKind};
 
 /// What the user asked for, as parsed from the command line (nothing checked yet).
 #[derive(Debug, Clone, Default)]
@@ -98,8 +97,9 @@ impl AddReport {
 
 /// Plan `add` and, unless it is a dry run or refused, write it.
 pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
-    // Patterns are compiled once the model is known, for its rules only.
-    let mut set = rules::load::load_rules_only(&opts.rules)?;
+    // The rules are instantiated (and their patterns compiled) once the model and the
+    // parameters are known, for that model only.
+    let set = rules::load(&opts.rules)?;
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
     // A config given must be there and be JSON, whatever reads it later.
     if let Some(config) = &opts.config {
@@ -210,35 +210,37 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     report.params = filled.params;
     report.notes.extend(filled.notes);
     let problems = filled.problems;
-    let mut blocked = BTreeMap::new();
-    let rule_set = match &model {
+    let params = &literals;
+    let (rule_set, blocked) = match &model {
         None if set.manifest.targets == TargetKind::Functions => {
             let Some(targets) = select_targets(&set, &root, &opts.targets, &mut report)? else {
                 report.advice = Some("fix the selection above; nothing was changed".into());
                 return Ok(report);
             };
             report.functions = targets.iter().map(FunctionTarget::name).collect();
-            expand::for_functions(&set, &targets)?
+            let on = On::Functions(&targets);
+            (
+                rules::instantiate(&set, &Target { on, params })?,
+                BTreeMap::new(),
+            )
         }
         None => {
-            set.retain_and_compile(|_| true)?;
-            set
+            let on = On::Checkout;
+            (
+                rules::instantiate(&set, &Target { on, params })?,
+                BTreeMap::new(),
+            )
         }
         Some(m) => {
-            let (model_rules, blocked_rules) = super::roles::model_rules(&root, &set, m)?;
-            blocked = blocked_rules;
-            let mut rules = model_rules.set;
-            rules.retain_and_compile(|_| true)?;
             report.model = Some(checkout::display_model(m));
-            rules
+            super::roles::model_rules(&root, &set, m, params)?
         }
     };
     let rule_set = &rule_set;
     let req = AddRequest {
         root: &root,
         rule_set,
-        model: model.as_deref(),
-        params: &literals,
+        params,
         partial: opts.partial,
         style,
         blocked,
@@ -247,12 +249,11 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     // A parameter that could not be worked out matters only to the groups that apply:
     // under --partial, one only skipped groups use is no reason to refuse.
     for (name, problem) in problems {
-        let placeholder = format!("{{{name}}}");
         let needed = outcome.groups.iter().filter(|g| g.applies()).any(|g| {
             rule_set
                 .rules
                 .iter()
-                .any(|r| g.rules.contains(&r.id) && r.template.contains(&placeholder))
+                .any(|r| g.rules.contains(&r.id) && r.template.uses_param(&name))
         });
         if needed || !opts.partial {
             report.problems.push(problem);
@@ -369,12 +370,7 @@ fn select_targets(
     report: &mut AddReport,
 ) -> Result<Option<Vec<FunctionTarget>>, Error> {
     let tree = Tree::scan(&[root.join(&set.manifest.source_dir)], None)?;
-    let compilers: Vec<String> = set
-        .manifest
-        .forbid_inside
-        .iter()
-        .map(|f| f.decorator.clone())
-        .collect();
+    let compilers = rules::compilers::callables();
     let select::Selected {
         targets: picked,
         problems,

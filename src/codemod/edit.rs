@@ -4,11 +4,11 @@
 use std::collections::BTreeMap;
 
 use crate::python::style::Style;
-use crate::rules::RuleSet;
+use crate::rules::CompiledSet;
 
 /// What planning needs besides the file: the rule set and the parameter values.
 pub struct PlanContext<'a> {
-    pub rule_set: &'a RuleSet,
+    pub rule_set: &'a CompiledSet,
     /// Template parameters (`RANKS` -> `{3, 14}`).
     pub params: &'a BTreeMap<String, String>,
     /// Top-level packages isort treats as first party (the rule set's and the checkout's own).

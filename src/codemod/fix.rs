@@ -14,7 +14,7 @@ use super::markers;
 use super::signature;
 use super::template::{self, Original};
 use crate::python::{self, Source};
-use crate::rules::{Position, Rule};
+use crate::rules::{CompiledRule, Position};
 
 /// Where a rule lands.
 pub(super) struct Target<'t> {
@@ -129,7 +129,12 @@ pub(crate) fn describe_anchor_failure(f: &AnchorFailure) -> (String, Vec<(usize,
 }
 
 /// A rule's failure, before its file is known (the planner fills it in).
-fn fail(rule: &Rule, kind: FailureKind, line: Option<usize>, message: String) -> Box<Failure> {
+fn fail(
+    rule: &CompiledRule,
+    kind: FailureKind,
+    line: Option<usize>,
+    message: String,
+) -> Box<Failure> {
     Box::new(Failure {
         kind,
         file: String::new(),
@@ -145,18 +150,16 @@ fn fail(rule: &Rule, kind: FailureKind, line: Option<usize>, message: String) ->
 /// Where a rule lands: its scope and anchor resolved (the first half of planning it).
 pub(super) fn target<'t>(
     src: &'t Source,
-    rule: &Rule,
+    rule: &CompiledRule,
     index: usize,
-    ctx: &PlanContext,
     cache: &mut anchor::PoolCache<'t>,
 ) -> Result<Target<'t>, Box<Failure>> {
-    let resolved =
-        anchor::resolve(src, rule, &ctx.rule_set.patterns[index], cache).map_err(|f| {
-            let (message, candidates) = describe_anchor_failure(&f);
-            let mut failure = fail(rule, FailureKind::Anchor, f.searched_from, message);
-            failure.candidates = candidates;
-            failure
-        })?;
+    let resolved = anchor::resolve(src, rule, cache).map_err(|f| {
+        let (message, candidates) = describe_anchor_failure(&f);
+        let mut failure = fail(rule, FailureKind::Anchor, f.searched_from, message);
+        failure.candidates = candidates;
+        failure
+    })?;
     let node = resolved.anchor.unwrap_or(resolved.scope);
     let mut functions = python::enclosing_functions(node);
     if node.kind_of() == "function_definition" && !rule.position.needs_anchor() {
@@ -186,7 +189,7 @@ pub(super) fn target<'t>(
 /// place, in its region. With `scope_at`, a byte of the scope the code lands in.
 pub(super) fn edits<'t>(
     src: &'t Source,
-    rule: &Rule,
+    rule: &CompiledRule,
     target: &Target<'t>,
     ctx: &PlanContext,
     unit: &str,
@@ -206,14 +209,13 @@ pub(super) fn edits<'t>(
     let render = |original: Option<&Original>, base: &str| {
         template::render(
             &rule.template,
-            ctx.params,
             &resolved.bindings,
             original,
             base,
             unit,
             ctx.style.line_length,
         )
-        .map_err(|m| fail(FailureKind::Template, None, m))
+        .map_err(|e| fail(FailureKind::Template, None, e.to_string()))
     };
     let params_of = |used: &[String]| -> Vec<(String, String)> {
         used.iter()

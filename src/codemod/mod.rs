@@ -10,7 +10,6 @@ pub mod computed;
 pub mod diff;
 pub mod edit;
 pub mod error;
-pub mod expand;
 pub mod explain;
 pub use error::Error;
 pub mod failure;

@@ -20,7 +20,7 @@ use super::imports;
 use super::markers;
 use crate::kept::Kept;
 use crate::python::{self, Source};
-use crate::rules::Rule;
+use crate::rules::CompiledRule;
 
 /// The plan for one file.
 #[derive(Debug, Clone)]
@@ -68,7 +68,7 @@ fn indent_unit(src: &Source) -> String {
 pub fn plan_file(
     file: &str,
     on_disk: &str,
-    rules: &[(usize, &Rule)],
+    rules: &[(usize, &CompiledRule)],
     ctx: &PlanContext,
 ) -> FilePlan {
     let mut plan = FilePlan {
@@ -78,7 +78,7 @@ pub fn plan_file(
         applied: Vec::new(),
         failures: Vec::new(),
     };
-    let fail = |kind, line: Option<usize>, rule: Option<&Rule>, message: String| Failure {
+    let fail = |kind, line: Option<usize>, rule: Option<&CompiledRule>, message: String| Failure {
         kind,
         file: file.to_string(),
         line,
@@ -183,7 +183,7 @@ pub fn plan_file(
             ));
             continue;
         }
-        let planned = fix::target(&src, rule, index, ctx, &mut cache).and_then(|t| {
+        let planned = fix::target(&src, rule, index, &mut cache).and_then(|t| {
             if let Some(why) = compiled.refusal(&t.functions, forbid) {
                 return Err(Box::new(fail(
                     FailureKind::Placement,

@@ -9,7 +9,7 @@ use super::edit::{Edit, PlanContext, Shape, line_start, next_line_start};
 use super::markers;
 use super::template;
 use crate::python::Source;
-use crate::rules::Rule;
+use crate::rules::CompiledRule;
 
 /// Add one parameter to a function's signature, as ruff format lays it out. Parameters
 /// already one per line with a trailing comma (the layout ruff keeps) get a new line,
@@ -19,7 +19,7 @@ use crate::rules::Rule;
 /// at the end of the colon's line (a close marker of its own line would be re-indented).
 pub(super) fn plan_add_parameter(
     src: &Source,
-    rule: &Rule,
+    rule: &CompiledRule,
     index: usize,
     resolved: &anchor::Resolved,
     ctx: &PlanContext,
@@ -59,13 +59,13 @@ pub(super) fn plan_add_parameter(
     let render_param = |base: &str| -> Result<(template::Rendered, Vec<(String, String)>), String> {
         let r = template::render(
             &rule.template,
-            ctx.params,
             &resolved.bindings,
             None,
             base,
             unit,
             ctx.style.line_length,
-        )?;
+        )
+        .map_err(|e| e.to_string())?;
         let used = r
             .used_params
             .iter()
