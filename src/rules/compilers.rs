@@ -102,4 +102,46 @@ mod tests {
         );
         assert_eq!(forbidden(None)[0].reason, DEFAULT_REASON);
     }
+
+    /// What the shipped sets refuse, and why, word for word as their own lists said it
+    /// before the list moved here.
+    #[test]
+    fn the_shipped_sets_refuse_every_compiler_with_their_own_reasons() {
+        let of = |set: &str| -> Vec<(String, String)> {
+            crate::rules::load(set)
+                .unwrap()
+                .manifest
+                .forbid_inside
+                .into_iter()
+                .map(|f| (f.decorator, f.reason))
+                .collect()
+        };
+        let pair = |d: &str, r: &str| (d.to_string(), r.to_string());
+        assert_eq!(
+            of("memory-prints"),
+            vec![
+                pair(
+                    "torch.compile",
+                    "pithtrain compiles it with fullgraph=True, and a print or torch.cuda.synchronize() there breaks the graph"
+                ),
+                pair(
+                    "torch._dynamo.optimize",
+                    "the callable torch.compile is built on: a print or torch.cuda.synchronize() in what it compiles breaks the graph"
+                ),
+            ]
+        );
+        assert_eq!(
+            of("nvtx"),
+            vec![
+                pair(
+                    "torch.compile",
+                    "code there is traced into a fullgraph compile, where the range calls break the graph"
+                ),
+                pair(
+                    "torch._dynamo.optimize",
+                    "the callable torch.compile is built on: the range calls in what it compiles break the graph"
+                ),
+            ]
+        );
+    }
 }

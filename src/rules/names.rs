@@ -107,6 +107,14 @@ fn placeholders_of(set: &RuleSet, rule: &Rule, at: &dyn Fn() -> String) -> Resul
             if roles.iter().any(|r| r == name) || per.contains(&name) {
                 continue;
             }
+            if name == "MODEL" {
+                return Err(unknown(
+                    name,
+                    format!("`{field}`"),
+                    "filled in there (the model's file stem is filled in `file` only)".into(),
+                    "match the model's classes through a role of [models.roles] instead".into(),
+                ));
+            }
             return Err(if per.is_empty() {
                 unknown(
                     name,
@@ -165,6 +173,14 @@ fn placeholders_of(set: &RuleSet, rule: &Rule, at: &dyn Fn() -> String) -> Resul
                     format!("`{}`", line.trim()),
                     "filled in inside a line (it stands for whole statements)".into(),
                     "put {ORIGINAL} on a line of its own".into(),
+                ));
+            }
+            if name == "MODEL" {
+                return Err(unknown(
+                    name,
+                    "the template".into(),
+                    "filled in there (the model's file stem is filled in `file` only)".into(),
+                    "take it out (a template reads what it needs of the model from the code it lands in)".into(),
                 ));
             }
             let mut known = braced(per);
@@ -260,4 +276,40 @@ pub(super) fn check_roles(set: &RuleSet, at: &dyn Fn(&str) -> String) -> Result<
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    fn load(rules: &str) -> Result<crate::rules::RuleSet, String> {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("ruleset.toml"),
+            "name = \"t\"\ndescription = \"t\"\nsource_dir = \".\"\ntargets = \"functions\"\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("r.toml"), rules).unwrap();
+        let spec = dir.path().display().to_string();
+        crate::rules::load(&spec).map_err(|e| e.to_string().replace(&spec, "<DIR>"))
+    }
+
+    fn rule(per: &str, scope: &str, anchor: &str) -> String {
+        format!(
+            "[[rule]]\nid = \"r\"\ngroup = \"g\"\nper = \"{per}\"\nfile = \"{{FILE}}\"\nsummary = \"s\"\nscope = [{scope}]\nanchor = \"{anchor}\"\nposition = \"before\"\ntemplate = \"x = 1\"\n"
+        )
+    }
+
+    /// What a rule written per target may name: per file, `{FILE}` only; per function,
+    /// `{FUNCTION}` too, and `{CLASS_SCOPE}` as a scope entry of its own.
+    #[test]
+    fn per_target_placeholders_are_the_ones_its_expansion_fills() {
+        assert!(load(&rule("function", "\"{CLASS_SCOPE}\"", "def {FUNCTION}")).is_ok());
+        assert_eq!(
+            load(&rule("file", "", "def {FUNCTION}")).unwrap_err(),
+            "<DIR>/r.toml:2: rule r: `{FUNCTION}` in `def {FUNCTION}` is not filled in for a rule written per file (it takes: {FILE}); correct the name"
+        );
+        assert_eq!(
+            load(&rule("function", "\"{CLASS_SCOPE} x\"", "def {FUNCTION}")).unwrap_err(),
+            "<DIR>/r.toml:2: rule r: `{CLASS_SCOPE}` in `{CLASS_SCOPE} x` is not a pattern of its own; write it alone, as an entry of `scope` (`scope = [\"{CLASS_SCOPE}\"]`)"
+        );
+    }
 }

@@ -35,6 +35,7 @@ mod nsys_report;
 mod nsys_tracejson;
 mod nvtx_rules;
 mod report_run;
+mod rules_broken;
 mod rules_cli;
 mod schedule_marks;
 mod skills_commands;
