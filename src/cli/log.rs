@@ -79,7 +79,7 @@ pub fn run(args: LogArgs) -> Result<u8, Error> {
         ));
     }
     // Only the print declarations are read: no rule's code patterns need compiling.
-    let set = load_with_prints(&args.rules).map_err(user_error)?;
+    let set = load_with_prints(&args.rules)?;
     let opts = Options {
         ranks: args.ranks.clone(),
     };

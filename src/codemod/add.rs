@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::diff::FileChange;
-use super::error::Error;
+use super::error::{Error, Usage};
 use super::failure::{Failure, FailureKind};
 use super::lock::{self, Mode};
 use super::params::{self, Given, Param};
@@ -103,20 +103,13 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
     // A config given must be there and be JSON, whatever reads it later.
     if let Some(config) = &opts.config {
-        super::layers::read_config(config).map_err(Error::Usage)?;
+        super::layers::read_config(config).map_err(super::computed::Error::from)?;
     }
     if set.manifest.targets == TargetKind::Functions && opts.targets.is_empty() {
-        let example = set
-            .manifest
-            .example_targets
-            .as_deref()
-            .map_or(String::new(), |e| {
-                format!(", e.g. instrument add --rules {} {e}", set.manifest.name)
-            });
-        return Err(Error::Usage(format!(
-            "name the functions to wrap: rule set {} works on functions (Class.method, a function name, or a glob such as '*.forward'){example}",
-            set.manifest.name
-        )));
+        return Err(Error::from(Usage::NoFunctions {
+            set: set.manifest.name.clone(),
+            example: set.manifest.example_targets.clone(),
+        }));
     }
     let style = Style::of_checkout(&root);
     let mode = if opts.dry_run {
@@ -183,11 +176,10 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         }
         (TargetKind::Model, None) => {
             if !opts.targets.is_empty() {
-                return Err(Error::Usage(format!(
-                    "rule set {} works on the checkout as a whole (it has no [models]); omit {}",
-                    set.manifest.name,
-                    opts.targets.join(" ")
-                )));
+                return Err(Error::from(Usage::WholeCheckout {
+                    set: set.manifest.name.clone(),
+                    given: opts.targets.clone(),
+                }));
             }
             report.command = format!("instrument add --rules {}", set.manifest.name);
             None
@@ -316,23 +308,16 @@ fn check_model(set: &RuleSet, root: &std::path::Path, targets: &[String]) -> Res
             .iter()
             .map(|m| checkout::display_model(m))
             .collect();
-        return Err(Error::Usage(format!(
-            "name the model: instrument add MODEL (rule set {} works per model; models in this checkout: {})",
-            set.manifest.name,
-            if models.is_empty() {
-                "none".to_string()
-            } else {
-                models.join(", ")
-            }
-        )));
+        return Err(Error::from(Usage::NoModel {
+            set: set.manifest.name.clone(),
+            models,
+        }));
     }
     let [typed] = targets else {
-        return Err(Error::Usage(format!(
-            "rule set {} takes one model, got {} arguments ({})",
-            set.manifest.name,
-            targets.len(),
-            targets.join(" ")
-        )));
+        return Err(Error::from(Usage::OneModel {
+            set: set.manifest.name.clone(),
+            given: targets.to_vec(),
+        }));
     };
     let model = checkout::resolve_model(root, &set.manifest, typed)?;
     // Rules for model files are written for every model (scoping into role classes) or
@@ -351,12 +336,11 @@ fn check_model(set: &RuleSet, root: &std::path::Path, targets: &[String]) -> Res
             .iter()
             .map(|m| checkout::display_model(m))
             .collect();
-        return Err(Error::Usage(format!(
-            "rule set {} has no rules for model {} yet (it has rules for: {})",
-            set.manifest.name,
-            checkout::display_model(&model),
-            names.join(", ")
-        )));
+        return Err(Error::from(Usage::NoRulesFor {
+            set: set.manifest.name.clone(),
+            model: checkout::display_model(&model),
+            supported: names,
+        }));
     }
     Ok(model)
 }

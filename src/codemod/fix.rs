@@ -437,7 +437,7 @@ pub(super) fn edits<'t>(
                     fail(
                         FailureKind::Placement,
                         Some(src.line_of(resolved.scope.start_byte())),
-                        m,
+                        m.to_string(),
                     )
                 })
         }

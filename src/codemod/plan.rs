@@ -249,9 +249,10 @@ pub fn plan_file(
                         }],
                     });
                 }
-                Err(msg) => plan
-                    .failures
-                    .push(fail(FailureKind::Template, None, Some(rule), msg)),
+                Err(e) => {
+                    plan.failures
+                        .push(fail(FailureKind::Template, None, Some(rule), e.to_string()))
+                }
             }
         }
     }

@@ -85,10 +85,3 @@ impl Classify for Error {
         }
     }
 }
-
-/// For callers that report errors as text (one line each).
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
-    }
-}
