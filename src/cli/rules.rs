@@ -226,10 +226,10 @@ pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
     }
     // Every group carries examples.
     let untested = selftest::groups_without_examples(&set);
-    for g in &untested {
-        let n = set.rules.iter().filter(|r| &r.group == g).count();
+    for u in &untested {
         println!(
-            "FAIL group {g}: none of its {n} rule(s) has examples; write [[rule.examples]] for one of them"
+            "FAIL rule set {} group {} in {}/{}: none of its {} rule(s) there has examples; write [[rule.examples]] for each rule whose shape differs",
+            set.manifest.name, u.group, set.origin, u.file, u.rules
         );
     }
     let with_examples = set.rules.iter().filter(|r| !r.examples.is_empty()).count();

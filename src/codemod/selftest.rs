@@ -231,23 +231,40 @@ fn check_example(
     }
 }
 
-/// The groups of `set` no rule of which has examples: a rule set carries its tests, so
-/// `test-rules` fails on these.
-pub fn groups_without_examples(set: &RuleSet) -> Vec<String> {
-    let mut groups: Vec<&str> = Vec::new();
-    for r in &set.rules {
-        if !groups.contains(&r.group.as_str()) {
-            groups.push(&r.group);
+/// A group's rules in one rule file, none of which has examples.
+#[derive(Debug, PartialEq)]
+pub struct Untested {
+    pub group: String,
+    /// The rule file, as the set names it (`5-layer-forward.toml`).
+    pub file: String,
+    pub rules: usize,
+}
+
+/// Each group of `set`, file by file, whose rules there carry no example: a rule set
+/// carries its tests, and a group split over files (a model's own rules beside the
+/// shared ones) is tested in each, so `test-rules` fails on these.
+pub fn groups_without_examples(set: &RuleSet) -> Vec<Untested> {
+    let mut seen: Vec<(&str, &str, usize, bool)> = Vec::new();
+    for (r, file) in set.rules.iter().zip(&set.rule_files) {
+        let tested = !r.examples.is_empty();
+        match seen
+            .iter_mut()
+            .find(|(g, f, _, _)| *g == r.group && *f == file.as_str())
+        {
+            Some(entry) => {
+                entry.2 += 1;
+                entry.3 |= tested;
+            }
+            None => seen.push((&r.group, file, 1, tested)),
         }
     }
-    groups
-        .into_iter()
-        .filter(|g| {
-            !set.rules
-                .iter()
-                .any(|r| r.group == *g && !r.examples.is_empty())
+    seen.into_iter()
+        .filter(|(_, _, _, tested)| !tested)
+        .map(|(group, file, rules, _)| Untested {
+            group: group.to_string(),
+            file: file.to_string(),
+            rules,
         })
-        .map(str::to_string)
         .collect()
 }
 

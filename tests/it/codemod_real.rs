@@ -1,8 +1,9 @@
 //! `add` on real pithtrain trees prints byte for byte what it printed before the rules
-//! became one set for every model (issue #19): the digests of every case, recorded then,
-//! are in `codemod_real.digests`. The trees are not in the repository (their code is
-//! theirs): give them as INSTRUMENT_PITHTRAIN_889A408 and INSTRUMENT_PITHTRAIN_E5BD465
-//! (checkouts at those revisions); without them this test says so and checks nothing.
+//! became one set for every model (issue #19): the digests of every case, recorded then on
+//! whole checkouts, are in `codemod_real.digests`. The trees are the cut of pithtrain in
+//! `fixtures/pithtrain-real` (unmodified copies of the files `add` reads and writes, at
+//! 889a408 and e5bd465; its README says what and under which licence), or whole checkouts
+//! given as INSTRUMENT_PITHTRAIN_889A408 and INSTRUMENT_PITHTRAIN_E5BD465.
 //! INSTRUMENT_PIN_WRITE=1 writes the digests anew (after a change meant to alter output).
 
 use crate::common;
@@ -15,6 +16,19 @@ use common::*;
 const LONG_RANKS: &str =
     "0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31";
 const LONG_PATH: &str = "/data/a very long path/that/goes/on/and/on/for/quite/a/while/snaps";
+/// Every parameter of memory-prints given, the rank set and the path long.
+const EVERY_PARAMETER_LONG: [&str; 10] = [
+    "--ranks",
+    LONG_RANKS,
+    "--detail-layers",
+    "1,2",
+    "--step",
+    "5",
+    "--snapshot-dir",
+    LONG_PATH,
+    "--stacks",
+    "all",
+];
 
 /// Every case: (name, arguments), for each model name users type.
 fn cases() -> Vec<(String, Vec<String>)> {
@@ -40,24 +54,7 @@ fn cases() -> Vec<(String, Vec<String>)> {
         ));
         out.push((
             format!("{m}.all"),
-            with(
-                &[
-                    &[
-                        "--ranks",
-                        LONG_RANKS,
-                        "--detail-layers",
-                        "1,2",
-                        "--step",
-                        "5",
-                        "--snapshot-dir",
-                        LONG_PATH,
-                        "--stacks",
-                        "all",
-                    ][..],
-                    &dry,
-                ]
-                .concat(),
-            ),
+            with(&[&EVERY_PARAMETER_LONG[..], &dry].concat()),
         ));
         out.push((
             format!("{m}.layers0"),
@@ -123,19 +120,43 @@ fn replace(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The digest lines of every case on the tree at `src` (copied first: nothing is run in
-/// the tree given).
-fn digests(tree: &str, src: &Path) -> Vec<String> {
+/// The revisions pinned, with the variable that names a checkout of each.
+const TREES: [(&str, &str); 2] = [
+    ("889a408", "INSTRUMENT_PITHTRAIN_889A408"),
+    ("e5bd465", "INSTRUMENT_PITHTRAIN_E5BD465"),
+];
+
+/// The tree at `rev` in a new temporary folder (nothing is run in the tree given), and
+/// where it came from: the checkout `var` names, else the cut in fixtures/pithtrain-real
+/// (its 889a408 files, with those that differ at `rev` laid over them).
+fn tree(rev: &str, var: &str) -> (tempfile::TempDir, String) {
     let copy = tempfile::tempdir().unwrap();
-    // `cp -a`: a real checkout holds symlinks, which stay symlinks.
-    let status = Command::new("cp")
-        .arg("-a")
-        .arg(src.join("."))
-        .arg(copy.path())
-        .status()
-        .expect("cp runs");
-    assert!(status.success(), "cp -a {}", src.display());
-    let root = copy.path().canonicalize().unwrap();
+    if let Some(dir) = std::env::var_os(var) {
+        let src = Path::new(&dir);
+        // `cp -a`: a real checkout holds symlinks, which stay symlinks.
+        let status = Command::new("cp")
+            .arg("-a")
+            .arg(src.join("."))
+            .arg(copy.path())
+            .status()
+            .expect("cp runs");
+        assert!(status.success(), "cp -a {}", src.display());
+        return (copy, format!("the checkout {}", src.display()));
+    }
+    let cut = repo_root().join("fixtures/pithtrain-real");
+    copy_tree(&cut.join("889a408"), copy.path());
+    if rev != "889a408" {
+        copy_tree(&cut.join(rev), copy.path());
+    }
+    (
+        copy,
+        format!("the cut in fixtures/pithtrain-real ({var} not set)"),
+    )
+}
+
+/// The digest lines of every case on the tree at `root`.
+fn digests(tree: &str, root: &Path) -> Vec<String> {
+    let root = root.canonicalize().unwrap();
     let root_text = root.to_string_lossy().to_string();
     cases()
         .into_iter()
@@ -166,15 +187,9 @@ fn add_on_the_real_trees_prints_what_it_printed_before() {
     let pinned = std::fs::read_to_string(&pinned_path).unwrap();
     let mut got = Vec::new();
     let mut checked = 0;
-    for (tree, var) in [
-        ("889a408", "INSTRUMENT_PITHTRAIN_889A408"),
-        ("e5bd465", "INSTRUMENT_PITHTRAIN_E5BD465"),
-    ] {
-        let Some(dir) = std::env::var_os(var) else {
-            eprintln!("{var} not set: the real-tree pin of {tree} is not checked");
-            continue;
-        };
-        let lines = digests(tree, Path::new(&dir));
+    for (rev, var) in TREES {
+        let (dir, from) = tree(rev, var);
+        let lines = digests(rev, dir.path());
         for l in &lines {
             let key = l.rsplitn(3, ' ').last().unwrap().to_string();
             let want = pinned
@@ -182,7 +197,7 @@ fn add_on_the_real_trees_prints_what_it_printed_before() {
                 .find(|p| p.starts_with(&format!("{key} ")))
                 .unwrap_or_else(|| panic!("no pinned digest for {key}"));
             if std::env::var_os("INSTRUMENT_PIN_WRITE").is_none() {
-                assert_eq!(l, want, "{key}: the output changed");
+                assert_eq!(l, want, "{key} on {from}: the output changed");
             }
             checked += 1;
         }
@@ -196,8 +211,66 @@ fn add_on_the_real_trees_prints_what_it_printed_before() {
             .collect();
         std::fs::write(&pinned_path, format!("{header}{}\n", got.join("\n"))).unwrap();
     }
-    if checked > 0 {
-        eprintln!("{checked} real-tree cases byte for byte as pinned");
+    assert_eq!(checked, 2 * cases().len());
+}
+
+/// Each model's `add` with every parameter at a long value (and the nvtx ranges on every
+/// `forward`) leaves the real tree as pithtrain's ruff wants it, and `remove` gives back
+/// every byte.
+#[test]
+fn add_on_the_real_trees_passes_pithtrains_ruff_and_removes_cleanly() {
+    let Some(ruff) = tool("ruff", "INSTRUMENT_REQUIRE_RUFF") else {
+        return;
+    };
+    let mut adds: Vec<Vec<&str>> = ["qwen3-moe", "qwen35-moe", "deepseek-v2", "gpt-oss"]
+        .into_iter()
+        .map(|m| [&["add", m][..], &EVERY_PARAMETER_LONG[..]].concat())
+        .collect();
+    adds.push(vec![
+        "add",
+        "--rules",
+        "nvtx",
+        "*.forward",
+        "DualPipeV.step",
+        "layer_forward",
+    ]);
+    for (rev, var) in TREES {
+        let (dir, from) = tree(rev, var);
+        let root = dir.path();
+        let clean = snapshot_tree(root);
+        for args in &adds {
+            let out = instrument(args, root);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{args:?} on {from}: {}",
+                stderr(&out)
+            );
+            let added = snapshot_tree(root);
+            let changed: Vec<&String> = added
+                .iter()
+                .filter(|(path, bytes)| clean.get(*path) != Some(*bytes))
+                .map(|(path, _)| path)
+                .collect();
+            assert!(!changed.is_empty(), "{args:?} on {from} changed nothing");
+            ruff_clean(&ruff, root, &changed, &format!("{args:?} on {from}"));
+            let rules = if args[1] == "--rules" {
+                args[2]
+            } else {
+                "memory-prints"
+            };
+            let out = instrument(&["remove", "--rules", rules], root);
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "remove {rules} on {from}: {}",
+                stderr(&out)
+            );
+            assert!(
+                snapshot_tree(root) == clean,
+                "{args:?} then remove on {from} did not give back every byte"
+            );
+        }
     }
 }
 
@@ -214,5 +287,26 @@ fn the_pin_has_every_case() {
                 "{tree} {name}"
             );
         }
+    }
+}
+
+/// `ruff check` and `ruff format --check` pass on `files` of the tree at `root`, with
+/// pithtrain's settings (the pyproject.toml there). Only the files `add` wrote: a whole
+/// checkout holds files pithtrain's ruff does not pass either (its skills' templates).
+fn ruff_clean(ruff: &Path, root: &Path, files: &[&String], what: &str) {
+    for args in [&["check"][..], &["format", "--check"][..]] {
+        let out = Command::new(ruff)
+            .args(args)
+            .arg("--no-cache")
+            .args(files)
+            .current_dir(root)
+            .output()
+            .expect("ruff runs");
+        assert!(
+            out.status.success(),
+            "ruff {args:?} after {what}:\n{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
