@@ -59,7 +59,7 @@ impl Context<'_> {
 }
 
 /// Work out `name` (for the parameter set by `flag`): the value and why, or why not.
-pub fn compute(ctx: &Context, name: &str, flag: &str) -> params::Computed {
+pub fn compute(ctx: &Context, name: &str, flag: &str) -> params::Computed<Error> {
     match ctx.spec(name)? {
         ComputedSpec::LayerCondition(spec) => {
             let model = ctx.model.ok_or_else(|| Error::PerModel {

@@ -16,9 +16,10 @@ pub enum Error {
     /// What the user asked for does not fit the rule set or the checkout.
     #[error(transparent)]
     Usage(Box<Usage>),
-    /// A value given for a parameter that does not fit its kind.
+    /// A parameter the rule set does not have, a value that does not fit its kind, one
+    /// that is needed and not given.
     #[error(transparent)]
-    Value(#[from] super::params::ValueError),
+    Params(Box<super::params::Error>),
     /// A value given for a worked-out parameter that does not fit the checkout, or the
     /// model config given (`--config`) that cannot be read.
     #[error(transparent)]
@@ -99,34 +100,6 @@ pub enum Usage {
         typed: String,
         file: String,
         models: String,
-    },
-    #[error("--{flag}: rule set {set} has no parameter it sets (its parameters: {params})")]
-    NoSuchFlag {
-        flag: String,
-        set: String,
-        params: String,
-    },
-    #[error(
-        "--param {name}={value}: rule set {set} has no parameter {name} (its parameters: {params})"
-    )]
-    NoSuchParam {
-        name: String,
-        value: String,
-        set: String,
-        params: String,
-    },
-    #[error("rule set {set}: the default of {name}: {error}")]
-    BadDefault {
-        set: String,
-        name: String,
-        error: super::params::ValueError,
-    },
-    #[error("rule set {set} needs {name} ({help}): pass {flag}")]
-    Missing {
-        set: String,
-        name: String,
-        help: String,
-        flag: String,
     },
     /// Files `add` would write that are read-only, each with its mode.
     #[error("{}", read_only(.files))]
@@ -214,6 +187,21 @@ impl From<Usage> for Error {
     }
 }
 
+impl From<super::params::Error> for Error {
+    fn from(e: super::params::Error) -> Error {
+        Error::Params(Box::new(e))
+    }
+}
+
+impl From<super::params::FillError<super::computed::Error>> for Error {
+    fn from(e: super::params::FillError<super::computed::Error>) -> Error {
+        match e {
+            super::params::FillError::Params(e) => Error::Params(e),
+            super::params::FillError::Given(e) => e.into(),
+        }
+    }
+}
+
 impl From<super::computed::Error> for Error {
     fn from(e: super::computed::Error) -> Error {
         Error::Computed(Box::new(e))
@@ -238,7 +226,7 @@ impl Classify for Error {
             Error::Computed(e) => e.class(),
             Error::Io { .. } => Class::Io,
             Error::Usage(_)
-            | Error::Value(_)
+            | Error::Params(_)
             | Error::Checkout(_)
             | Error::Busy { .. }
             | Error::Changed(_) => Class::User,

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::error::{Error, Usage};
 use crate::python::{literal, style::Style};
 use crate::rules::{Manifest, ParamDefault, ParamKind, ParamSpec};
 
@@ -96,6 +95,58 @@ pub enum ValueError {
         text: String,
         choices: Vec<String>,
     },
+}
+
+/// Why the parameters cannot be filled in: a flag or parameter the rule set does not
+/// have, a value that does not fit, one that is needed and not given.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Value(#[from] ValueError),
+    #[error("--{flag}: rule set {set} has no parameter it sets (its parameters: {params})")]
+    NoSuchFlag {
+        flag: String,
+        set: String,
+        params: String,
+    },
+    #[error(
+        "--param {name}={value}: rule set {set} has no parameter {name} (its parameters: {params})"
+    )]
+    NoSuchParam {
+        name: String,
+        value: String,
+        set: String,
+        params: String,
+    },
+    #[error("rule set {set}: the default of {name}: {error}")]
+    BadDefault {
+        set: String,
+        name: String,
+        error: ValueError,
+    },
+    #[error("rule set {set} needs {name} ({help}): pass {flag}")]
+    Missing {
+        set: String,
+        name: String,
+        help: String,
+        flag: String,
+    },
+}
+
+/// `fill`'s error: the parameters', or `E`, why a value given does not fit the checkout
+/// (the caller's check).
+#[derive(Debug, thiserror::Error)]
+pub enum FillError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Params(Box<Error>),
+    #[error(transparent)]
+    Given(E),
+}
+
+impl<E: std::error::Error + 'static> From<Error> for FillError<E> {
+    fn from(e: Error) -> FillError<E> {
+        FillError::Params(Box::new(e))
+    }
 }
 
 /// Check `text` as given for a parameter of `spec`'s kind.
@@ -211,18 +262,18 @@ impl Filled {
 }
 
 /// Outcome of a computed default: the value and why, or why it could not be chosen.
-pub type Computed = Result<(Value, String), super::computed::Error>;
+pub type Computed<E> = Result<(Value, String), E>;
 
 /// Fill in every parameter `manifest` declares. `compute` works out a computed default
-/// (by its `[computed]` name, for the parameter set by the flag given); `check_given`
-/// checks a given value that has one (against the model, say).
-pub fn fill(
+/// (by its `[computed]` name, for the parameter set by the flag given), or says why it
+/// cannot; `check_given` checks a given value that has one (against the model, say).
+pub fn fill<E: std::error::Error + 'static>(
     manifest: &Manifest,
     given: &Given,
     style: &Style,
-    mut compute: impl FnMut(&str, &str) -> Computed,
-    mut check_given: impl FnMut(&str, &str, &Value) -> Result<Option<String>, super::computed::Error>,
-) -> Result<Filled, Error> {
+    mut compute: impl FnMut(&str, &str) -> Computed<E>,
+    mut check_given: impl FnMut(&str, &str, &Value) -> Result<Option<String>, E>,
+) -> Result<Filled, FillError<E>> {
     let set = &manifest.name;
     for flag in given.flags.keys() {
         if !manifest
@@ -230,21 +281,23 @@ pub fn fill(
             .values()
             .any(|p| p.flag.as_deref() == Some(flag.as_str()))
         {
-            return Err(Error::from(Usage::NoSuchFlag {
+            return Err(Error::NoSuchFlag {
                 flag: flag.clone(),
                 set: set.clone(),
                 params: names(manifest),
-            }));
+            }
+            .into());
         }
     }
     for (name, value) in given.params {
         if !manifest.params.contains_key(name) {
-            return Err(Error::from(Usage::NoSuchParam {
+            return Err(Error::NoSuchParam {
                 name: name.clone(),
                 value: value.clone(),
                 set: set.clone(),
                 params: names(manifest),
-            }));
+            }
+            .into());
         }
     }
     let mut filled = Filled {
@@ -263,22 +316,20 @@ pub fn fill(
             .or_else(|| spec.flag.as_ref().and_then(|f| given.flags.get(f)));
         let (value, origin) = match (text, &spec.default) {
             (Some(t), default) => {
-                let v = parse(spec, &flag, t)?;
+                let v = parse(spec, &flag, t).map_err(Error::from)?;
                 let checked = default.as_ref().and_then(ParamDefault::computed);
                 if let Some(c) = checked
-                    && let Some(note) = check_given(c, &flag, &v)?
+                    && let Some(note) = check_given(c, &flag, &v).map_err(FillError::Given)?
                 {
                     filled.notes.push(note);
                 }
                 (v, Origin::Flag)
             }
             (None, Some(ParamDefault::Text(t))) => (
-                parse(spec, &flag, t).map_err(|error| {
-                    Error::from(Usage::BadDefault {
-                        set: set.clone(),
-                        name: name.clone(),
-                        error,
-                    })
+                parse(spec, &flag, t).map_err(|error| Error::BadDefault {
+                    set: set.clone(),
+                    name: name.clone(),
+                    error,
                 })?,
                 Origin::Default,
             ),
@@ -322,12 +373,13 @@ pub fn fill(
             }
             (None, None) if spec.optional => (Value::None, Origin::Unset),
             (None, None) => {
-                return Err(Error::from(Usage::Missing {
+                return Err(Error::Missing {
                     set: set.clone(),
                     name: name.clone(),
                     help: spec.help.clone(),
                     flag,
-                }));
+                }
+                .into());
             }
         };
         filled.params.push(Param {
@@ -424,6 +476,11 @@ mod tests {
         );
     }
 
+    /// Why a computed value is not there, as the caller's computation says it.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Why(&'static str);
+
     #[test]
     fn defaults_flow_from_the_rule_set() {
         let manifest: Manifest = toml::from_str(
@@ -462,12 +519,7 @@ help = "stacks"
             &manifest,
             &given,
             &style,
-            |name, flag| {
-                Err(crate::codemod::computed::Error::PerModel {
-                    name: name.into(),
-                    flag: flag.into(),
-                })
-            },
+            |_, _| Err(Why("no config")),
             |_, _, _| Ok(None),
         )
         .unwrap();
@@ -476,7 +528,7 @@ help = "stacks"
         assert_eq!(lits["STACKS"], "\"python\"");
         assert_eq!(
             filled.notes[0],
-            "detail layers chosen at run time: detail-layers is worked out per model; pass --detail-layers"
+            "detail layers chosen at run time: no config"
         );
         assert!(filled.problems.is_empty());
         let flags = BTreeMap::from([("stacks".to_string(), "all".to_string())]);
@@ -489,7 +541,7 @@ help = "stacks"
             &given,
             &style,
             |_, _| Ok((Value::Ints(vec![0, 1]), "why".into())),
-            |_, _, _| Ok(None),
+            |_, _, _| Ok::<_, Why>(None),
         )
         .unwrap();
         assert_eq!(filled.literals()["DETAIL_LAYERS"], "(5, 6)");

@@ -173,6 +173,11 @@ pub fn review(set: &RuleSet) -> Result<CompiledSet, Error> {
 /// The rules of `set` for `target`, every placeholder filled in and compiled.
 pub fn instantiate(set: &RuleSet, target: &Target) -> Result<CompiledSet, Error> {
     let file_of = |i: usize| set.rule_files[i].as_str();
+    // Rule `i` under its own id, its placeholders filled by `value`.
+    let own = |i: usize, value: &dyn Fn(&str) -> Option<String>| {
+        let rule = &set.rules[i];
+        instantiate_rule(rule, file_of(i), rule.id.clone(), value, None)
+    };
     let none = |_: &str| None;
     let mut rules: Vec<Instantiated> = Vec::new();
     let mut unplaced = BTreeMap::new();
@@ -182,28 +187,11 @@ pub fn instantiate(set: &RuleSet, target: &Target) -> Result<CompiledSet, Error>
                 "MODEL" => model.map(str::to_string),
                 _ => classes.get(n).cloned(),
             };
-            for (i, rule) in set.rules.iter().enumerate() {
-                rules.push(instantiate_rule(
-                    rule,
-                    file_of(i),
-                    rule.id.clone(),
-                    &value,
-                    None,
-                ));
-            }
+            rules.extend((0..set.rules.len()).map(|i| own(i, &value)));
         }
         On::Checkout => {
-            for (i, rule) in set.rules.iter().enumerate() {
-                if rule.applies_to(None) {
-                    rules.push(instantiate_rule(
-                        rule,
-                        file_of(i),
-                        rule.id.clone(),
-                        &none,
-                        None,
-                    ));
-                }
-            }
+            let applies = |i: &usize| set.rules[*i].applies_to(None);
+            rules.extend((0..set.rules.len()).filter(applies).map(|i| own(i, &none)));
         }
         On::Model { name, classes } => {
             let tag = set
@@ -238,14 +226,7 @@ pub fn instantiate(set: &RuleSet, target: &Target) -> Result<CompiledSet, Error>
                 match rule.per {
                     Some(Per::File) => {
                         for f in &files {
-                            let value = |n: &str| (n == "FILE").then(|| f.to_string());
-                            rules.push(instantiate_rule(
-                                rule,
-                                file_of(i),
-                                rule.id.clone(),
-                                &value,
-                                None,
-                            ));
+                            rules.push(own(i, &|n: &str| (n == "FILE").then(|| f.to_string())));
                         }
                     }
                     Some(Per::Function) => {
@@ -261,15 +242,7 @@ pub fn instantiate(set: &RuleSet, target: &Target) -> Result<CompiledSet, Error>
                             rules.push(instantiate_rule(rule, file_of(i), id, &value, class));
                         }
                     }
-                    None if rule.applies_to(None) => {
-                        rules.push(instantiate_rule(
-                            rule,
-                            file_of(i),
-                            rule.id.clone(),
-                            &none,
-                            None,
-                        ));
-                    }
+                    None if rule.applies_to(None) => rules.push(own(i, &none)),
                     None => {}
                 }
             }
