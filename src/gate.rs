@@ -289,14 +289,23 @@ impl Outcome {
             for r in &self.rows[..take] {
                 let what = format!("{} {}", r.place.label(), r.figure);
                 let what = what.trim_start();
-                let line = format!(
-                    "  {} {what:<width$}  {:>12} -> {:>12}  {:>8}",
-                    if r.exceeded { "x" } else { " " },
+                let mark = if r.exceeded { "x" } else { " " };
+                let figures = format!(
+                    "{:>12} -> {:>12}  {:>8}",
                     r.unit.show(r.before),
                     r.unit.show(r.after),
                     r.change,
                 );
-                crate::findings::text::wrap(out, &line);
+                let line = format!("  {mark} {what:<width$}  {figures}");
+                if line.chars().count() <= crate::findings::text::WIDTH {
+                    out.push_str(&line);
+                    out.push('\n');
+                } else {
+                    // A long place (a schedule event with mesh coordinates and a component):
+                    // the place on its own lines, the figures below it in their columns.
+                    crate::findings::text::wrap(out, &format!("  {mark} {what}"));
+                    let _ = writeln!(out, "    {:<width$}{figures}", "");
+                }
             }
             if self.rows.len() > take {
                 let _ = writeln!(

@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from snapgen import bench, randomized, scenarios, scenarios_run, scenarios_schedule  # noqa: E402
+from snapgen import bench, bench_marked, randomized, scenarios, scenarios_run, scenarios_schedule  # noqa: E402
 
 
 def main():
@@ -36,8 +36,13 @@ def main():
     ap.add_argument("--bench", metavar="FILE", help="write one large snapshot for the benchmark")
     ap.add_argument("--mb", type=float, default=500, help="size of the --bench file in MB")
     ap.add_argument("--protocol", type=int, default=4)
+    ap.add_argument("--bench-marked", metavar="FILE",
+                    help="write one large marked DualPipeV step snapshot for bench/report (--mb, --pp-rank)")
+    ap.add_argument("--pp-rank", type=int, default=1, help="the pipeline rank of the --bench-marked step (of pp=2)")
     a = ap.parse_args()
-    if a.bench:
+    if a.bench_marked:
+        print(json.dumps(bench_marked.generate(a.bench_marked, a.mb * 1e6, pp_rank=a.pp_rank, protocol=a.protocol)))
+    elif a.bench:
         facts = bench.generate(a.bench, a.mb * 1e6, a.protocol, a.seed)
         print(json.dumps(facts))
     elif a.random is not None:

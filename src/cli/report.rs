@@ -29,8 +29,9 @@ pub struct ReportArgs {
     #[arg(long, value_name = "CHECKOUT", requires = "estimate")]
     pub root: Option<PathBuf>,
     /// Compare with the run these folders hold (after a change; given after the run before):
-    /// per rank and schedule event, the peak inside it and the live memory at its end.
-    #[arg(long, num_args = 1.., value_name = "AFTER", conflicts_with = "estimate")]
+    /// per rank and schedule event, the peak inside it, the live memory at its end and that
+    /// memory by component; with --estimate also the estimator's state and its components.
+    #[arg(long, num_args = 1.., value_name = "AFTER")]
     pub diff: Vec<PathBuf>,
     /// With --diff: exit 1 when a figure grew by more than PCT per cent; exit 2 when the runs
     /// do not pair (a rank or an event on one side only).
@@ -47,8 +48,11 @@ pub fn run(args: ReportArgs) -> Result<u8, Error> {
     }
     let set = load_with_prints(&args.rules)?;
     if !args.diff.is_empty() {
-        let before = crate::report::report(&set, &args.paths, false, None)?;
-        let after = crate::report::report(&set, &args.diff, false, None)?;
+        // Each run's estimate is its own checkout's (found from its model path) unless
+        // --root names one for both.
+        let root = args.root.as_deref();
+        let before = crate::report::report(&set, &args.paths, args.estimate, root)?;
+        let after = crate::report::report(&set, &args.diff, args.estimate, root)?;
         let d = crate::report::diff::compare(&before, &after, args.gate);
         super::output::emit(&d, args.json, crate::report::diff::render, None, |_| {
             String::new()

@@ -1,11 +1,13 @@
 //! `report BEFORE --diff AFTER [--gate PCT]`: two runs, rank by rank and event by event: the
-//! peak inside each schedule event and the live memory at its end, before and after, through
-//! the one gate (`crate::gate`). Runs of different schedules are not compared: a rank on one
-//! side only, or an event only one run has, refuses the gate.
+//! peak inside each schedule event, the live memory at its end and that memory by component
+//! (the snapshot's categories), and, when both runs were reported with `--estimate`, the
+//! estimator's state after the event and its components, before and after, through the one
+//! gate (`crate::gate`). Runs of different schedules are not compared: a rank on one side
+//! only, or an event only one run has, refuses the gate.
 
 use serde::Serialize;
 
-use super::Report;
+use super::{EventRow, Report};
 use crate::findings::{Unit, Where};
 use crate::gate::{Gate, Outcome, Paired, judge};
 
@@ -22,6 +24,10 @@ pub struct Diff {
     pub gate: Outcome,
     /// Whether `--gate` was given (without it the verdict is shown, never acted on).
     pub gated: bool,
+    /// With `--estimate`: a run whose estimate is unavailable, so that the estimator's
+    /// figures are not compared (the measured ones still are).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_estimated: Vec<String>,
 }
 
 /// Pair `before` and `after` rank by rank and event by event.
@@ -45,26 +51,7 @@ pub fn compare(before: &Report, after: &Report, gate: Option<Gate>) -> Diff {
                 ));
                 continue;
             };
-            for (figure, x, y) in [
-                (
-                    "peak inside",
-                    eb.snapshot_peak_bytes,
-                    ea.snapshot_peak_bytes,
-                ),
-                (
-                    "live at its end",
-                    eb.snapshot_end_bytes,
-                    ea.snapshot_end_bytes,
-                ),
-            ] {
-                figures.push(Paired {
-                    place: place.clone().at(eb.event.clone()),
-                    figure: figure.into(),
-                    unit: Unit::Bytes,
-                    before: x as f64,
-                    after: y as f64,
-                });
-            }
+            figures.extend(event_figures(&place.clone().at(eb.event.clone()), eb, ea));
         }
         for ea in a
             .events
@@ -87,6 +74,16 @@ pub fn compare(before: &Report, after: &Report, gate: Option<Gate>) -> Diff {
     let gated = gate.is_some();
     let gate = gate.unwrap_or_else(|| "0".parse().expect("0 is a gate"));
     let outcome = judge(gate, figures, not_compared.clone());
+    let not_estimated = [("before", before), ("after", after)]
+        .iter()
+        .filter_map(|(side, r)| {
+            let e = r.estimate.as_ref()?;
+            let why = e.unavailable.as_ref()?;
+            Some(format!(
+                "the run {side}: the estimate is unavailable ({why}); its figures are not compared"
+            ))
+        })
+        .collect();
     Diff {
         schema: SCHEMA,
         before: before.inputs.logs.clone(),
@@ -94,7 +91,78 @@ pub fn compare(before: &Report, after: &Report, gate: Option<Gate>) -> Diff {
         not_compared,
         gate: outcome,
         gated,
+        not_estimated,
     }
+}
+
+/// One event's figures, before and after: its peak inside and live memory at its end; that
+/// memory by category (a category on one side only is zero on the other: memory that came or
+/// went is a change, not another schedule); and, where both runs have the estimator's state
+/// after the event, its total and its components (by the estimator's buckets).
+fn event_figures(place: &Where, b: &EventRow, a: &EventRow) -> Vec<Paired> {
+    let pair = |figure: String, before: f64, after: f64| Paired {
+        place: place.clone(),
+        figure,
+        unit: Unit::Bytes,
+        before,
+        after,
+    };
+    let mut out = vec![
+        pair(
+            "peak inside".into(),
+            b.snapshot_peak_bytes as f64,
+            a.snapshot_peak_bytes as f64,
+        ),
+        pair(
+            "live at its end".into(),
+            b.snapshot_end_bytes as f64,
+            a.snapshot_end_bytes as f64,
+        ),
+    ];
+    let mut categories: Vec<&str> = Vec::new();
+    for c in b
+        .snapshot_end_by_category
+        .iter()
+        .chain(&a.snapshot_end_by_category)
+    {
+        if !categories.contains(&c.name.as_str()) {
+            categories.push(&c.name);
+        }
+    }
+    let bytes = |e: &EventRow, name: &str| {
+        e.snapshot_end_by_category
+            .iter()
+            .find(|c| c.name == name)
+            .map_or(0.0, |c| c.bytes as f64)
+    };
+    for c in categories {
+        out.push(pair(
+            format!("live at its end: {c}"),
+            bytes(b, c),
+            bytes(a, c),
+        ));
+    }
+    if let (Some(x), Some(y)) = (b.estimated_bytes, a.estimated_bytes) {
+        out.push(pair("estimated".into(), x as f64, y as f64));
+        let mut buckets: Vec<String> = Vec::new();
+        for c in b.components.iter().chain(&a.components) {
+            let key = c.buckets.join(" + ");
+            if !c.buckets.is_empty() && !buckets.contains(&key) {
+                buckets.push(key);
+            }
+        }
+        let est = |e: &EventRow, key: &str| {
+            e.components
+                .iter()
+                .filter(|c| c.buckets.join(" + ") == key)
+                .map(|c| c.estimated_bytes as f64)
+                .sum::<f64>()
+        };
+        for k in buckets {
+            out.push(pair(format!("estimated: {k}"), est(b, &k), est(a, &k)));
+        }
+    }
+    out
 }
 
 /// The text: what does not pair, then the figures, the largest growth first; with `--gate`
@@ -111,6 +179,9 @@ pub fn render(d: &Diff) -> String {
     );
     for n in &d.not_compared {
         crate::findings::text::wrap(&mut o, &format!("  not compared: {n}"));
+    }
+    for n in &d.not_estimated {
+        crate::findings::text::wrap(&mut o, &format!("  not estimated: {n}"));
     }
     let mut o = crate::findings::text::fit(&o);
     o.push('\n');

@@ -1,7 +1,8 @@
 //! The run report as one self-contained page: the findings first, then per rank a schedule
 //! strip, one column per event in schedule order: the peak inside it (light), the live memory
-//! at its end (dark), the value its print read (a dot) and, with `--estimate`, the estimator's
-//! state after it (a dash); every rank on one scale, so that ranks read against each other.
+//! at its end stacked by component (the conventions table's categories, a colour each), the
+//! value its print read (a dot) and, with `--estimate`, the estimator's state after it (a dash
+//! per event, joined by a line); every rank on one scale, so that ranks read against each other.
 
 use std::fmt::Write as _;
 
@@ -11,13 +12,12 @@ use crate::findings::html::esc;
 
 const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:24px;max-width:1200px}\
 h1{font-size:20px}h2{font-size:16px;margin-top:28px}.muted{color:#666}\
-svg.strip{display:block;margin:8px 0}.legend span{margin-right:14px}\
+svg.strip{display:block;margin:8px 0}.legend span{margin-right:14px;white-space:nowrap}\
 .legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}";
 
 const PEAK: &str = "#c6dbef";
-const END: &str = "#3182bd";
 const PRINTED: &str = "#e6550d";
-const ESTIMATED: &str = "#31a354";
+const ESTIMATED: &str = "#111111";
 const OPEN: &str = "#c0392b";
 
 pub fn render(r: &Report) -> String {
@@ -27,7 +27,7 @@ pub fn render(r: &Report) -> String {
     );
     let _ = write!(
         o,
-        "<style>{STYLE}{}</style></head><body>",
+        "<style>{STYLE}{}</style>{ERRORS_SCRIPT}</head><body>",
         crate::findings::html::STYLE
     );
     let _ = write!(
@@ -42,11 +42,11 @@ pub fn render(r: &Report) -> String {
     let _ = write!(
         o,
         "<p class=\"legend\"><span><i style=\"background:{PEAK}\"></i>peak inside the event</span>\
-         <span><i style=\"background:{END}\"></i>live at its end</span>\
          <span><i style=\"background:{PRINTED}\"></i>printed</span>\
          <span><i style=\"background:{ESTIMATED}\"></i>estimated</span>\
          <span><i style=\"background:{OPEN}\"></i>the event it died inside</span></p>"
     );
+    component_legend(&mut o, r);
     // One scale for every rank.
     let top = r
         .ranks
@@ -101,6 +101,7 @@ pub fn render(r: &Report) -> String {
         strip(&mut o, rank, top);
         o.push_str("</section>");
     }
+    status_script(&mut o);
     o.push_str("</body></html>\n");
     o
 }
@@ -116,6 +117,7 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
         h + 2.0 * pad,
         h + 2.0 * pad
     );
+    let mut estimates: Vec<String> = Vec::new();
     for (i, e) in rank.events.iter().enumerate() {
         let x = pad + i as f64 * w;
         let title = {
@@ -131,16 +133,19 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
             if let Some(p) = e.estimated_bytes {
                 let _ = write!(t, ", estimated {}", Unit::Bytes.show(p as f64));
             }
+            for c in &e.snapshot_end_by_category {
+                let _ = write!(t, "\n  {}: {}", c.name, Unit::Bytes.show(c.bytes as f64));
+            }
             t
         };
         let _ = write!(
             o,
-            "<g class=\"event\" data-event=\"{}\"><title>{}</title>",
+            "<g class=\"event\" data-event=\"{}\" data-end-bytes=\"{}\"><title>{}</title>",
             esc(&e.event),
+            e.snapshot_end_bytes,
             esc(&title)
         );
         let peak = e.snapshot_peak_bytes as f64;
-        let end = e.snapshot_end_bytes as f64;
         let _ = write!(
             o,
             "<rect class=\"peak\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
@@ -149,14 +154,7 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
             h + pad - y(peak),
             if e.open { OPEN } else { PEAK }
         );
-        let _ = write!(
-            o,
-            "<rect class=\"end\" x=\"{:.1}\" y=\"{:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{END}\"/>",
-            x + 3.0,
-            y(end),
-            w - 8.0,
-            h + pad - y(end)
-        );
+        stack(o, e, x + 3.0, w - 8.0, &y);
         if let Some(p) = e.printed_bytes {
             let _ = write!(
                 o,
@@ -166,6 +164,7 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
             );
         }
         if let Some(p) = e.estimated_bytes {
+            estimates.push(format!("{:.1},{:.1}", x + (w - 2.0) / 2.0, y(p as f64)));
             let _ = write!(
                 o,
                 "<line class=\"estimated\" x1=\"{x:.1}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{ESTIMATED}\" stroke-width=\"2\"/>",
@@ -176,5 +175,112 @@ fn strip(o: &mut String, rank: &super::RankRow, top: f64) {
         }
         o.push_str("</g>");
     }
+    estimate_line(o, &estimates);
     o.push_str("</svg>");
+}
+
+/// The colours of the components, in the conventions table's order of its categories.
+const PALETTE: [&str; 10] = [
+    "#525252", "#969696", "#e6ab02", "#a6761d", "#7570b3", "#2171b5", "#e7298a", "#66a61e",
+    "#fdae6b", "#bdbdbd",
+];
+
+/// A category's colour: its place in the conventions table (one colour per category on every
+/// page), grey for a name the table does not have.
+fn colour(category: &str) -> &'static str {
+    crate::snapshot::marks::Conventions::builtin()
+        .categories()
+        .iter()
+        .position(|c| *c == category)
+        .and_then(|i| PALETTE.get(i))
+        .copied()
+        .unwrap_or("#cccccc")
+}
+
+/// The components on the page, a colour each, in the table's order.
+fn component_legend(o: &mut String, r: &Report) {
+    let present: Vec<&str> = crate::snapshot::marks::Conventions::builtin()
+        .categories()
+        .into_iter()
+        .filter(|c| {
+            r.ranks.iter().any(|x| {
+                x.events.iter().any(|e| {
+                    e.snapshot_end_by_category
+                        .iter()
+                        .any(|a| a.name == *c && a.bytes > 0)
+                })
+            })
+        })
+        .collect();
+    if present.is_empty() {
+        return;
+    }
+    o.push_str("<p class=\"legend components\">live at the event's end, by component: ");
+    for c in present {
+        let _ = write!(
+            o,
+            "<span data-category=\"{}\"><i style=\"background:{}\"></i>{}</span>",
+            esc(c),
+            colour(c),
+            esc(c)
+        );
+    }
+    o.push_str("</p>");
+}
+
+/// One event's live memory at its end, stacked by component from the bottom, in the table's
+/// order (the static memory at the bottom), each part carrying its bytes.
+fn stack(o: &mut String, e: &super::EventRow, x: f64, width: f64, y: &dyn Fn(f64) -> f64) {
+    let order = crate::snapshot::marks::Conventions::builtin().categories();
+    let mut parts: Vec<&crate::snapshot::schedule::memory::Amount> = e
+        .snapshot_end_by_category
+        .iter()
+        .filter(|a| a.bytes > 0)
+        .collect();
+    parts.sort_by_key(|a| {
+        order
+            .iter()
+            .position(|c| *c == a.name)
+            .unwrap_or(usize::MAX)
+    });
+    let mut below = 0.0;
+    for a in parts {
+        let top = below + a.bytes as f64;
+        let _ = write!(
+            o,
+            "<rect class=\"part\" data-category=\"{}\" data-bytes=\"{}\" x=\"{x:.1}\" y=\"{:.1}\" width=\"{width:.1}\" height=\"{:.1}\" fill=\"{}\"/>",
+            esc(&a.name),
+            a.bytes,
+            y(top),
+            y(below) - y(top),
+            colour(&a.name)
+        );
+        below = top;
+    }
+}
+
+/// The estimator's state after each event, joined across the strip.
+fn estimate_line(o: &mut String, points: &[String]) {
+    if points.len() < 2 {
+        return;
+    }
+    let _ = write!(
+        o,
+        "<polyline class=\"estimate-line\" points=\"{}\" fill=\"none\" stroke=\"{ESTIMATED}\" stroke-width=\"1\" stroke-dasharray=\"3,2\"/>",
+        points.join(" ")
+    );
+}
+
+/// Script errors collected from the start, for the render check.
+const ERRORS_SCRIPT: &str = "<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message||e));});</script>";
+
+/// The hidden `render-status` element the browser tests read after the page loads
+/// (`render-ok svg=N`, or the script errors).
+fn status_script(o: &mut String) {
+    o.push_str(
+        "<script>window.addEventListener('load',function(){var s=document.createElement('div');\
+         s.id='render-status';var n=document.querySelectorAll('svg').length;\
+         s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);\
+         s.style.display='none';document.body.appendChild(s);});</script>",
+    );
 }

@@ -12,6 +12,7 @@ use crate::log::estimate::table::Table;
 use crate::log::model::{RankReport, Report as LogReport};
 use crate::snapshot::SnapshotError;
 use crate::snapshot::schedule::ScheduleMemory;
+use crate::snapshot::schedule::memory::Amount;
 
 /// One schedule event of a rank.
 #[derive(Debug, Clone, Serialize)]
@@ -26,6 +27,9 @@ pub struct EventRow {
     pub snapshot_start_bytes: u64,
     pub snapshot_end_bytes: u64,
     pub snapshot_peak_bytes: u64,
+    /// The snapshot's live memory at the event's end by category (the conventions table's,
+    /// `snapshot/marks/conventions.toml`), largest first; sums to `snapshot_end_bytes`.
+    pub snapshot_end_by_category: Vec<Amount>,
     pub open: bool,
     /// With `--estimate`: the estimator's model tensors after this event.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -242,6 +246,7 @@ pub fn join(
                     snapshot_start_bytes: e.live_start_bytes,
                     snapshot_end_bytes: e.live_end_bytes,
                     snapshot_peak_bytes: e.peak_bytes,
+                    snapshot_end_by_category: e.live_end.clone(),
                     open: e.open,
                     estimated_bytes: None,
                     components: Vec::new(),

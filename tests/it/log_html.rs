@@ -188,7 +188,7 @@ fn the_page_holds_the_plots_and_renders_in_chromium() {
 
 /// Render `page` in headless Chromium: no console output, the sentinel says it rendered
 /// `svgs` charts or more. Skipped (with a notice) without Chromium, outside CI.
-fn renders(page: &Path, svgs: usize) {
+pub(crate) fn renders(page: &Path, svgs: usize) {
     if !Path::new(CHROMIUM).exists() {
         if std::env::var("INSTRUMENT_REQUIRE_CHROMIUM").as_deref() == Ok("1") {
             panic!("{CHROMIUM} is missing and INSTRUMENT_REQUIRE_CHROMIUM=1");

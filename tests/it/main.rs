@@ -34,6 +34,8 @@ mod nsys_real;
 mod nsys_report;
 mod nsys_tracejson;
 mod nvtx_rules;
+mod report_gate;
+mod report_html;
 mod report_run;
 mod rules_broken;
 mod rules_cli;

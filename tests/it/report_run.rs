@@ -12,7 +12,7 @@ use log_common::*;
 use serde_json::Value;
 
 /// A run folder: the node log and the ranks' snapshots, as a user gathers them.
-fn gather(s: &Scenario) -> tempfile::TempDir {
+pub(crate) fn gather(s: &Scenario) -> tempfile::TempDir {
     let run = tempfile::tempdir().unwrap();
     std::fs::copy(s.path("srun.log"), run.path().join("srun.log")).unwrap();
     for e in std::fs::read_dir(s.snaps.path()).unwrap() {

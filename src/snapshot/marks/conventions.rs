@@ -117,6 +117,26 @@ impl Conventions {
         })
     }
 
+    /// Every category name in one order, the memory that stays the longest first: what was
+    /// there before the history and before the schedule, the frame rules' categories, then
+    /// the structural ones of the step (a page stacks and colours the categories by it).
+    pub fn categories(&self) -> Vec<&str> {
+        let s = &self.structural;
+        let mut out: Vec<&str> = vec![&s.before, &s.before_schedule];
+        for n in self.frames.iter().map(|r| &r.name).chain([
+            &s.saved,
+            &s.deferred,
+            &s.gradient,
+            &s.temporary,
+            &s.other,
+        ]) {
+            if !out.contains(&n.as_str()) {
+                out.push(n);
+            }
+        }
+        out
+    }
+
     /// The embedded table (checked by a unit test, so it always parses).
     pub fn builtin() -> &'static Conventions {
         static C: OnceLock<Conventions> = OnceLock::new();
