@@ -29,6 +29,7 @@ pub struct CompiledRule {
     /// The file it edits, relative to the root.
     pub file: String,
     pub position: Position,
+    /// Which match of the anchor is meant (with `following`: the first after it).
     pub occurrence: Occurrence,
     /// The anchor as written (alternatives joined by ` or `), for messages.
     pub anchor: Option<String>,
