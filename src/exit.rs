@@ -106,6 +106,19 @@ impl From<serde_json::Error> for Error {
     }
 }
 
+/// `Classify` for error types that are always the user's to fix (exit 2): what the user
+/// wrote (a rule's pattern, a flag's value) or gave (a model's code, a table).
+macro_rules! user_errors {
+    ($($t:ty),+ $(,)?) => {
+        $(impl $crate::exit::Classify for $t {
+            fn class(&self) -> $crate::exit::Class {
+                $crate::exit::Class::User
+            }
+        })+
+    };
+}
+pub(crate) use user_errors;
+
 /// An error the user can fix, as one line (for modules without an error type of their
 /// own; new code returns typed errors).
 #[derive(Debug)]
@@ -166,8 +179,13 @@ impl Classify for InternalError {
 /// is not there, not a file, not a folder, not allowed or on a read-only file system is the
 /// user's to fix (2); a full disk, a failing device or anything else is the system's (3).
 pub fn io_class(e: &std::io::Error) -> Class {
+    kind_class(e.kind())
+}
+
+/// `io_class` of an error known by its kind only (kept where the error itself is not).
+pub fn kind_class(kind: std::io::ErrorKind) -> Class {
     use std::io::ErrorKind::*;
-    match e.kind() {
+    match kind {
         NotFound | PermissionDenied | IsADirectory | NotADirectory | AlreadyExists
         | InvalidInput | InvalidFilename | ReadOnlyFilesystem | DirectoryNotEmpty => Class::User,
         _ => Class::Io,

@@ -38,17 +38,28 @@ impl Gate {
     }
 }
 
+/// A `--gate` value that is not a per cent: the user's to fix (clap says it, exit 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "--gate takes a per cent of growth allowed, a number 0 or more such as 5 or 2.5, not {given:?}"
+)]
+pub struct NotAPercent {
+    pub given: String,
+}
+
+crate::exit::user_errors!(NotAPercent);
+
 impl FromStr for Gate {
-    type Err = String;
+    type Err = NotAPercent;
 
     /// `5`, `5%` or `0.5`: a finite, non-negative per cent.
-    fn from_str(s: &str) -> Result<Gate, String> {
+    fn from_str(s: &str) -> Result<Gate, NotAPercent> {
         let number = s.trim().strip_suffix('%').unwrap_or(s.trim());
         match number.parse::<f64>() {
             Ok(p) if p.is_finite() && p >= 0.0 => Ok(Gate { percent: p }),
-            _ => Err(format!(
-                "--gate takes a per cent of growth allowed, a number 0 or more such as 5 or 2.5, not {s:?}"
-            )),
+            _ => Err(NotAPercent {
+                given: s.to_string(),
+            }),
         }
     }
 }
@@ -225,7 +236,7 @@ impl Outcome {
     /// The gate on an HTML page: the verdict first (a page has no tail), then every figure,
     /// largest growth first, the failed ones marked.
     pub fn render_html(&self, out: &mut String) {
-        use crate::findings::html::esc;
+        use crate::page::esc;
         let class = match self.verdict {
             Verdict::Passed => "passed",
             Verdict::Failed => "failed",
@@ -237,28 +248,36 @@ impl Outcome {
             esc(&self.verdict_line())
         );
         if !self.rows.is_empty() {
-            out.push_str(
-                "<table><tr><th></th><th>where</th><th>figure</th><th>before</th><th>after</th>\
-                 <th>change</th></tr>",
+            let mut t = crate::page::table::Table::new(
+                out,
+                "",
+                &[
+                    ("", false),
+                    ("where", false),
+                    ("figure", false),
+                    ("before", true),
+                    ("after", true),
+                    ("change", true),
+                ],
             );
             for r in &self.rows {
-                let _ = write!(
-                    out,
-                    "<tr{}><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                t.row_with(
                     if r.exceeded {
                         " class=\"exceeded\""
                     } else {
                         ""
                     },
-                    if r.exceeded { "&#10007;" } else { "" },
-                    esc(&r.place.label()),
-                    esc(&r.figure),
-                    esc(&r.unit.show(r.before)),
-                    esc(&r.unit.show(r.after)),
-                    esc(&r.change)
+                    [
+                        if r.exceeded { "&#10007;" } else { "" }.to_string(),
+                        esc(&r.place.label()),
+                        esc(&r.figure),
+                        esc(&r.unit.show(r.before)),
+                        esc(&r.unit.show(r.after)),
+                        esc(&r.change),
+                    ],
                 );
             }
-            out.push_str("</table>");
+            t.end();
         }
         out.push_str("</section>");
     }

@@ -10,6 +10,7 @@
 //! - `log`      — reading what the prints printed (`instrument log`);
 //! - `mesh`     — a run's shape as a trainer labels it (`rank=3; pp=0/2 ...`), for every reader;
 //! - `findings` — the findings model every reader opens with, its text and HTML;
+//! - `page`     — the one kit of the HTML pages: escaping, style, skeleton, tables, charts;
 //! - `gate`     — `--gate PCT` of the before/after comparisons, a view of their figures;
 //! - `par`      — independent work spread over the machine's cores;
 //! - `fnv`      — the one content hash (markers, journals, manifests);
@@ -29,6 +30,7 @@ pub mod kept;
 pub mod log;
 pub mod mesh;
 pub mod nsys;
+pub mod page;
 pub mod par;
 pub mod python;
 pub mod report;

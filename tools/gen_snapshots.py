@@ -24,7 +24,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from snapgen import bench, bench_marked, randomized, scenarios, scenarios_run, scenarios_schedule  # noqa: E402
+from snapgen import bench, bench_marked, randomized, scenarios, scenarios_run, scenarios_schedule, scenarios_stages  # noqa: E402
 
 
 def main():
@@ -48,7 +48,7 @@ def main():
     elif a.random is not None:
         randomized.generate(a.out, a.random, a.seed)
     else:
-        scenarios.generate(a.out, a.all_forms, extra=scenarios_run.ALL + scenarios_schedule.ALL)
+        scenarios.generate(a.out, a.all_forms, extra=scenarios_run.ALL + scenarios_schedule.ALL + scenarios_stages.ALL)
 
 
 if __name__ == "__main__":

@@ -108,10 +108,15 @@ pub fn given_flags(manifest: &Manifest, matches: &clap::ArgMatches) -> BTreeMap<
         .collect()
 }
 
-fn parse_param(text: &str) -> Result<(String, String), String> {
+/// A `--param` that is not `NAME=VALUE` (clap says it, exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("`{0}`: expected NAME=VALUE")]
+pub struct NotAParam(String);
+
+fn parse_param(text: &str) -> Result<(String, String), NotAParam> {
     text.split_once('=')
         .map(|(k, v)| (k.to_string(), v.to_string()))
-        .ok_or_else(|| format!("`{text}`: expected NAME=VALUE"))
+        .ok_or_else(|| NotAParam(text.to_string()))
 }
 
 #[derive(Args, Debug)]

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::exit::{Error, InternalError, OK, user_error};
+use crate::exit::{Error, OK, user_error};
 use crate::gate::Gate;
 use crate::log::{Options, add_estimate, diff, html, read, read_side, text};
 use crate::rules::{DEFAULT_SET, load_with_prints};
@@ -100,20 +100,19 @@ pub fn run(args: LogArgs) -> Result<u8, Error> {
     Ok(OK)
 }
 
-/// `BEFORE --diff AFTER`: both sides are read at once (each is bound by reading and
-/// scanning its files), then compared.
+/// `BEFORE --diff AFTER`: both sides are read at once on the worker pool (each is bound by
+/// reading and scanning its files), then compared.
 fn compare(args: &LogArgs, set: &crate::rules::RuleSet, opts: &Options) -> Result<u8, Error> {
-    let (before, after) = std::thread::scope(|s| {
-        let before = s.spawn(|| read_side(set, &args.paths, opts, "before: "));
-        let after = read_side(set, &args.diff, opts, "after: ");
-        (before.join(), after)
-    });
-    let before = before.map_err(|_| {
-        Error::from(InternalError(
-            "reading the logs before the change failed".into(),
-        ))
-    })??;
-    let after = after?;
+    let sides = [(&args.paths, "before: "), (&args.diff, "after: ")];
+    let read = crate::par::map(
+        &sides,
+        |_| 1,
+        |(paths, side)| read_side(set, paths, opts, side),
+    );
+    let Ok([before, after]) = <[_; 2]>::try_from(read) else {
+        unreachable!("par::map returns one result per item")
+    };
+    let (before, after) = (before?, after?);
     let d = diff::compare(&before, &after, args.gate)?;
     super::output::emit(
         &d,

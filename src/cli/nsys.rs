@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::exit::{self, Error, IoError, user_error};
+use crate::exit::{self, Error, user_error};
 use crate::gate::Gate;
 use crate::nsys::ranks::WindowPick;
 use crate::nsys::{analyze, command, exports, report};
@@ -229,7 +229,7 @@ fn run_trace_json(args: TraceJsonArgs) -> Result<u8, Error> {
         .iter()
         .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
         .collect();
-    let tree = crate::python::scan::Tree::scan(&canonical, root.as_deref()).map_err(user_error)?;
+    let tree = crate::python::scan::Tree::scan(&canonical, root.as_deref())?;
     let mut err = std::io::stderr().lock();
     for m in tree.modules.iter().filter(|m| m.syntax_error.is_some()) {
         let _ = writeln!(
@@ -240,7 +240,7 @@ fn run_trace_json(args: TraceJsonArgs) -> Result<u8, Error> {
         );
     }
     if let Some(json) = &args.check {
-        let groups = tracejson::read_groups(json).map_err(user_error)?;
+        let groups = tracejson::read_groups(json)?;
         let problems = tracejson::check(&tree, &json.display().to_string(), &groups);
         for p in &problems {
             let _ = writeln!(err, "{p}");
@@ -289,7 +289,7 @@ fn run_trace_json(args: TraceJsonArgs) -> Result<u8, Error> {
         args.base.clone().or_else(tracejson::shipped_base)
     };
     let base = match &base_path {
-        Some(p) => tracejson::read_groups(p).map_err(user_error)?,
+        Some(p) => tracejson::read_groups(p)?,
         None => Vec::new(),
     };
     let merged = tracejson::merge(base, ours);
@@ -451,13 +451,13 @@ fn run_command(args: CommandArgs) -> Result<u8, Error> {
     }
     let folder = &plan.target.folder;
     std::fs::create_dir_all(folder)
-        .map_err(|e| IoError(format!("creating {}: {e}", folder.display())))?;
+        .map_err(|e| exit::io_error(&e, format!("creating {}: {e}", folder.display())))?;
     let argv = plan.command.argv();
     let status = std::process::Command::new(&argv[0])
         .args(&argv[1..])
         .envs(plan.command.env.iter().map(|(k, v)| (k, v)))
         .status()
-        .map_err(|e| IoError(format!("starting {}: {e}", argv[0])))?;
+        .map_err(|e| exit::io_error(&e, format!("starting {}: {e}", argv[0])))?;
     Ok(status
         .code()
         .map(|c| c.clamp(0, 255) as u8)

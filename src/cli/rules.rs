@@ -240,7 +240,7 @@ pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
         set.rules.len()
     );
     // Each printed line must read back through the rule's print declarations.
-    let prints = crate::log::readback::check(&set).map_err(exit::UserError)?;
+    let prints = crate::log::readback::check(&set)?;
     for line in crate::log::readback::report(&prints) {
         println!("{line}");
     }

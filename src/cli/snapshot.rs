@@ -119,6 +119,7 @@ mod tests {
             path: "x.pickle: ".into(),
             offset: 64,
             msg: "refused opcode STACK_GLOBAL (imports a name)".into(),
+            io: None,
         });
         assert_eq!((user.class(), user.code()), (Class::User, 2));
         assert_eq!(
@@ -132,5 +133,18 @@ mod tests {
         assert_eq!((io.class(), io.code()), (Class::Io, 3));
         // One line: the cause is in the message once.
         assert_eq!(io.to_string(), "cannot read x.pickle: disk gone");
+        // A read that failed inside the pickle is the system's; a missing file, the user's.
+        let mid_read = Error::from(SnapshotError::Pickle {
+            path: "x.pickle: ".into(),
+            offset: 1 << 20,
+            msg: "read failed: Input/output error (os error 5)".into(),
+            io: Some(std::io::ErrorKind::Other),
+        });
+        assert_eq!((mid_read.class(), mid_read.code()), (Class::Io, 3));
+        let missing = Error::from(SnapshotError::Open {
+            path: "x.pickle".into(),
+            source: std::io::Error::from(std::io::ErrorKind::NotFound),
+        });
+        assert_eq!((missing.class(), missing.code()), (Class::User, 2));
     }
 }

@@ -41,8 +41,8 @@ pub enum RenderError {
     )]
     TooLong { line: String, width: usize },
     /// A value that ends its line, but cannot be laid out as ruff format would.
-    #[error("{0}")]
-    Layout(String),
+    #[error(transparent)]
+    Layout(#[from] layout::TooLong),
 }
 
 /// Re-express leading indentation written in 4-space steps in the file's unit.

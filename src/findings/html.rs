@@ -1,31 +1,9 @@
-//! The findings on an HTML page, and the one escaper every page uses.
+//! The findings on an HTML page (built with the page kit, whose style draws them).
 
 use std::fmt::Write as _;
 
 use super::{Finding, Severity};
-
-/// Text for an HTML page (element content and quoted attribute values alike).
-pub fn esc(s: &str) -> String {
-    let mut o = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => o.push_str("&amp;"),
-            '<' => o.push_str("&lt;"),
-            '>' => o.push_str("&gt;"),
-            '"' => o.push_str("&quot;"),
-            '\'' => o.push_str("&#39;"),
-            c => o.push(c),
-        }
-    }
-    o
-}
-
-/// The style of the findings section, for a page's `<style>`.
-pub const STYLE: &str = ".findings{margin:0 0 1.5em 0;padding:0;list-style:none}\
-.findings li{margin:.3em 0;padding:.4em .6em;border-left:4px solid #888;background:#f7f7f7}\
-.findings li.error{border-color:#c0392b}.findings li.warning{border-color:#e67e22}\
-.findings li.notice{border-color:#2980b9}.findings .ev{color:#555;font-size:90%}\
-.findings .next{color:#1a5276;font-size:90%}";
+use crate::page::esc;
 
 /// The section every page opens with: `<h2>Findings</h2>` and the ranked list; nothing when
 /// there are none.
@@ -68,14 +46,6 @@ pub fn render(out: &mut String, findings: &[Finding]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_all_five() {
-        assert_eq!(
-            esc(r#"<a href="x">'&'</a>"#),
-            "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
-        );
-    }
 
     #[test]
     fn section_lists_every_finding_escaped() {

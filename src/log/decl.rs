@@ -328,7 +328,7 @@ pub struct Catalog {
 
 /// Compile the declarations of every rule in `set`. Errors name the rule file, rule and
 /// declaration.
-pub fn compile(set: &RuleSet) -> Result<Catalog, String> {
+pub fn compile(set: &RuleSet) -> Result<Catalog, InvalidDeclaration> {
     let mut catalog = Catalog {
         entries: Vec::new(),
         origin: set.origin.clone(),
@@ -336,13 +336,12 @@ pub fn compile(set: &RuleSet) -> Result<Catalog, String> {
     for (rule, file) in set.rules.iter().zip(&set.rule_files) {
         for (i, d) in rule.prints.iter().enumerate() {
             let id = format!("{}#{}", rule.id, i + 1);
-            let entry = compile_one(d, &id).map_err(|e| {
-                format!(
-                    "{}/{file}: rule {} print {}: {e}",
-                    set.origin,
-                    rule.id,
-                    i + 1
-                )
+            let entry = compile_one(d, &id).map_err(|why| InvalidDeclaration {
+                origin: set.origin.clone(),
+                file: file.clone(),
+                rule: rule.id.clone(),
+                print: i + 1,
+                why,
             })?;
             match catalog.entries.iter_mut().find(|e| e.same_as(&entry)) {
                 Some(e) => e.rules.push(id),
@@ -353,8 +352,35 @@ pub fn compile(set: &RuleSet) -> Result<Catalog, String> {
     Ok(catalog)
 }
 
+/// Why one print declaration does not compile (said after the rule and print it is).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct DeclError(String);
+
+impl From<String> for DeclError {
+    fn from(why: String) -> DeclError {
+        DeclError(why)
+    }
+}
+
+/// A print declaration of a rule set that does not compile: the rule set is the user's to fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{origin}/{file}: rule {rule} print {print}: {why}")]
+pub struct InvalidDeclaration {
+    /// The rule set's origin (its folder, or the built-in set's name).
+    pub origin: String,
+    /// The rule file, relative to the origin.
+    pub file: String,
+    pub rule: String,
+    /// The declaration's number in the rule, from 1.
+    pub print: usize,
+    pub why: DeclError,
+}
+
+crate::exit::user_errors!(InvalidDeclaration);
+
 /// Compile one declaration (`id` names it in the entry).
-pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, String> {
+pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, DeclError> {
     let kind = Kind::parse(&d.kind).ok_or_else(|| {
         format!(
             "kind {:?} is not one of {}",
@@ -363,16 +389,18 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, String> {
         )
     })?;
     if kind.needs_label() && d.label.is_none() {
-        return Err(format!("a `{}` print needs a label", kind.name()));
+        return Err(DeclError(format!(
+            "a `{}` print needs a label",
+            kind.name()
+        )));
     }
     let (pieces, names) = parse_line(&d.line)?;
     match pieces.first() {
         Some(Piece::Lit(l)) if l.len() >= 2 => {}
         _ => {
-            return Err(
-                "the line must begin with literal text (two characters or more), so that it is found behind any prefix"
-                    .into(),
-            );
+            return Err(DeclError(
+                "the line must begin with literal text (two characters or more), so that it is found behind any prefix".into(),
+            ));
         }
     }
     let mut fields = Vec::new();
@@ -381,25 +409,27 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, String> {
     }
     for name in d.fields.keys() {
         if !names.iter().any(|(n, _)| n == name) {
-            return Err(format!("fields.{name} is not in the line"));
+            return Err(DeclError(format!("fields.{name} is not in the line")));
         }
     }
     let mut seen = std::collections::HashSet::new();
     for (n, _) in &names {
         if !seen.insert(n) {
-            return Err(format!("{{{n}}} appears twice in the line"));
+            return Err(DeclError(format!("{{{n}}} appears twice in the line")));
         }
     }
     for w in pieces.windows(2) {
         if let [Piece::Value(a), Piece::Value(b)] = w {
-            return Err(format!(
+            return Err(DeclError(format!(
                 "{{{}}} and {{{}}} touch: a value must be followed by literal text or the end",
                 fields[*a].name, fields[*b].name
-            ));
+            )));
         }
     }
     if !fields.iter().any(|f| f.role == Some(Role::Rank)) {
-        return Err("the line has no value with role `rank` (e.g. `[rank={rank}]`)".into());
+        return Err(DeclError(
+            "the line has no value with role `rank` (e.g. `[rank={rank}]`)".into(),
+        ));
     }
     let inherit = d
         .inherit
@@ -409,7 +439,9 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, String> {
     for text in [&d.label, &d.open].into_iter().flatten() {
         for name in placeholders(text) {
             if !names.iter().any(|(n, _)| *n == name) {
-                return Err(format!("{{{name}}} in {text:?} is not a value of the line"));
+                return Err(DeclError(format!(
+                    "{{{name}}} in {text:?} is not a value of the line"
+                )));
             }
         }
     }
@@ -438,7 +470,7 @@ pub fn compile_one(d: &PrintDecl, id: &str) -> Result<Entry, String> {
 }
 
 /// The roles each kind relies on must be there (declared or inherited).
-fn check_kind_roles(kind: Kind, fields: &[Field], inherit: &[Role]) -> Result<(), String> {
+fn check_kind_roles(kind: Kind, fields: &[Field], inherit: &[Role]) -> Result<(), DeclError> {
     let has = |r: Role| fields.iter().any(|f| f.role == Some(r)) || inherit.contains(&r);
     let need: &[Role] = match kind {
         Kind::Timeline => &[Role::Allocated],
@@ -452,17 +484,17 @@ fn check_kind_roles(kind: Kind, fields: &[Field], inherit: &[Role]) -> Result<()
     };
     for r in need {
         if !has(*r) {
-            return Err(format!(
+            return Err(DeclError(format!(
                 "a `{}` print needs a value with role `{}`",
                 kind.name(),
                 r.name()
-            ));
+            )));
         }
     }
     Ok(())
 }
 
-fn field(name: &str, span: bool, spec: Option<&String>) -> Result<Field, String> {
+fn field(name: &str, span: bool, spec: Option<&String>) -> Result<Field, DeclError> {
     let implied = Role::parse(name);
     let Some(spec) = spec else {
         let ty = if span {
@@ -478,9 +510,9 @@ fn field(name: &str, span: bool, spec: Option<&String>) -> Result<Field, String>
                 meaning: None,
                 span,
             }),
-            None => Err(format!(
+            None => Err(DeclError(format!(
                 "{{{name}}} needs a type: fields.{name} = \"GiB\" (or int, number, word, text, path, shape, B, KiB, MiB, KB, MB, GB)"
-            )),
+            ))),
         };
     };
     let (head, meaning) = match spec.split_once(':') {
@@ -507,18 +539,18 @@ fn field(name: &str, span: bool, spec: Option<&String>) -> Result<Field, String>
         None => implied,
     };
     if let Some(extra) = words.next() {
-        return Err(format!(
+        return Err(DeclError(format!(
             "fields.{name}: {extra:?} after the role; write the meaning after a colon"
-        ));
+        )));
     }
     if let Some(r) = role
         && r.is_memory()
         && !matches!(ty, Ty::Bytes { .. })
     {
-        return Err(format!(
+        return Err(DeclError(format!(
             "fields.{name}: role `{}` is an amount of memory; give its unit (GiB, MiB, ...)",
             r.name()
-        ));
+        )));
     }
     Ok(Field {
         name: name.into(),
@@ -551,7 +583,7 @@ pub fn placeholders(text: &str) -> Vec<String> {
 /// Value names in order of appearance, each with whether it is a span.
 type Names = Vec<(String, bool)>;
 
-fn parse_line(line: &str) -> Result<(Vec<Piece>, Names), String> {
+fn parse_line(line: &str) -> Result<(Vec<Piece>, Names), DeclError> {
     let bytes = line.as_bytes();
     let mut pieces: Vec<Piece> = Vec::new();
     let mut names: Names = Vec::new();
@@ -583,10 +615,10 @@ fn parse_line(line: &str) -> Result<(Vec<Piece>, Names), String> {
                     .chars()
                     .all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
             {
-                return Err(format!(
+                return Err(DeclError(format!(
                     "{{{name}}} at column {}: a name is letters, digits and _",
                     i + 1
-                ));
+                )));
             }
             flush(&mut lit, &mut pieces);
             let idx = names.len();
@@ -612,7 +644,10 @@ fn parse_line(line: &str) -> Result<(Vec<Piece>, Names), String> {
         }
     }
     if let Some(idx) = open.pop() {
-        return Err(format!("the span {{{}=...}} is not closed", names[idx].0));
+        return Err(DeclError(format!(
+            "the span {{{}=...}} is not closed",
+            names[idx].0
+        )));
     }
     flush(&mut lit, &mut pieces);
     Ok((pieces, names))
@@ -742,7 +777,7 @@ mod tests {
         ];
         for (d, want) in cases {
             let e = compile_one(&d, "r#1").unwrap_err();
-            assert!(e.contains(want), "{e} lacks {want:?}");
+            assert!(e.to_string().contains(want), "{e} lacks {want:?}");
         }
     }
 }

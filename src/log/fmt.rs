@@ -125,4 +125,4 @@ pub fn rank_name(rank: i64, mesh: &Option<crate::mesh::Mesh>, pp_rank: Option<i6
     }
 }
 
-pub use crate::findings::html::esc;
+pub use crate::page::esc;

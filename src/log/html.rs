@@ -10,31 +10,24 @@ use super::model::*;
 use super::text::{
     command_line, gib, mesh_axes, mib, no_standout, peak_text, rank_name, signed_gib, standout_text,
 };
+use crate::page::chart::{Bar, HBars, Part, axis, gridlines};
+use crate::page::table::Table;
+use crate::page::{PALETTE, Page, Tips, legend};
 
 const GIB: f64 = 1073741824.0;
 const MIB: f64 = 1048576.0;
 
-const COLORS: [&str; 10] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f", "#bab0ac",
-];
+/// The detail layers' columns: allocated after a stage, saved activations and weights.
+const ALLOCATED: &str = PALETTE[0];
+const ACTIVATIONS: &str = PALETTE[1];
+const WEIGHTS: &str = PALETTE[4];
 
-pub const STYLE: &str = "body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222;max-width:1200px}\
-svg{max-width:100%;height:auto;display:block}h1{font-size:20px}h2{font-size:16px;margin-top:28px;border-bottom:1px solid #ddd}\
-h3{font-size:14px;margin:18px 0 6px}table{border-collapse:collapse;margin:8px 0}\
-td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}code{font-size:12px;overflow-wrap:anywhere}.muted{color:#777}\
-.standout{border-left:4px solid #e15759;padding:4px 12px;margin:10px 0;background:#fafafa}\
-.legend span{display:inline-block;margin-right:14px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\
-svg text{font:11px system-ui,sans-serif}.row{display:flex;flex-wrap:wrap;gap:24px}\
-#tip{position:fixed;pointer-events:none;background:#222;color:#fff;padding:3px 6px;font-size:12px;display:none;border-radius:3px}";
+/// What only this page draws: the rank that stands out, the detail layers' charts in a row.
+pub const STYLE: &str = ".standout{border-left:4px solid #e15759;padding:4px 12px;margin:10px 0;background:#fafafa}\
+.row{display:flex;flex-wrap:wrap;gap:24px}";
 
 pub fn render(r: &Report) -> String {
-    let mut o = String::new();
-    o.push_str("<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>instrument log</title>");
-    let _ = write!(o, "<style>{STYLE}{}</style>", crate::findings::html::STYLE);
-    o.push_str("<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message));});</script>");
-    o.push_str("</head><body><div id=\"tip\"></div>");
+    let mut o = Page::new("instrument log", STYLE, Tips::Script);
     let ranks: Vec<String> = r.ranks.iter().map(|x| x.rank.to_string()).collect();
     let _ = write!(
         o,
@@ -70,23 +63,23 @@ pub fn render(r: &Report) -> String {
             super::estimate::render::html(&mut o, e, x);
         }
     }
-    o.push_str(STATUS_SCRIPT);
-    o.push_str("</body></html>\n");
-    o
+    o.finish("")
 }
 
-/// Tooltips for every `data-tip`, and the hidden `render-status` element the tests read
-/// after the page loads (`render-ok svg=N`, or the script errors).
-pub const STATUS_SCRIPT: &str = "<script>(function(){var tip=document.getElementById('tip');\
-document.addEventListener('mousemove',function(e){var t=e.target&&e.target.getAttribute&&e.target.getAttribute('data-tip');\
-if(t){tip.textContent=t;tip.style.display='block';tip.style.left=(e.clientX+12)+'px';tip.style.top=(e.clientY+12)+'px';}else{tip.style.display='none';}});\
-window.addEventListener('load',function(){var s=document.createElement('div');s.id='render-status';\
-var n=document.querySelectorAll('svg').length;\
-s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);\
-s.style.display='none';document.body.appendChild(s);});})();</script>";
-
 fn inputs(o: &mut String, r: &Report) {
-    o.push_str("<h2>Files read</h2><table><tr><th>file</th><th class=\"n\">lines</th><th class=\"n\">prints</th><th class=\"n\">cut</th><th class=\"n\">unreadable</th><th>notes</th></tr>");
+    o.push_str("<h2>Files read</h2>");
+    let mut t = Table::new(
+        o,
+        "",
+        &[
+            ("file", false),
+            ("lines", true),
+            ("prints", true),
+            ("cut", true),
+            ("unreadable", true),
+            ("notes", false),
+        ],
+    );
     for i in &r.inputs {
         let s = &i.stats;
         let mut notes = Vec::new();
@@ -105,18 +98,19 @@ fn inputs(o: &mut String, r: &Report) {
         if let Some(e) = &s.error {
             notes.push(e.clone());
         }
-        let _ = write!(
-            o,
-            "<tr><td><code>{}</code></td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-            esc(&i.file.name),
-            s.lines,
-            s.prints,
-            s.cut,
-            s.unreadable,
-            esc(&notes.join("; "))
+        t.row_with(
+            "",
+            [
+                format!("<code>{}</code>", esc(&i.file.name)),
+                s.lines.to_string(),
+                s.prints.to_string(),
+                s.cut.to_string(),
+                s.unreadable.to_string(),
+                esc(&notes.join("; ")),
+            ],
         );
     }
-    o.push_str("</table>");
+    t.end();
 }
 
 fn opt(b: Option<i64>) -> String {
@@ -149,54 +143,46 @@ fn across(o: &mut String, a: &Across) {
     };
     // Keyed by the mesh coordinates when the ranks printed them, else by pipeline stage.
     let axes = mesh_axes(&a.ranks);
-    o.push_str("<table class=\"across\"><tr><th>rank</th>");
+    let mut cols: Vec<(&str, bool)> = vec![("rank", false)];
     if axes.is_empty() {
-        o.push_str("<th>pp</th>");
+        cols.push(("pp", false));
     }
-    for ax in &axes {
-        let _ = write!(o, "<th>{}</th>", esc(ax));
-    }
-    o.push_str("<th class=\"n\">peak</th><th>peak at</th><th class=\"n\">end of step</th><th class=\"n\">non-PyTorch</th>");
-    for l in &labels {
-        let _ = write!(o, "<th class=\"n\">{}</th>", esc(l));
-    }
-    o.push_str("<th>detail layers</th><th>open the snapshot</th></tr>");
+    cols.extend(axes.iter().map(|ax| (ax.as_str(), false)));
+    cols.extend([
+        ("peak", true),
+        ("peak at", false),
+        ("end of step", true),
+        ("non-PyTorch", true),
+    ]);
+    cols.extend(labels.iter().map(|l| (l.as_str(), true)));
+    cols.extend([("detail layers", false), ("open the snapshot", false)]);
+    let mut t = Table::new(o, "across", &cols);
     for r in &a.ranks {
-        let _ = write!(o, "<tr><td>{}</td>", r.rank);
+        let mut cells = vec![r.rank.to_string()];
         if axes.is_empty() {
-            let _ = write!(
-                o,
-                "<td>{}</td>",
+            cells.push(
                 r.pp_rank
                     .map(|p| p.to_string())
-                    .unwrap_or_else(|| "-".into())
+                    .unwrap_or_else(|| "-".into()),
             );
         }
         for ax in &axes {
-            let _ = write!(
-                o,
-                "<td>{}</td>",
+            cells.push(
                 r.mesh
                     .as_ref()
                     .and_then(|m| m.get(ax))
                     .map(|(k, _)| k.to_string())
-                    .unwrap_or_else(|| "-".into())
+                    .unwrap_or_else(|| "-".into()),
             );
         }
-        let _ = write!(
-            o,
-            "<td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+        cells.extend([
             opt(r.peak_bytes),
             esc(r.peak_label.as_deref().unwrap_or("-")),
             opt(r.schedule_end_bytes),
-            opt(r.non_pytorch_max_bytes)
-        );
+            opt(r.non_pytorch_max_bytes),
+        ]);
         for l in &labels {
-            let _ = write!(
-                o,
-                "<td class=\"n\">{}</td>",
-                opt(r.setup_costs.get(l).copied())
-            );
+            cells.push(opt(r.setup_costs.get(l).copied()));
         }
         let commands: Vec<String> = r
             .files
@@ -207,18 +193,15 @@ fn across(o: &mut String, a: &Across) {
                     .map(|c| format!("<code>{}</code>", esc(&command_line(c, f.host.as_deref()))))
             })
             .collect();
-        let _ = write!(
-            o,
-            "<td>{}</td><td>{}</td></tr>",
-            esc(r.detail_layers.as_deref().unwrap_or("-")),
-            if commands.is_empty() {
-                "-".to_string()
-            } else {
-                commands.join("<br>")
-            }
-        );
+        cells.push(esc(r.detail_layers.as_deref().unwrap_or("-")));
+        cells.push(if commands.is_empty() {
+            "-".to_string()
+        } else {
+            commands.join("<br>")
+        });
+        t.row_with("", cells);
     }
-    o.push_str("</table>");
+    t.end();
 }
 
 /// Memory over the profiled step: one panel per rank, every panel on the same scale.
@@ -326,41 +309,6 @@ fn step_charts(o: &mut String, r: &Report) {
     }
 }
 
-/// Horizontal gridlines at each tick from 0 to `top`, labelled at the left of `x0`.
-pub fn gridlines(
-    o: &mut String,
-    (top, tick): (f64, f64),
-    (x0, x1): (f64, f64),
-    (mt, ph): (f64, f64),
-    unit: &str,
-) {
-    let ticks = (top / tick).round() as usize;
-    for k in 0..=ticks {
-        let v = tick * k as f64;
-        let y = mt + ph - ph * v / top;
-        let _ = write!(
-            o,
-            "<line x1=\"{x0}\" y1=\"{y:.1}\" x2=\"{x1:.1}\" y2=\"{y:.1}\" stroke=\"#eee\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{v:.2}{unit}</text>",
-            x0 - 5.0,
-            y + 4.0
-        );
-    }
-}
-
-/// An axis for values up to `v`: (top, tick), the tick a round number giving 3 to 6
-/// gridlines, the top a multiple of it.
-pub fn axis(v: f64) -> (f64, f64) {
-    let v = if v > 0.0 { v } else { 1.0 };
-    let mag = 10f64.powf((v / 4.0).log10().floor());
-    let tick = [1.0, 2.0, 2.5, 5.0, 10.0]
-        .iter()
-        .map(|m| m * mag)
-        .find(|t| v / t <= 5.0)
-        .unwrap_or(10.0 * mag);
-    let round = |x: f64| (x * 1e9).round() / 1e9;
-    (round((v / tick).ceil().max(1.0) * tick), round(tick))
-}
-
 /// The setup breakdown: what each rank's setup cost, item by item, on one scale.
 fn setup_chart(o: &mut String, r: &Report) {
     let rows: Vec<(&RankReport, Vec<&Cost>)> = r
@@ -385,68 +333,52 @@ fn setup_chart(o: &mut String, r: &Report) {
             }
         }
     }
-    let color = |l: &str| COLORS[labels.iter().position(|x| x == l).unwrap_or(0) % COLORS.len()];
+    let color = |l: &str| PALETTE[labels.iter().position(|x| x == l).unwrap_or(0) % PALETTE.len()];
     let total = rows
         .iter()
         .map(|(_, cs)| cs.iter().map(|c| c.bytes).sum::<i64>())
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    o.push_str("<h2>Setup breakdown</h2><p class=\"muted\">What setup cost on each rank: the costs the prints state (CUDA context, communicators, optimizer state) and the allocation each setup phase added.</p><div class=\"legend\">");
-    for l in &labels {
-        let _ = write!(
-            o,
-            "<span><i style=\"background:{}\"></i>{}</span>",
-            color(l),
-            esc(l)
-        );
+    o.push_str("<h2>Setup breakdown</h2><p class=\"muted\">What setup cost on each rank: the costs the prints state (CUDA context, communicators, optimizer state) and the allocation each setup phase added.</p>");
+    legend(o, labels.iter().map(|l| (color(l), l.as_str())));
+    let bars: Vec<Bar> = rows
+        .iter()
+        .map(|(rank, cs)| Bar {
+            label: format!("rank {}", rank.rank),
+            parts: cs
+                .iter()
+                .map(|c| Part {
+                    value: c.bytes as f64,
+                    color: color(&c.label).to_string(),
+                    tip: format!("{}: {} ({})", c.label, gib(c.bytes), c.phase),
+                    class: "",
+                })
+                .collect(),
+            note: gib(cs.iter().map(|c| c.bytes).sum()),
+            attrs: String::new(),
+        })
+        .collect();
+    HBars {
+        class: "setup",
+        aria: "setup breakdown",
+        label_width: 70.0,
+        plot: 940.0,
+        note_width: 90.0,
+        row: 30.0,
+        bar: 22.0,
+        scale: total,
+        min_width: 0.0,
+        tips: Tips::Script,
     }
-    o.push_str("</div>");
-    let (w, bar, ml) = (1100.0, 22.0, 70.0);
-    let h = rows.len() as f64 * (bar + 8.0) + 24.0;
-    let pw = w - ml - 90.0;
-    let _ = write!(
-        o,
-        "<svg class=\"setup\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"setup breakdown\">"
-    );
-    for (k, (rank, cs)) in rows.iter().enumerate() {
-        let yy = 4.0 + k as f64 * (bar + 8.0);
-        let _ = write!(
-            o,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">rank {}</text>",
-            ml - 8.0,
-            yy + bar * 0.7,
-            rank.rank
-        );
-        let mut xx = ml;
-        let mut sum = 0;
-        for c in cs {
-            let ww = c.bytes as f64 / total * pw;
-            let _ = write!(
-                o,
-                "<rect x=\"{xx:.1}\" y=\"{yy:.1}\" width=\"{ww:.1}\" height=\"{bar}\" fill=\"{}\" data-tip=\"{}\"/>",
-                color(&c.label),
-                esc(&format!("{}: {} ({})", c.label, gib(c.bytes), c.phase))
-            );
-            xx += ww;
-            sum += c.bytes;
-        }
-        let _ = write!(
-            o,
-            "<text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            xx + 6.0,
-            yy + bar * 0.7,
-            gib(sum)
-        );
-    }
-    o.push_str("</svg>");
+    .draw(o, &bars);
 }
 
-/// One bar: its label and its stacked parts (value, colour, tooltip).
-type Bar<'a> = (String, Vec<(f64, &'a str, String)>);
+/// One column: its label and its stacked parts (value, colour, tooltip).
+type Column<'a> = (String, Vec<(f64, &'a str, String)>);
 
-/// One bar chart: `bars` against a common maximum.
-fn bars(o: &mut String, class: &str, title: &str, bars: &[Bar], unit: &str) {
+/// One chart of vertical columns against a common maximum.
+fn columns(o: &mut String, class: &str, title: &str, bars: &[Column], unit: &str) {
     let max = bars
         .iter()
         .map(|(_, stack)| stack.iter().map(|(v, _, _)| *v).sum::<f64>())
@@ -517,14 +449,23 @@ fn rank_section(o: &mut String, r: &RankReport) {
         );
     }
     if !r.layers.is_empty() {
-        o.push_str("<h3>Detail layers</h3><div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>allocated after the stage</span><span><i style=\"background:#f28e2b\"></i>saved activations</span><span><i style=\"background:#76b7b2\"></i>saved weights</span></div><div class=\"row\">");
+        o.push_str("<h3>Detail layers</h3>");
+        legend(
+            o,
+            [
+                (ALLOCATED, "allocated after the stage"),
+                (ACTIVATIONS, "saved activations"),
+                (WEIGHTS, "saved weights"),
+            ],
+        );
+        o.push_str("<div class=\"row\">");
         for l in &r.layers {
             let name = if l.layer < 0 {
                 "layer ?".to_string()
             } else {
                 format!("layer {}", l.layer)
             };
-            let alloc: Vec<Bar> = l
+            let alloc: Vec<Column> = l
                 .stages
                 .iter()
                 .map(|s| {
@@ -533,20 +474,20 @@ fn rank_section(o: &mut String, r: &RankReport) {
                         s.stage.clone(),
                         vec![(
                             v as f64 / GIB,
-                            "#4e79a7",
+                            ALLOCATED,
                             format!("{name} {}: {} after", s.stage, gib(v)),
                         )],
                     )
                 })
                 .collect();
-            bars(
+            columns(
                 o,
                 "stages",
                 &format!("{name}: allocated after each stage"),
                 &alloc,
                 "GiB",
             );
-            let mut saved: Vec<Bar> = l
+            let mut saved: Vec<Column> = l
                 .stages
                 .iter()
                 .filter_map(|s| s.saved.as_ref().map(|x| (s, x)))
@@ -558,12 +499,12 @@ fn rank_section(o: &mut String, r: &RankReport) {
                         vec![
                             (
                                 a as f64 / MIB,
-                                "#f28e2b",
+                                ACTIVATIONS,
                                 format!("{name} {}: activations {}", s.stage, mib(a)),
                             ),
                             (
                                 w as f64 / MIB,
-                                "#76b7b2",
+                                WEIGHTS,
                                 format!("{name} {}: weights {}", s.stage, mib(w)),
                             ),
                         ],
@@ -576,7 +517,7 @@ fn rank_section(o: &mut String, r: &RankReport) {
                     vec![
                         (
                             all.activations_bytes as f64 / MIB,
-                            "#f28e2b",
+                            ACTIVATIONS,
                             format!(
                                 "{name}, all {} stages: activations {}",
                                 all.stages,
@@ -585,7 +526,7 @@ fn rank_section(o: &mut String, r: &RankReport) {
                         ),
                         (
                             all.weights_bytes as f64 / MIB,
-                            "#76b7b2",
+                            WEIGHTS,
                             format!(
                                 "{name}, all {} stages: weights {}",
                                 all.stages,
@@ -596,7 +537,7 @@ fn rank_section(o: &mut String, r: &RankReport) {
                 ));
             }
             if !saved.is_empty() {
-                bars(
+                columns(
                     o,
                     "saved",
                     &format!("{name}: saved for backward"),
@@ -628,38 +569,54 @@ fn rank_section(o: &mut String, r: &RankReport) {
         }
     }
     o.push_str("<details><summary>Setup and schedule tables</summary>");
-    o.push_str("<table><tr><th>setup phase</th><th class=\"n\">allocated</th><th class=\"n\">cached</th><th class=\"n\">non-PyTorch</th><th>stated cost</th></tr>");
+    let mut t = Table::new(
+        o,
+        "",
+        &[
+            ("setup phase", false),
+            ("allocated", true),
+            ("cached", true),
+            ("non-PyTorch", true),
+            ("stated cost", false),
+        ],
+    );
     for p in &r.setup {
         let costs: Vec<String> = p
             .costs
             .iter()
             .map(|c| format!("{} {}", c.label, gib(c.bytes)))
             .collect();
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
-            esc(&p.label),
+        t.row(&[
+            p.label.clone(),
             opt(p.allocated_bytes),
             opt(p.cached_bytes),
             opt(p.non_pytorch_bytes),
-            esc(&costs.join("; "))
-        );
+            costs.join("; "),
+        ]);
     }
-    o.push_str("</table>");
+    t.end();
     if let Some(s) = &r.step {
-        o.push_str("<table><tr><th>schedule point</th><th class=\"n\">allocated</th><th class=\"n\">change</th><th class=\"n\">cached</th><th class=\"n\">non-PyTorch</th></tr>");
+        let mut t = Table::new(
+            o,
+            "",
+            &[
+                ("schedule point", false),
+                ("allocated", true),
+                ("change", true),
+                ("cached", true),
+                ("non-PyTorch", true),
+            ],
+        );
         for p in &s.points {
-            let _ = write!(
-                o,
-                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                esc(&p.label),
+            t.row(&[
+                p.label.clone(),
                 gib(p.allocated_bytes),
                 p.change_bytes.map(signed_gib).unwrap_or_else(|| "-".into()),
                 opt(p.cached_bytes),
-                opt(p.non_pytorch_bytes)
-            );
+                opt(p.non_pytorch_bytes),
+            ]);
         }
-        o.push_str("</table>");
+        t.end();
     }
     o.push_str("</details>");
     for m in &r.out_of_memory {
@@ -735,19 +692,5 @@ fn capitalized(s: &str) -> String {
     match c.next() {
         Some(f) => f.to_uppercase().chain(c).collect(),
         None => String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::axis;
-
-    #[test]
-    fn axes_have_round_ticks() {
-        assert_eq!(axis(0.14), (0.15, 0.05));
-        assert_eq!(axis(12.0), (12.5, 2.5));
-        assert_eq!(axis(0.0), (1.0, 0.2));
-        let (top, tick) = axis(73.0);
-        assert!(top >= 73.0 && (top / tick).round() <= 6.0, "{top} {tick}");
     }
 }

@@ -23,9 +23,49 @@ pub struct InputFile {
     pub stream: Option<String>,
 }
 
+/// Why the logs named cannot be read. A path that is not there, or a folder without logs, is
+/// the user's to fix; a read the system refused keeps the class of its I/O error.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{path}: {}", io_reason(source))]
+    Path {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{folder}: {source}")]
+    List {
+        folder: String,
+        #[source]
+        source: walkdir::Error,
+    },
+    #[error(
+        "{folder}: no log files in this folder (looked for *.log, *.txt, *.out, *.err, stdout*, stderr*, also gzipped)"
+    )]
+    NoLogs { folder: String },
+    #[error("{name}: cannot open: {source}")]
+    Open {
+        name: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl crate::exit::Classify for InputError {
+    fn class(&self) -> crate::exit::Class {
+        use crate::exit::{Class, io_class};
+        match self {
+            InputError::Path { source, .. } | InputError::Open { source, .. } => io_class(source),
+            // A loop of links is the folder's; a listing the system refused, its I/O class.
+            InputError::List { source, .. } => source.io_error().map_or(Class::User, io_class),
+            InputError::NoLogs { .. } => Class::User,
+        }
+    }
+}
+
 /// The files to read for `paths` (a path `-` is standard input), and what was skipped in
 /// folders. A path that does not exist is an error naming it.
-pub fn expand(paths: &[PathBuf]) -> Result<(Vec<InputFile>, Vec<String>), String> {
+pub fn expand(paths: &[PathBuf]) -> Result<(Vec<InputFile>, Vec<String>), InputError> {
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     for p in paths {
@@ -39,8 +79,10 @@ pub fn expand(paths: &[PathBuf]) -> Result<(Vec<InputFile>, Vec<String>), String
             });
             continue;
         }
-        let meta =
-            std::fs::metadata(p).map_err(|e| format!("{}: {}", p.display(), io_reason(&e)))?;
+        let meta = std::fs::metadata(p).map_err(|source| InputError::Path {
+            path: p.display().to_string(),
+            source,
+        })?;
         if meta.is_dir() {
             let before = files.len();
             let mut found: Vec<PathBuf> = Vec::new();
@@ -49,7 +91,10 @@ pub fn expand(paths: &[PathBuf]) -> Result<(Vec<InputFile>, Vec<String>), String
                 .sort_by_file_name()
                 .into_iter()
             {
-                let entry = entry.map_err(|e| format!("{}: {e}", p.display()))?;
+                let entry = entry.map_err(|source| InputError::List {
+                    folder: p.display().to_string(),
+                    source,
+                })?;
                 if !entry.file_type().is_file() {
                     continue;
                 }
@@ -68,10 +113,9 @@ pub fn expand(paths: &[PathBuf]) -> Result<(Vec<InputFile>, Vec<String>), String
                 files.push(describe(&f));
             }
             if files.len() == before {
-                return Err(format!(
-                    "{}: no log files in this folder (looked for *.log, *.txt, *.out, *.err, stdout*, stderr*, also gzipped)",
-                    p.display()
-                ));
+                return Err(InputError::NoLogs {
+                    folder: p.display().to_string(),
+                });
             }
         } else {
             files.push(describe(p));
@@ -80,6 +124,7 @@ pub fn expand(paths: &[PathBuf]) -> Result<(Vec<InputFile>, Vec<String>), String
     Ok((files, skipped))
 }
 
+/// Why a path could not be read, in the words of the message.
 fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::NotFound => "no such file or directory".into(),
@@ -167,7 +212,16 @@ mod tests {
         assert_eq!(files[7].attempt, Some(10));
         assert_eq!(files[0].local_rank, Some(0));
         assert_eq!(files[0].stream.as_deref(), Some("stderr"));
-        let err = expand(&[dir.path().join("nope")]).unwrap_err();
-        assert!(err.ends_with("nope: no such file or directory"), "{err}");
+        let nope = dir.path().join("nope");
+        let err = expand(std::slice::from_ref(&nope)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!("{}: no such file or directory", nope.display())
+        );
+        use crate::exit::{Class, Classify};
+        assert!(
+            matches!(&err, InputError::Path { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+        );
+        assert_eq!(err.class(), Class::User);
     }
 }

@@ -65,19 +65,21 @@ pub fn read_side(
 ) -> Result<Report, LogError> {
     let report = read_all(set, paths, opts).map_err(|e| e.on_side(side))?;
     if report.totals.prints == 0 {
-        return Err(LogError::NothingRead(nothing_read(&report)).on_side(side));
+        return Err(LogError::NothingRead {
+            files: what_each_file_was(&report),
+        }
+        .on_side(side));
     }
     if report.ranks.is_empty() {
         let asked: Vec<String> = opts.ranks.iter().map(i64::to_string).collect();
-        return Err(LogError::RanksPrintedNothing(format!(
-            "rank {} printed nothing in {} file(s) ({} prints from other ranks)",
-            asked.join(", "),
-            report.totals.files,
-            report.totals.prints
-        ))
+        return Err(LogError::RanksPrintedNothing {
+            ranks: asked.join(", "),
+            files: report.totals.files,
+            prints: report.totals.prints,
+        }
         .on_side(side));
     }
-    shape::check_one_run(&report).map_err(|e| LogError::DifferentRuns(e).on_side(side))?;
+    shape::check_one_run(&report).map_err(|e| LogError::from(e).on_side(side))?;
     Ok(report)
 }
 
@@ -88,14 +90,14 @@ pub fn add_estimate(report: &mut Report, root: Option<&Path>, tolerance_percent:
 
 /// Everything the files hold, whatever it is (no check that anything was read).
 pub fn read_all(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Report, LogError> {
-    let catalog = decl::compile(set).map_err(LogError::Declarations)?;
+    let catalog = decl::compile(set)?;
     if catalog.entries.is_empty() {
-        return Err(LogError::Declarations(format!(
-            "rule set {} ({}) declares no prints ([[rule.prints]] in its rules), so there is nothing to read",
-            set.manifest.name, set.origin
-        )));
+        return Err(LogError::NoDeclarations {
+            set: set.manifest.name.clone(),
+            origin: set.origin.clone(),
+        });
     }
-    let (files, skipped_files) = inputs::expand(paths).map_err(LogError::Input)?;
+    let (files, skipped_files) = inputs::expand(paths)?;
     let scanner = scan::Scanner::new(&catalog);
     let mut collector = analyze::Collector::new(&catalog, &opts.ranks);
     let mut inputs = Vec::new();
@@ -105,8 +107,11 @@ pub fn read_all(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Repo
             let mut lock = stdin.lock();
             scanner.scan(i as u32, &mut lock, &mut |r| collector.add(r))
         } else {
-            let mut file = std::fs::File::open(&f.path)
-                .map_err(|e| LogError::Input(format!("{}: cannot open: {e}", f.name)))?;
+            let mut file =
+                std::fs::File::open(&f.path).map_err(|source| inputs::InputError::Open {
+                    name: f.name.clone(),
+                    source,
+                })?;
             scanner.scan(i as u32, &mut file, &mut |r| collector.add(r))
         };
         inputs.push(InputReport {
@@ -149,8 +154,8 @@ pub fn read_all(set: &RuleSet, paths: &[PathBuf], opts: &Options) -> Result<Repo
     })
 }
 
-/// The one line to say when nothing was read, naming what each file was.
-pub fn nothing_read(report: &Report) -> String {
+/// What each file was, when nothing was read: `name: what`, `; `-separated.
+pub fn what_each_file_was(report: &Report) -> String {
     let mut why: Vec<String> = Vec::new();
     for i in &report.inputs {
         let s = &i.stats;
@@ -172,8 +177,5 @@ pub fn nothing_read(report: &Report) -> String {
         };
         why.push(format!("{}: {what}", i.file.name));
     }
-    format!(
-        "no memory prints read ({}); a run prints them on the ranks given to `instrument add --ranks` once it reaches the profiled step",
-        why.join("; ")
-    )
+    why.join("; ")
 }

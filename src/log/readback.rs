@@ -44,7 +44,7 @@ const PREFIXES: [&str; ROUNDS] = [
     "2024-05-02 14:06:55,120 INFO  45%|####      | 9/20\r",
 ];
 
-pub fn check(set: &RuleSet) -> Result<Summary, String> {
+pub fn check(set: &RuleSet) -> Result<Summary, decl::InvalidDeclaration> {
     let catalog = decl::compile(set)?;
     let lines = fstring::printed_lines(set);
     let by_rule = decl::entries_by_rule(&catalog);
@@ -481,7 +481,7 @@ mod tests {
                 .into_iter()
                 .map(|p| format!("{}: {}", p.rule, p.message))
                 .collect(),
-            Err(e) => vec![e],
+            Err(e) => vec![e.to_string()],
         }
     }
 

@@ -64,25 +64,61 @@ fn listed(d: &[(String, String, String)], a: &str, b: &str) -> String {
         .join("; ")
 }
 
+/// Logs read as one run that are not one run's: the user gives each run on its own.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotOneRun {
+    #[error("{at}: rank {rank} printed a run shape that is not `key=value` fields: {label:?}")]
+    NotFields {
+        at: String,
+        rank: i64,
+        label: String,
+    },
+    #[error("{at}: rank {rank} printed the run shape of rank {own}; are two logs mixed up?")]
+    OthersShape { at: String, rank: i64, own: u64 },
+    #[error(
+        "logs of different runs read as one: rank {first} ({first_at}) and rank {rank} ({at}) differ in {differences}; read each run on its own"
+    )]
+    Mixed {
+        first: i64,
+        first_at: String,
+        rank: i64,
+        at: String,
+        differences: String,
+    },
+}
+
+/// Two runs of different shapes given to be compared: not compared (the user's to fix).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "the runs before ({before_at}) and after ({after_at}) have different shapes: {differences}; their prints are not compared"
+)]
+pub struct DifferentShapes {
+    pub before_at: String,
+    pub after_at: String,
+    pub differences: String,
+}
+
 /// Every rank's shape must be its own (the label's rank is the rank that printed it) and of
 /// one run (the same run fields on every rank).
-pub fn check_one_run(report: &Report) -> Result<(), String> {
+pub fn check_one_run(report: &Report) -> Result<(), NotOneRun> {
     let mut first: Option<(&RankReport, Vec<(String, String)>)> = None;
     for r in &report.ranks {
         let Some(run) = &r.run else { continue };
         let Some(label) = Label::parse(&run.label) else {
-            return Err(format!(
-                "{}: rank {} printed a run shape that is not `key=value` fields: {:?}",
-                run.at, r.rank, run.label
-            ));
+            return Err(NotOneRun::NotFields {
+                at: run.at.clone(),
+                rank: r.rank,
+                label: run.label.clone(),
+            });
         };
         if let Some(own) = label.int(&run.rank_key)
             && own != r.rank as u64
         {
-            return Err(format!(
-                "{}: rank {} printed the run shape of rank {own}; are two logs mixed up?",
-                run.at, r.rank
-            ));
+            return Err(NotOneRun::OthersShape {
+                at: run.at.clone(),
+                rank: r.rank,
+                own,
+            });
         }
         let Some(fields) = run_fields(run) else {
             continue;
@@ -93,17 +129,17 @@ pub fn check_one_run(report: &Report) -> Result<(), String> {
                 let d = differences(theirs, &fields);
                 if !d.is_empty() {
                     let fa = f.run.as_ref().map(|x| x.at.as_str()).unwrap_or("?");
-                    return Err(format!(
-                        "logs of different runs read as one: rank {} ({fa}) and rank {} ({}) differ in {}; read each run on its own",
-                        f.rank,
-                        r.rank,
-                        run.at,
-                        listed(
+                    return Err(NotOneRun::Mixed {
+                        first: f.rank,
+                        first_at: fa.to_string(),
+                        rank: r.rank,
+                        at: run.at.clone(),
+                        differences: listed(
                             &d,
                             &format!("on rank {}", f.rank),
-                            &format!("on rank {}", r.rank)
-                        )
-                    ));
+                            &format!("on rank {}", r.rank),
+                        ),
+                    });
                 }
             }
         }
@@ -135,7 +171,7 @@ pub fn describe(report: &Report) -> Option<String> {
 /// size, sequence length, ...), or not compared. A text field that differs (a model path
 /// under another checkout) is said in a note when its last two path components agree, and
 /// refused otherwise (another model).
-pub fn compare_runs(before: &Report, after: &Report) -> Result<Vec<String>, String> {
+pub fn compare_runs(before: &Report, after: &Report) -> Result<Vec<String>, DifferentShapes> {
     let (bo, ao) = (of_report(before), of_report(after));
     let (Some((b, bs)), Some((a, as_))) = (&bo, &ao) else {
         let who = match (bo.is_some(), ao.is_some()) {
@@ -162,12 +198,11 @@ pub fn compare_runs(before: &Report, after: &Report) -> Result<Vec<String>, Stri
         }
     }
     if !refused.is_empty() {
-        return Err(format!(
-            "the runs before ({}) and after ({}) have different shapes: {}; their prints are not compared",
-            bs.at,
-            as_.at,
-            listed(&refused, "before", "after")
-        ));
+        return Err(DifferentShapes {
+            before_at: bs.at.clone(),
+            after_at: as_.at.clone(),
+            differences: listed(&refused, "before", "after"),
+        });
     }
     Ok(notes)
 }

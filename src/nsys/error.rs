@@ -54,7 +54,9 @@ impl Error {
                 source.sqlite_error_code(),
                 Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
             ),
-            Error::Io { .. } | Error::Internal(_) => false,
+            // A path that is not there or not a file is the user's, as in every command.
+            Error::Io { source, .. } => crate::exit::io_class(source) == crate::exit::Class::User,
+            Error::Internal(_) => false,
         }
     }
 

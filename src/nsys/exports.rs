@@ -4,7 +4,6 @@
 //! ranks are put side by side.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex};
 
 use crate::gate::Gate;
 use crate::nsys::analyze::{self, Options};
@@ -72,95 +71,33 @@ fn estimate(path: &Path) -> u64 {
     }
 }
 
-/// Admits exports while their estimates fit in the budget (always one at least).
-struct Admission {
-    held: Mutex<(u64, usize)>,
-    freed: Condvar,
-}
-
-impl Admission {
-    /// Wait until `need` fits, then hold it; returns the SQLite memory map the export may use:
-    /// `sqlite::MMAP_BYTES` shared by the exports in flight, and no more than the budget has left
-    /// (mapped pages count in the resident memory).
-    fn enter(&self, need: u64) -> i64 {
-        let mut held = self.held.lock().expect("no worker panics holding it");
-        while held.1 > 0 && held.0 + need > MEMORY_BUDGET {
-            held = self.freed.wait(held).expect("no worker panics holding it");
-        }
-        held.0 += need;
-        held.1 += 1;
-        let n = held.1 as u64;
-        let left = MEMORY_BUDGET.saturating_sub(held.0) / n;
-        left.min(sqlite::MMAP_BYTES as u64 / n) as i64
-    }
-
-    fn leave(&self, need: u64) {
-        let mut held = self.held.lock().expect("no worker panics holding it");
-        held.0 -= need;
-        held.1 -= 1;
-        self.freed.notify_all();
-    }
-}
-
-/// Read every export, in parallel within the memory budget, into its report (in the order
-/// given). The first export (in that order) that fails decides the error; nothing is reported
-/// then.
+/// Read every export, in parallel within the memory budget (`par::map_within`: the largest
+/// first, as many at once as fit in the budget together, one at least), into its report (in
+/// the order given). The first export (in that order) that fails decides the error; nothing is
+/// reported then.
 pub fn analyze_all(files: &[PathBuf], opts: &Options) -> Result<Vec<Report>> {
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let estimates: Vec<u64> = files.iter().map(|f| estimate(f)).collect();
-    // As many workers as the largest exports fit in the budget together: exports read one after
-    // the other then share one thread, whose freed memory the next one reuses.
-    let mut largest = estimates.clone();
-    largest.sort_unstable_by(|a, b| b.cmp(a));
-    let mut fit = 0;
-    let mut sum = 0u64;
-    for e in &largest {
-        sum = sum.saturating_add(*e);
-        if fit > 0 && sum > MEMORY_BUDGET {
-            break;
-        }
-        fit += 1;
-    }
-    let workers = fit.clamp(1, cores.max(1));
-    let admission = Admission {
-        held: Mutex::new((0, 0)),
-        freed: Condvar::new(),
-    };
-    let next = Mutex::new(0usize);
-    let results: Mutex<Vec<Option<Result<Report>>>> =
-        Mutex::new((0..files.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                loop {
-                    let i = {
-                        let mut n = next.lock().expect("no worker panics holding it");
-                        let i = *n;
-                        *n += 1;
-                        i
-                    };
-                    if i >= files.len() {
-                        break;
-                    }
-                    let mmap_bytes = admission.enter(estimates[i]).min(opts.mmap_bytes);
-                    let mine = Options {
-                        mmap_bytes,
-                        ..opts.clone()
-                    };
-                    let r = analyze::analyze(&files[i], &mine);
-                    release_freed_memory();
-                    admission.leave(estimates[i]);
-                    results.lock().expect("no worker panics holding it")[i] = Some(r);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .expect("workers are done")
-        .into_iter()
-        .map(|r| r.expect("every export was read"))
-        .collect()
+    crate::par::map_within(
+        files,
+        |f| estimate(f),
+        MEMORY_BUDGET,
+        |file, lease| {
+            // SQLite's memory map: `sqlite::MMAP_BYTES` shared by the exports in flight, and no
+            // more than the budget has left (mapped pages count in the resident memory).
+            let mmap_bytes = lease
+                .spare
+                .min(sqlite::MMAP_BYTES as u64 / lease.in_flight as u64)
+                .min(opts.mmap_bytes.max(0) as u64) as i64;
+            let mine = Options {
+                mmap_bytes,
+                ..opts.clone()
+            };
+            let r = analyze::analyze(file, &mine);
+            release_freed_memory();
+            r
+        },
+    )
+    .into_iter()
+    .collect()
 }
 
 /// Give the memory an export freed back to the system (glibc keeps freed heap memory for

@@ -79,12 +79,17 @@ pub fn shipped_base() -> Option<PathBuf> {
     candidate.is_file().then_some(candidate)
 }
 
-pub fn read_groups(path: &Path) -> Result<Vec<Group>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+/// Read a functions-trace JSON: a file that cannot be read keeps its I/O class, one that
+/// is not such a JSON is the user's to fix.
+pub fn read_groups(path: &Path) -> Result<Vec<Group>, crate::nsys::error::Error> {
+    let text = std::fs::read_to_string(path).map_err(|source| crate::nsys::error::Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
     serde_json::from_str(&text).map_err(|e| {
-        format!(
-            "{}: not a functions-trace JSON (an array of {{domain, module, functions}}): {e}",
-            path.display()
+        crate::nsys::error::Error::input(
+            path,
+            format!("not a functions-trace JSON (an array of {{domain, module, functions}}): {e}"),
         )
     })
 }

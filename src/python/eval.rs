@@ -15,6 +15,35 @@ use tree_sitter::Node;
 
 use super::Source;
 
+/// Why an expression has no value here: code the evaluator does not follow (a call it does
+/// not know, an f-string), a name or config attribute without a known value, or one of its
+/// bounds. The model's code and config are the user's input, so it is a user error; the
+/// caller says what to pass instead (`--moe-layers`, `--detail-layers`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct EvalError(String);
+
+impl From<String> for EvalError {
+    fn from(why: String) -> EvalError {
+        EvalError(why)
+    }
+}
+
+impl From<&str> for EvalError {
+    fn from(why: &str) -> EvalError {
+        EvalError(why.to_string())
+    }
+}
+
+crate::exit::user_errors!(EvalError);
+
+/// The codemod words its layer messages around the reason.
+impl From<EvalError> for String {
+    fn from(e: EvalError) -> String {
+        e.0
+    }
+}
+
 /// A value the evaluator works with: JSON, so config values need no conversion.
 pub type Val = Value;
 
@@ -54,12 +83,12 @@ fn truthy(v: &Val) -> bool {
     }
 }
 
-fn int(v: &Val, what: &str) -> Result<i64, String> {
+fn int(v: &Val, what: &str) -> Result<i64, EvalError> {
     match v {
         Value::Bool(b) => Ok(i64::from(*b)),
         _ => v
             .as_i64()
-            .ok_or_else(|| format!("{what} is not an integer ({v})")),
+            .ok_or_else(|| EvalError(format!("{what} is not an integer ({v})"))),
     }
 }
 
@@ -68,18 +97,18 @@ fn text_of<'s>(src: &'s Source, node: Node) -> &'s str {
 }
 
 /// Evaluate `node` of `src`.
-pub fn eval(src: &Source, node: Node, env: &Env) -> Result<Val, String> {
+pub fn eval(src: &Source, node: Node, env: &Env) -> Result<Val, EvalError> {
     eval_at(src, node, env, 0)
 }
 
 /// Whether `node` is truthy.
-pub fn eval_bool(src: &Source, node: Node, env: &Env) -> Result<bool, String> {
+pub fn eval_bool(src: &Source, node: Node, env: &Env) -> Result<bool, EvalError> {
     eval(src, node, env).map(|v| truthy(&v))
 }
 
-fn child<'t>(node: Node<'t>, field: &str) -> Result<Node<'t>, String> {
+fn child<'t>(node: Node<'t>, field: &str) -> Result<Node<'t>, EvalError> {
     node.field(field)
-        .ok_or_else(|| format!("malformed {}", node.kind_of()))
+        .ok_or_else(|| EvalError(format!("malformed {}", node.kind_of())))
 }
 
 /// `name.attr.attr` as a dotted name, when the node is one.
@@ -95,14 +124,14 @@ fn dotted(src: &Source, node: Node) -> Option<String> {
     }
 }
 
-fn lookup(env: &Env, name: &str) -> Option<Result<Val, String>> {
+fn lookup(env: &Env, name: &str) -> Option<Result<Val, EvalError>> {
     env.names.get(name).map(|b| match b {
         Binding::Known(v) => Ok(v.clone()),
-        Binding::Unknown(why) => Err(why.clone()),
+        Binding::Unknown(why) => Err(EvalError(why.clone())),
     })
 }
 
-fn attribute_of(obj: &Val, attr: &str, shown: &str, env: &Env) -> Result<Val, String> {
+fn attribute_of(obj: &Val, attr: &str, shown: &str, env: &Env) -> Result<Val, EvalError> {
     let map = obj
         .as_object()
         .ok_or_else(|| format!("`{shown}`: not an object with attributes"))?;
@@ -116,9 +145,11 @@ fn attribute_of(obj: &Val, attr: &str, shown: &str, env: &Env) -> Result<Val, St
     Ok(v)
 }
 
-fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String> {
+fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, EvalError> {
     if depth > MAX_DEPTH {
-        return Err("the expression nests too deeply to evaluate".into());
+        return Err(EvalError::from(
+            "the expression nests too deeply to evaluate",
+        ));
     }
     let next = |n: Node| eval_at(src, n, env, depth + 1);
     let text = text_of(src, node);
@@ -127,29 +158,28 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
             .replace('_', "")
             .parse::<i64>()
             .map(Value::from)
-            .map_err(|_| format!("`{text}`: integer out of range")),
+            .map_err(|_| EvalError(format!("`{text}`: integer out of range"))),
         "float" => text
             .replace('_', "")
             .parse::<f64>()
             .ok()
             .and_then(serde_json::Number::from_f64)
             .map(Value::Number)
-            .ok_or_else(|| format!("`{text}`: not a float")),
+            .ok_or_else(|| EvalError(format!("`{text}`: not a float"))),
         "true" => Ok(Value::Bool(true)),
         "false" => Ok(Value::Bool(false)),
         "none" => Ok(Value::Null),
         "string" => {
             if text.contains('{') && text.starts_with(['f', 'F']) {
-                return Err(format!("cannot evaluate the f-string `{text}`"));
+                return Err(EvalError(format!("cannot evaluate the f-string `{text}`")));
             }
             let inner = text
                 .trim_start_matches(|c: char| c.is_ascii_alphabetic())
                 .trim_matches(|c| c == '"' || c == '\'');
             Ok(Value::String(inner.to_string()))
         }
-        "identifier" => {
-            lookup(env, text).unwrap_or_else(|| Err(format!("`{text}` has no known value")))
-        }
+        "identifier" => lookup(env, text)
+            .unwrap_or_else(|| Err(EvalError(format!("`{text}` has no known value")))),
         "parenthesized_expression" => next(node.named_child(0).ok_or("empty parentheses")?),
         "attribute" => {
             if let Some(name) = dotted(src, node)
@@ -171,11 +201,11 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
                 .ok()
                 .and_then(|i| arr.get(i))
                 .cloned()
-                .ok_or_else(|| "index out of range".to_string())
+                .ok_or(EvalError::from("index out of range"))
         }
         "list" | "tuple" | "set" => {
             let mut cursor = node.walk();
-            let items: Result<Vec<Val>, String> =
+            let items: Result<Vec<Val>, EvalError> =
                 node.named_children(&mut cursor).map(next).collect();
             Ok(Value::Array(items?))
         }
@@ -183,7 +213,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
             let mut cursor = node.walk();
             let parts: Vec<Node> = node.named_children(&mut cursor).collect();
             let [yes, cond, no] = parts.as_slice() else {
-                return Err(format!("cannot evaluate `{text}`"));
+                return Err(EvalError(format!("cannot evaluate `{text}`")));
             };
             if truthy(&next(*cond)?) {
                 next(*yes)
@@ -200,7 +230,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
                     .map(Value::from)
                     .ok_or_else(|| "integer overflow".into()),
                 Some("+") => Ok(Value::from(v)),
-                _ => Err(format!("unsupported operator in `{text}`")),
+                _ => Err(EvalError(format!("unsupported operator in `{text}`"))),
             }
         }
         "not_operator" => Ok(Value::Bool(!truthy(&next(child(node, "argument")?)?))),
@@ -211,7 +241,7 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
                 "and" if !truthy(&left) => Ok(left),
                 "or" if truthy(&left) => Ok(left),
                 "and" | "or" => next(child(node, "right")?),
-                _ => Err(format!("unsupported operator in `{text}`")),
+                _ => Err(EvalError(format!("unsupported operator in `{text}`"))),
             }
         }
         "binary_operator" => {
@@ -225,17 +255,20 @@ fn eval_at(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
                 "//" if r != 0 => l.checked_div_euclid(r),
                 "%" if r != 0 => l.checked_rem_euclid(r),
                 "**" if (0..=64).contains(&r) => l.checked_pow(r as u32),
-                _ => return Err(format!("unsupported arithmetic in `{text}`")),
+                _ => return Err(EvalError(format!("unsupported arithmetic in `{text}`"))),
             };
             v.map(Value::from)
-                .ok_or_else(|| format!("integer overflow in `{text}`"))
+                .ok_or_else(|| EvalError(format!("integer overflow in `{text}`")))
         }
         "comparison_operator" => compare(src, node, env, depth),
-        _ => Err(format!("cannot evaluate `{text}` ({})", node.kind_of())),
+        _ => Err(EvalError(format!(
+            "cannot evaluate `{text}` ({})",
+            node.kind_of()
+        ))),
     }
 }
 
-fn compare(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String> {
+fn compare(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, EvalError> {
     let mut cursor = node.walk();
     let children: Vec<Node> = node.children(&mut cursor).collect();
     let operands: Vec<Node> = children.iter().copied().filter(|c| c.is_named()).collect();
@@ -269,7 +302,7 @@ fn compare(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
                     Value::Array(a) => a.contains(&left),
                     Value::Object(o) => left.as_str().is_some_and(|k| o.contains_key(k)),
                     Value::String(s) => left.as_str().is_some_and(|k| s.contains(k)),
-                    _ => return Err("`in` needs a list".into()),
+                    _ => return Err(EvalError::from("`in` needs a list")),
                 };
                 (op == "in") == found
             }
@@ -285,7 +318,7 @@ fn compare(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
                     _ => a >= b,
                 }
             }
-            _ => return Err(format!("unsupported comparison `{op}`")),
+            _ => return Err(EvalError(format!("unsupported comparison `{op}`"))),
         };
         if !ok {
             return Ok(Value::Bool(false));
@@ -295,7 +328,7 @@ fn compare(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, Str
     Ok(Value::Bool(true))
 }
 
-fn call(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String> {
+fn call(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, EvalError> {
     let text = text_of(src, node);
     let func = text_of(src, child(node, "function")?);
     let args = child(node, "arguments")?;
@@ -308,14 +341,14 @@ fn call(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String
         .iter()
         .any(|n| n.kind_of() != "keyword_argument" && !n.is_named())
     {
-        return Err(format!("cannot evaluate `{text}`"));
+        return Err(EvalError(format!("cannot evaluate `{text}`")));
     }
     let positional: Vec<Node> = items
         .iter()
         .copied()
         .filter(|n| n.kind_of() != "keyword_argument")
         .collect();
-    let arg = |i: usize| -> Result<Val, String> {
+    let arg = |i: usize| -> Result<Val, EvalError> {
         eval_at(
             src,
             *positional
@@ -342,14 +375,16 @@ fn call(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String
                 ("hasattr", f) => Ok(Value::Bool(f.is_some())),
                 (_, Some(v)) => Ok(v),
                 (_, None) if positional.len() == 3 => arg(2),
-                (_, None) => Err(format!("the config has no `{name}` (read by `{text}`)")),
+                (_, None) => Err(EvalError(format!(
+                    "the config has no `{name}` (read by `{text}`)"
+                ))),
             }
         }
         ("len", 1) => match arg(0)? {
             Value::Array(a) => Ok(Value::from(a.len())),
             Value::String(s) => Ok(Value::from(s.chars().count())),
             Value::Object(o) => Ok(Value::from(o.len())),
-            v => Err(format!("`{text}`: len of {v}")),
+            v => Err(EvalError(format!("`{text}`: len of {v}"))),
         },
         ("int", 1) => arg(0).and_then(|v| int(&v, "the argument").map(Value::from)),
         ("bool", 1) => arg(0).map(|v| Value::Bool(truthy(&v))),
@@ -365,7 +400,7 @@ fn call(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String
             }
             Ok(Value::from(best))
         }
-        _ => Err(format!("cannot evaluate the call `{text}`")),
+        _ => Err(EvalError(format!("cannot evaluate the call `{text}`"))),
     }
 }
 
@@ -374,7 +409,7 @@ fn call(src: &Source, node: Node, env: &Env, depth: usize) -> Result<Val, String
 /// tell whether it runs (a loop, a branch whose condition is unknown) is bound as
 /// unknown, with why. Statements that assign nothing are skipped: they cannot change
 /// what the decision reads.
-pub fn run_until(src: &Source, body: Node, stop: usize, env: &mut Env) -> Result<(), String> {
+pub fn run_until(src: &Source, body: Node, stop: usize, env: &mut Env) -> Result<(), EvalError> {
     let mut steps = 0;
     run_block(src, body, stop, env, &mut steps)
 }
@@ -385,7 +420,7 @@ fn run_block(
     stop: usize,
     env: &mut Env,
     steps: &mut usize,
-) -> Result<(), String> {
+) -> Result<(), EvalError> {
     let mut cursor = block.walk();
     let stmts: Vec<Node> = block
         .named_children(&mut cursor)
@@ -397,9 +432,9 @@ fn run_block(
         }
         *steps += 1;
         if *steps > MAX_STEPS {
-            return Err(format!(
+            return Err(EvalError(format!(
                 "stopped after {MAX_STEPS} statements before reaching the decision"
-            ));
+            )));
         }
         let contains_stop = stmt.start_byte() < stop && stop < stmt.end_byte();
         match stmt.kind_of() {
@@ -434,7 +469,7 @@ fn run_if(
     env: &mut Env,
     steps: &mut usize,
     contains_stop: bool,
-) -> Result<(), String> {
+) -> Result<(), EvalError> {
     // The branches in order: (condition or None for else, body).
     let mut branches: Vec<(Option<Node>, Node)> = Vec::new();
     if let (Some(c), Some(b)) = (stmt.field("condition"), stmt.field("consequence")) {
@@ -496,13 +531,14 @@ fn assign(src: &Source, e: Node, env: &mut Env) {
             .trim()
             .trim_end_matches('=')
             .to_string();
-        let current = lookup(env, &name).unwrap_or_else(|| Err(format!("`{name}` unknown")));
+        let current =
+            lookup(env, &name).unwrap_or_else(|| Err(EvalError(format!("`{name}` unknown"))));
         match (current, eval(src, right, env)) {
             (Ok(a), Ok(b)) => match (int(&a, "x"), int(&b, "y"), op.as_str()) {
                 (Ok(a), Ok(b), "+") => a.checked_add(b).map(Value::from).ok_or("overflow".into()),
                 (Ok(a), Ok(b), "-") => a.checked_sub(b).map(Value::from).ok_or("overflow".into()),
                 (Ok(a), Ok(b), "*") => a.checked_mul(b).map(Value::from).ok_or("overflow".into()),
-                _ => Err(format!("cannot evaluate `{}`", text_of(src, e))),
+                _ => Err(EvalError(format!("cannot evaluate `{}`", text_of(src, e)))),
             },
             (Err(x), _) | (_, Err(x)) => Err(x),
         }
@@ -629,10 +665,9 @@ mod tests {
         assert!(eval(&src, node, &Env::default()).is_err());
         let src = Source::parse("9223372036854775807 + 1\n".to_string());
         let node = src.root().named_child(0).unwrap().named_child(0).unwrap();
-        assert!(
-            eval(&src, node, &Env::default())
-                .unwrap_err()
-                .contains("overflow")
+        assert_eq!(
+            eval(&src, node, &Env::default()).unwrap_err().to_string(),
+            "integer overflow in `9223372036854775807 + 1`"
         );
     }
 }

@@ -7,7 +7,7 @@
 /// The lines to write for `line` (indented, without a line ending), which ends with
 /// `literal` (optionally followed by `:`), under a `width`-column limit; `unit` is one
 /// indentation step. `Err` when the line is too long and no ruff layout applies.
-pub fn fit(line: &str, literal: &str, width: usize, unit: &str) -> Result<Vec<String>, String> {
+pub fn fit(line: &str, literal: &str, width: usize, unit: &str) -> Result<Vec<String>, TooLong> {
     let columns = |s: &str| s.chars().count();
     if columns(line) <= width {
         return Ok(vec![line.to_string()]);
@@ -100,12 +100,34 @@ fn lowest_operator_repeats(head: &str) -> bool {
     count(&["in", "==", "!=", "<", ">", "<=", ">=", "is"]) > 1
 }
 
-fn too_long(line: &str, width: usize) -> String {
-    format!(
-        "with this value the line `{}` is {} columns, over the checkout's line length {width}, and ruff format would lay it out in a way the engine does not reproduce; use a shorter value",
-        line.trim(),
-        line.chars().count()
-    )
+/// A line that a parameter value made longer than the checkout's line length, where ruff
+/// would lay it out in a way the engine does not reproduce: the user picks a shorter value.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "with this value the line `{line}` is {columns} columns, over the checkout's line length {width}, and ruff format would lay it out in a way the engine does not reproduce; use a shorter value"
+)]
+pub struct TooLong {
+    /// The line, trimmed.
+    pub line: String,
+    pub columns: usize,
+    pub width: usize,
+}
+
+crate::exit::user_errors!(TooLong);
+
+/// The codemod's template rendering carries its reasons as text.
+impl From<TooLong> for String {
+    fn from(e: TooLong) -> String {
+        e.to_string()
+    }
+}
+
+fn too_long(line: &str, width: usize) -> TooLong {
+    TooLong {
+        line: line.trim().to_string(),
+        columns: line.chars().count(),
+        width,
+    }
 }
 
 #[cfg(test)]

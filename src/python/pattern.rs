@@ -134,10 +134,30 @@ fn header_kind(text: &str) -> Option<HeaderKind> {
     })
 }
 
+/// Why a rule's pattern does not compile: the rule set is the user's to fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PatternError {
+    #[error("empty pattern")]
+    Empty,
+    #[error("pattern `{pattern}` is not valid Python (column {column})")]
+    NotPython { pattern: String, column: usize },
+    #[error("pattern `{pattern}` must be one statement, found {found}")]
+    NotOneStatement { pattern: String, found: usize },
+}
+
+crate::exit::user_errors!(PatternError);
+
+/// The codemod's layer and role finders carry their reasons as text.
+impl From<PatternError> for String {
+    fn from(e: PatternError) -> String {
+        e.to_string()
+    }
+}
+
 impl Pattern {
     /// Compile `text`. Rules share many patterns (`def forward`, a scope's class): each
     /// text is parsed once per thread.
-    pub fn compile(text: &str) -> Result<Pattern, String> {
+    pub fn compile(text: &str) -> Result<Pattern, PatternError> {
         thread_local! {
             static COMPILED: std::cell::RefCell<std::collections::HashMap<String, Pattern>> =
                 Default::default();
@@ -150,10 +170,10 @@ impl Pattern {
         Ok(p)
     }
 
-    fn compile_new(text: &str) -> Result<Pattern, String> {
+    fn compile_new(text: &str) -> Result<Pattern, PatternError> {
         let trimmed = text.trim();
         if trimmed.is_empty() {
-            return Err("empty pattern".to_string());
+            return Err(PatternError::Empty);
         }
         let header = header_kind(trimmed);
         let expanded = expand_metavariables(trimmed.trim_end_matches(':'));
@@ -167,17 +187,17 @@ impl Pattern {
         };
         let source = Source::parse(code);
         if let Some(err) = source.first_error() {
-            return Err(format!(
-                "pattern `{trimmed}` is not valid Python (column {})",
-                err.column
-            ));
+            return Err(PatternError::NotPython {
+                pattern: trimmed.to_string(),
+                column: err.column,
+            });
         }
         let statements = python::statements_of(source.root());
         if statements.len() != 1 {
-            return Err(format!(
-                "pattern `{trimmed}` must be one statement, found {}",
-                statements.len()
-            ));
+            return Err(PatternError::NotOneStatement {
+                pattern: trimmed.to_string(),
+                found: statements.len(),
+            });
         }
         let needle = match header {
             // Only the header is compared: its name or condition, not the stand-in body.

@@ -43,7 +43,7 @@ pub struct Class {
 pub struct Module {
     /// The import path (`pithtrain.models.qwen3_moe`), or None when the file is not
     /// importable as a module of a package (with the reason).
-    pub import_path: Result<String, String>,
+    pub import_path: Result<String, NotImportable>,
     /// The file, relative to the scan root.
     pub file: String,
     pub path: PathBuf,
@@ -57,22 +57,46 @@ pub struct Module {
     pub compile_facts: super::compiled::Facts,
 }
 
+/// Why a file is not importable as a module by name (said beside the function nsys cannot
+/// trace; the user moves the file or passes `--package-root`).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum NotImportable {
+    #[error("not a file name")]
+    NoFileName,
+    #[error("a `__main__` module is not importable by name")]
+    Main,
+    #[error("no parent folder")]
+    NoParent,
+    #[error("{folder} has no __init__.py, so it is not a package")]
+    NotAPackage { folder: String },
+    #[error("odd folder name")]
+    OddFolderName,
+    #[error("the file is not under --package-root")]
+    OutsideRoot,
+    #[error("a package's __init__ outside any package")]
+    InitOutsidePackage,
+    #[error(
+        "it is not in a package (no __init__.py in {folder}); pass --package-root if that folder is on sys.path"
+    )]
+    NotInPackage { folder: String },
+}
+
 /// The import path of `file` given the folder imports resolve from (`package_root`), or
 /// found by walking up while folders hold `__init__.py`.
-pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, String> {
+pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, NotImportable> {
     let stem = file
         .file_stem()
         .and_then(|s| s.to_str())
-        .ok_or("not a file name")?;
+        .ok_or(NotImportable::NoFileName)?;
     if stem == "__main__" {
-        return Err("a `__main__` module is not importable by name".into());
+        return Err(NotImportable::Main);
     }
     let mut parts: Vec<String> = if stem == "__init__" {
         Vec::new()
     } else {
         vec![stem.to_string()]
     };
-    let mut dir = file.parent().ok_or("no parent folder")?.to_path_buf();
+    let mut dir = file.parent().ok_or(NotImportable::NoParent)?.to_path_buf();
     loop {
         if let Some(root) = package_root {
             if dir == root {
@@ -82,15 +106,14 @@ pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, S
             break;
         }
         if !dir.join("__init__.py").is_file() {
-            return Err(format!(
-                "{} has no __init__.py, so it is not a package",
-                dir.display()
-            ));
+            return Err(NotImportable::NotAPackage {
+                folder: dir.display().to_string(),
+            });
         }
         let name = dir
             .file_name()
             .and_then(|s| s.to_str())
-            .ok_or("odd folder name")?
+            .ok_or(NotImportable::OddFolderName)?
             .to_string();
         parts.insert(0, name);
         match dir.parent() {
@@ -98,11 +121,11 @@ pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, S
             None => break,
         }
         if package_root.is_some_and(|root| !dir.starts_with(root)) {
-            return Err("the file is not under --package-root".into());
+            return Err(NotImportable::OutsideRoot);
         }
     }
     if parts.is_empty() {
-        return Err("a package's __init__ outside any package".into());
+        return Err(NotImportable::InitOutsidePackage);
     }
     if parts.len() == 1
         && package_root.is_none()
@@ -114,9 +137,7 @@ pub fn import_path(file: &Path, package_root: Option<&Path>) -> Result<String, S
             .parent()
             .map(|d| d.display().to_string())
             .unwrap_or_default();
-        return Err(format!(
-            "it is not in a package (no __init__.py in {folder}); pass --package-root if that folder is on sys.path"
-        ));
+        return Err(NotImportable::NotInPackage { folder });
     }
     Ok(parts.join("."))
 }
@@ -314,11 +335,12 @@ pub struct Error {
 
 impl crate::exit::Classify for Error {
     fn class(&self) -> crate::exit::Class {
-        // A file that is not UTF-8 text is the user's to fix; a read refused, the system's.
+        // A file that is not UTF-8 text is the user's to fix; otherwise the class every
+        // command gives the I/O error (a path not there is the user's, a failing disk not).
         if self.source.kind() == std::io::ErrorKind::InvalidData {
             crate::exit::Class::User
         } else {
-            crate::exit::Class::Io
+            crate::exit::io_class(&self.source)
         }
     }
 }

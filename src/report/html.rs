@@ -8,12 +8,11 @@ use std::fmt::Write as _;
 
 use super::Report;
 use crate::findings::Unit;
-use crate::findings::html::esc;
+use crate::page::esc;
 
-const STYLE: &str = "body{font:14px system-ui,sans-serif;margin:24px;max-width:1200px}\
-h1{font-size:20px}h2{font-size:16px;margin-top:28px}.muted{color:#666}\
-svg.strip{display:block;margin:8px 0}.legend span{margin-right:14px;white-space:nowrap}\
-.legend i{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:-1px}";
+/// What only this page draws: the schedule strips, legends kept on one line each (the rest is
+/// the page kit's).
+const STYLE: &str = "svg.strip{margin:8px 0}.legend span{white-space:nowrap}";
 
 const PEAK: &str = "#c6dbef";
 const PRINTED: &str = "#e6550d";
@@ -21,15 +20,9 @@ const ESTIMATED: &str = "#111111";
 const OPEN: &str = "#c0392b";
 
 pub fn render(r: &Report) -> String {
-    let mut o = String::new();
-    o.push_str(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>instrument report</title>",
-    );
-    let _ = write!(
-        o,
-        "<style>{STYLE}{}</style>{ERRORS_SCRIPT}</head><body>",
-        crate::findings::html::STYLE
-    );
+    // The kit's script: the render sentinel the browser tests read (the strips' tooltips are
+    // their SVG titles).
+    let mut o = crate::page::Page::new("instrument report", STYLE, crate::page::Tips::Script);
     let _ = write!(
         o,
         "<h1>instrument report</h1><p class=\"muted\">{} log(s), {} snapshot(s), {} nsys export(s); {} rank(s)</p>",
@@ -75,25 +68,7 @@ pub fn render(r: &Report) -> String {
         if let Some(s) = &rank.step_snapshot {
             let _ = write!(o, "<p class=\"muted\">step snapshot: {}</p>", esc(s));
         }
-        if !rank.stages.is_empty() {
-            let parts: Vec<String> = rank
-                .stages
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{} {} exposed ({:.0}% hidden)",
-                        s.stage,
-                        Unit::Ns.show(s.exposed_ns as f64),
-                        s.hidden * 100.0
-                    )
-                })
-                .collect();
-            let _ = write!(
-                o,
-                "<p>communication per stage (nsys): {}</p>",
-                esc(&parts.join("; "))
-            );
-        }
+        super::stages::html(&mut o, rank);
         if rank.events.is_empty() {
             o.push_str("<p class=\"muted\">no schedule marks in its step snapshot</p></section>");
             continue;
@@ -101,9 +76,7 @@ pub fn render(r: &Report) -> String {
         strip(&mut o, rank, top);
         o.push_str("</section>");
     }
-    status_script(&mut o);
-    o.push_str("</body></html>\n");
-    o
+    o.finish("")
 }
 
 /// One rank's events as columns of one SVG.
@@ -268,19 +241,5 @@ fn estimate_line(o: &mut String, points: &[String]) {
         o,
         "<polyline class=\"estimate-line\" points=\"{}\" fill=\"none\" stroke=\"{ESTIMATED}\" stroke-width=\"1\" stroke-dasharray=\"3,2\"/>",
         points.join(" ")
-    );
-}
-
-/// Script errors collected from the start, for the render check.
-const ERRORS_SCRIPT: &str = "<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message||e));});</script>";
-
-/// The hidden `render-status` element the browser tests read after the page loads
-/// (`render-ok svg=N`, or the script errors).
-fn status_script(o: &mut String) {
-    o.push_str(
-        "<script>window.addEventListener('load',function(){var s=document.createElement('div');\
-         s.id='render-status';var n=document.querySelectorAll('svg').length;\
-         s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);\
-         s.style.display='none';document.body.appendChild(s);});</script>",
     );
 }

@@ -13,6 +13,7 @@ use crate::log::model::{RankReport, Report as LogReport};
 use crate::snapshot::SnapshotError;
 use crate::snapshot::schedule::ScheduleMemory;
 use crate::snapshot::schedule::memory::Amount;
+use crate::snapshot::schedule::stages::StageMemory;
 
 /// One schedule event of a rank.
 #[derive(Debug, Clone, Serialize)]
@@ -75,6 +76,10 @@ pub struct RankRow {
     /// its steady-state window (empty without exports).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageComm>,
+    /// From the step snapshot's trace: the memory allocated inside each layer stage, by the
+    /// stage functions on the allocations' Python frames (`stages` is joined by stage name).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stage_memory: Option<StageMemory>,
 }
 
 /// A stage's communication as `nsys report` reads it (pithtrain's own definitions).
@@ -99,9 +104,13 @@ fn place(rank: i64, mesh: &Option<String>) -> Where {
     }
 }
 
-/// The schedule of a step snapshot, read on the workers (`crate::par`): only the per-event
-/// figures are kept, so memory is bounded by the workers, not the number of files.
-fn schedules(files: &[&SnapshotFile]) -> Vec<Result<Option<ScheduleMemory>, SnapshotError>> {
+/// What one read of a step snapshot gives: its schedule (with marks) and its memory per stage.
+type StepRead = (Option<ScheduleMemory>, Option<StageMemory>);
+
+/// The schedule of a step snapshot and its memory per layer stage, read on the workers
+/// (`crate::par`) in one read of each file: only the per-event and per-stage figures are kept,
+/// so memory is bounded by the workers, not the number of files.
+fn schedules(files: &[&SnapshotFile]) -> Vec<Result<StepRead, SnapshotError>> {
     crate::par::map(
         files,
         |f| std::fs::metadata(&f.path).map_or(0, |m| m.len() as usize),
@@ -116,9 +125,19 @@ fn schedules(files: &[&SnapshotFile]) -> Vec<Result<Option<ScheduleMemory>, Snap
                 }
             })?;
             let device = a.device;
+            let conv = crate::snapshot::marks::Conventions::builtin();
             let s = match &a.trace {
-                Some(t) => crate::snapshot::schedule::read(&snap, device, t, &mut a.attr),
-                None => None,
+                Some(t) => (
+                    crate::snapshot::schedule::read(&snap, device, t, &mut a.attr),
+                    Some(crate::snapshot::schedule::stages::read(
+                        conv,
+                        &snap,
+                        device,
+                        t,
+                        &mut a.attr,
+                    )),
+                ),
+                None => (None, None),
             };
             Ok(s)
         },
@@ -143,23 +162,22 @@ pub fn join(
         match logs.ranks.iter().find(|r| r.rank == s.rank) {
             None if !logs.ranks.is_empty() => {
                 let held: Vec<String> = logs.ranks.iter().map(|r| r.rank.to_string()).collect();
-                return Err(ReportError::Input(format!(
-                    "{}: a snapshot of rank {}, whose prints are in none of the logs (ranks {}): \
-                     another run's? Give each run's folder on its own",
-                    s.path,
-                    s.rank,
-                    held.join(", ")
-                )));
+                return Err(ReportError::OtherRunsRank {
+                    path: s.path.clone(),
+                    rank: s.rank,
+                    held: held.join(", "),
+                });
             }
             Some(r) => {
                 if let (Some(want), Some(got)) = (printed_step(r), s.step)
                     && want != got
                 {
-                    return Err(ReportError::Input(format!(
-                        "{}: a snapshot of step {got}, but rank {}'s prints profiled step \
-                         {want}: another run's, or a run with another --step",
-                        s.path, s.rank
-                    )));
+                    return Err(ReportError::OtherStep {
+                        path: s.path.clone(),
+                        step: got,
+                        rank: s.rank,
+                        printed: want,
+                    });
                 }
             }
             None => {}
@@ -192,9 +210,10 @@ pub fn join(
             .iter()
             .find(|s| s.rank == rank && s.step.is_none())
             .map(|s| s.path.clone());
+        let stage_memory = step_file.and_then(|i| read[i].as_ref().ok()?.1.clone());
         let schedule = match step_file {
             Some(i) => match &read[i] {
-                Ok(s) => s.clone(),
+                Ok(s) => s.0.clone(),
                 Err(e) => {
                     findings.push(
                         Finding::new(Severity::Error, "snapshot-unreadable", e.to_string())
@@ -294,6 +313,7 @@ pub fn join(
                 .and_then(|s| s.peak_event.map(|i| s.events[i].peak_bytes)),
             events,
             stages: Vec::new(),
+            stage_memory,
         });
     }
     crate::findings::rank(&mut findings);

@@ -9,6 +9,7 @@
 //! - `join`   — the per-rank rows and their findings (which event each print reads is the
 //!   estimator table's, `log/estimate/pithtrain.toml`: the print reads the state at the end of
 //!   that event, as the estimator gives its state after each event);
+//! - `stages` — per layer stage, nsys's exposed communication beside the snapshot's memory;
 //! - `text`   — the text report; `html` — the page (a schedule strip per rank).
 //!
 //! A layer above the readers: it calls `log` and `snapshot`, never the other way.
@@ -16,6 +17,7 @@
 pub mod diff;
 pub mod html;
 pub mod join;
+pub mod stages;
 pub mod text;
 
 use std::path::{Path, PathBuf};
@@ -28,9 +30,37 @@ pub const SCHEMA: &str = "instrument.report/1";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReportError {
-    /// What the folders hold does not make one run's report (the user's to fix).
-    #[error("{0}")]
-    Input(String),
+    /// A run folder (or file) given that is not there.
+    #[error("{path}: no such file or folder")]
+    NotThere { path: String },
+    /// Folders that hold nothing a run writes.
+    #[error(
+        "{looked}: nothing a run writes: looked for node logs with the memory prints (*.log, \
+         *.txt, *.out, *.err, stdout*, stderr*, also gzipped) and the recipe's snapshots \
+         (memory_snapshot_rank{{R}}_step{{S}}.pickle, memory_snapshot_rank{{R}}.pickle)"
+    )]
+    NothingARunWrites { looked: String },
+    /// A step snapshot of a rank none of the logs printed for.
+    #[error(
+        "{path}: a snapshot of rank {rank}, whose prints are in none of the logs (ranks {held}): \
+         another run's? Give each run's folder on its own"
+    )]
+    OtherRunsRank {
+        path: String,
+        rank: i64,
+        held: String,
+    },
+    /// A step snapshot of another step than the one its rank's prints profiled.
+    #[error(
+        "{path}: a snapshot of step {step}, but rank {rank}'s prints profiled step {printed}: \
+         another run's, or a run with another --step"
+    )]
+    OtherStep {
+        path: String,
+        step: i64,
+        rank: i64,
+        printed: i64,
+    },
     /// The logs could not be read; their reader's error keeps its class.
     #[error(
         "{source}; the report joins the snapshots found with the node logs: give the folder that holds them too"
@@ -47,7 +77,10 @@ pub enum ReportError {
 impl crate::exit::Classify for ReportError {
     fn class(&self) -> crate::exit::Class {
         match self {
-            ReportError::Input(_) => crate::exit::Class::User,
+            ReportError::NotThere { .. }
+            | ReportError::NothingARunWrites { .. }
+            | ReportError::OtherRunsRank { .. }
+            | ReportError::OtherStep { .. } => crate::exit::Class::User,
             ReportError::Logs { source } => source.class(),
             ReportError::Snapshot(e) => e.class(),
         }
@@ -111,10 +144,9 @@ fn discover(dirs: &[PathBuf]) -> Result<Inputs, ReportError> {
     let mut inputs = Inputs::default();
     for d in dirs {
         if !d.exists() {
-            return Err(ReportError::Input(format!(
-                "{}: no such file or folder",
-                d.display()
-            )));
+            return Err(ReportError::NotThere {
+                path: d.display().to_string(),
+            });
         }
         let walk = walkdir::WalkDir::new(d).max_depth(3).sort_by_file_name();
         for e in walk.into_iter().filter_map(Result::ok) {
@@ -148,16 +180,19 @@ pub fn report(
         .map(|p| p.display().to_string())
         .collect::<Vec<_>>()
         .join(", ");
-    let nothing = || {
-        ReportError::Input(format!(
-            "{looked}: nothing a run writes: looked for node logs with the memory prints (*.log, \
-             *.txt, *.out, *.err, stdout*, stderr*, also gzipped) and the recipe's snapshots \
-             (memory_snapshot_rank{{R}}_step{{S}}.pickle, memory_snapshot_rank{{R}}.pickle)"
-        ))
+    let nothing = || ReportError::NothingARunWrites {
+        looked: looked.clone(),
     };
     let mut logs = match crate::log::read_all(set, paths, &crate::log::Options::default()) {
         Ok(l) => l,
-        Err(_) if inputs.snapshots.is_empty() => return Err(nothing()),
+        // Logs that are not there are nothing a run wrote; logs the system would not read
+        // keep their class.
+        Err(e)
+            if inputs.snapshots.is_empty()
+                && crate::exit::Classify::class(&e) == crate::exit::Class::User =>
+        {
+            return Err(nothing());
+        }
         Err(source) => return Err(ReportError::Logs { source }),
     };
     inputs.logs = logs.inputs.iter().map(|i| i.file.name.clone()).collect();

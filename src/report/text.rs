@@ -42,25 +42,8 @@ pub fn render(r: &Report) -> String {
         if let Some(s) = &rank.oom_snapshot {
             crate::findings::text::wrap(&mut o, &format!("  out-of-memory snapshot: {s}"));
         }
-        if !rank.stages.is_empty() {
-            let parts: Vec<String> = rank
-                .stages
-                .iter()
-                .map(|s| {
-                    format!(
-                        "{} {} exposed ({:.0}% hidden)",
-                        s.stage,
-                        Unit::Ns.show(s.exposed_ns as f64),
-                        s.hidden * 100.0
-                    )
-                })
-                .collect();
-            crate::findings::text::wrap(
-                &mut o,
-                &format!("  communication per stage (nsys): {}", parts.join("; ")),
-            );
-        }
         if rank.events.is_empty() {
+            super::stages::text(&mut o, rank);
             continue;
         }
         let estimated = rank.events.iter().any(|e| e.estimated_bytes.is_some());
@@ -96,6 +79,7 @@ pub fn render(r: &Report) -> String {
             "  (printed: the print that reads the event's end, beside the snapshot's live memory \
              there; peak: the highest inside the event; `!` the event it died inside)",
         );
+        super::stages::text(&mut o, rank);
     }
     crate::findings::text::fit(&o)
 }

@@ -49,8 +49,12 @@ pub enum Error {
     },
     /// A pattern that does not compile: where the rule is (`origin/file: rule id`), and
     /// the pattern's error.
-    #[error("{at}: {message}")]
-    Pattern { at: String, message: String },
+    #[error("{at}: {source}")]
+    Pattern {
+        at: String,
+        #[source]
+        source: crate::python::pattern::PatternError,
+    },
 }
 
 /// The rest of `Error::Unbound`'s message: why, and what to do.

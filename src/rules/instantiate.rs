@@ -129,9 +129,8 @@ impl Instantiated<'_> {
         params: &BTreeMap<String, String>,
     ) -> Result<CompiledRule, Error> {
         let at = || format!("{origin}/{}: rule {}", self.rule_file, self.id);
-        let one = |p: &String| {
-            Pattern::compile(p).map_err(|message| Error::Pattern { at: at(), message })
-        };
+        let one =
+            |p: &String| Pattern::compile(p).map_err(|source| Error::Pattern { at: at(), source });
         let patterns = RulePatterns {
             scope: self.scope.iter().map(one).collect::<Result<_, _>>()?,
             anchor: self.anchor.iter().map(one).collect::<Result<_, _>>()?,

@@ -44,10 +44,12 @@ pub enum Error {
     },
 }
 
+/// A skill or manifest in the way is the user's to fix; a read or write the system refused has
+/// the class every command gives that I/O error (not allowed: the user's; a full disk: 3).
 impl Classify for Error {
     fn class(&self) -> Class {
         match self {
-            Error::Io { .. } => Class::Io,
+            Error::Io { source, .. } => crate::exit::io_class(source),
             _ => Class::User,
         }
     }

@@ -22,7 +22,9 @@ pub enum SnapshotError {
     },
     #[error("{path} is a directory")]
     IsDirectory { path: String },
-    #[error("{path}: empty file, not a snapshot")]
+    #[error(
+        "{path}: empty file, not a snapshot (a run stopped while writing one leaves this); give a snapshot torch wrote whole"
+    )]
     Empty { path: String },
     /// A pickle that is truncated, malformed, refused (an opcode that imports or calls)
     /// or not a snapshot; `offset` is the byte of the opcode.
@@ -32,6 +34,8 @@ pub enum SnapshotError {
         path: String,
         offset: u64,
         msg: String,
+        /// The system's error when reading failed (not the bytes' fault).
+        io: Option<std::io::ErrorKind>,
     },
     #[error("{path}not a readable JSON snapshot: {msg}")]
     Json { path: String, msg: String },
@@ -73,17 +77,21 @@ pub enum SnapshotError {
     },
 }
 
-/// The machine failing to read a file it could open, or a folder it could not list, is an
-/// I/O failure (exit 3); everything else is the input the user gave (exit 2).
+/// The machine failing to read a file it could open is an I/O failure (exit 3); a file or
+/// folder it would not open or list has the class every command gives that I/O error (not
+/// there or not allowed: the user's); everything else is the input the user gave (exit 2).
 impl crate::exit::Classify for SnapshotError {
     fn class(&self) -> crate::exit::Class {
-        use crate::exit::Class;
+        use crate::exit::{Class, io_class, kind_class};
         match self {
-            SnapshotError::Io { .. } | SnapshotError::ListDir { .. } => Class::Io,
-            SnapshotError::Open { .. }
-            | SnapshotError::IsDirectory { .. }
+            SnapshotError::Io { .. } => Class::Io,
+            SnapshotError::Open { source, .. } | SnapshotError::ListDir { source, .. } => {
+                io_class(source)
+            }
+            SnapshotError::Pickle { io: Some(kind), .. } => kind_class(*kind),
+            SnapshotError::IsDirectory { .. }
             | SnapshotError::Empty { .. }
-            | SnapshotError::Pickle { .. }
+            | SnapshotError::Pickle { io: None, .. }
             | SnapshotError::Json { .. }
             | SnapshotError::UnknownDevice { .. }
             | SnapshotError::DiffOfDirectory { .. }

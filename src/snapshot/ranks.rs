@@ -3,8 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::analysis::{Options, Totals};
 use super::error::SnapshotError;
@@ -136,41 +134,25 @@ pub struct RankResult {
     ooms: u64,
 }
 
-/// Analyse every rank's file with `analyse` (two at a time), in rank order.
+/// Rank snapshots analysed at once: each holds its whole file's worth of memory, so the peak is
+/// bounded by this, not by the number of ranks.
+const RANKS_AT_ONCE: usize = 2;
+
+/// Analyse every rank's file with `analyse` (`RANKS_AT_ONCE` at a time, the largest first),
+/// in rank order. The first rank (in that order) that fails decides the error.
 pub fn analyse_all(
     ranks: &[(u32, PathBuf)],
     analyse: impl Fn(&Path) -> Result<(Report, u64), SnapshotError> + Sync,
 ) -> Result<Vec<RankResult>, SnapshotError> {
-    let results: Mutex<Vec<Option<Result<RankResult, SnapshotError>>>> =
-        Mutex::new((0..ranks.len()).map(|_| None).collect());
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 2);
-    std::thread::scope(|s| {
-        for _ in 0..workers.min(ranks.len()) {
-            s.spawn(|| {
-                loop {
-                    let i = next.fetch_add(1, Ordering::SeqCst);
-                    if i >= ranks.len() {
-                        break;
-                    }
-                    let r = analyse(&ranks[i].1).map(|(report, peak)| {
-                        let ooms = report.oom.len() as u64;
-                        RankResult { report, peak, ooms }
-                    });
-                    results.lock().expect("no poisoned lock")[i] = Some(r);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .expect("no poisoned lock")
-        .into_iter()
-        .map(|r| r.expect("every rank analysed"))
-        .collect()
+    let size = |(_, p): &(u32, PathBuf)| std::fs::metadata(p).map_or(0, |m| m.len() as usize);
+    crate::par::map_bounded(ranks, size, RANKS_AT_ONCE, |(_, path)| {
+        analyse(path).map(|(report, peak)| {
+            let ooms = report.oom.len() as u64;
+            RankResult { report, peak, ooms }
+        })
+    })
+    .into_iter()
+    .collect()
 }
 
 /// The directory report from every rank's report.

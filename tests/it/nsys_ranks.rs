@@ -572,8 +572,13 @@ fn diff_with_a_gate_names_what_grew() {
     );
     assert_eq!(code, 1, "{err}");
     let page = std::fs::read_to_string(&html).unwrap();
-    assert!(page.starts_with("<!DOCTYPE html>") && page.contains("id=\"gate\" class=\"fail\""));
-    assert!(page.contains("<td class=\"n\">rank 5 (pp 1, cp 0, ep 1), stage4_f</td><td class=\"n\">exposed communication</td><td>0.088 ms</td><td>0.132 ms</td><td>+50.0%</td>"));
+    // The gate as every page draws it (`gate::Outcome::render_html`): failed, the row that grew
+    // marked, its figures right-aligned.
+    assert!(
+        page.starts_with("<!DOCTYPE html>")
+            && page.contains("<section class=\"gate failed\"><h2>Gate</h2>")
+    );
+    assert!(page.contains("<tr class=\"exceeded\"><td>&#10007;</td><td>rank 5 (pp 1, cp 0, ep 1), stage4_f</td><td>exposed communication</td><td class=\"n\">0.088 ms</td><td class=\"n\">0.132 ms</td><td class=\"n\">+50.0%</td></tr>"));
 }
 
 #[test]

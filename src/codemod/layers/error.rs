@@ -31,8 +31,8 @@ pub enum Error {
     #[error("{file} is not UTF-8 (see the error above)")]
     ModelNotUtf8 { file: String },
     /// A pattern of the rule set's `[computed]` table that does not compile.
-    #[error("{0}")]
-    Pattern(#[from] PatternError),
+    #[error(transparent)]
+    Pattern(#[from] crate::python::pattern::PatternError),
     #[error(
         "cannot tell which layers have experts: `{index}` occurs {count} times in {file} (expected once, in the decoder layer); pass {flag}"
     )]
@@ -70,13 +70,13 @@ pub enum Error {
     #[error("{0}")]
     Lost(&'static str),
     /// The evaluator stopped before the decision (`python::eval` says why).
-    #[error("{0}")]
-    Run(String),
+    #[error(transparent)]
+    Run(crate::python::eval::EvalError),
     #[error("cannot evaluate `{shown}` with {config}: {why}")]
     Evaluate {
         shown: String,
         config: String,
-        why: String,
+        why: crate::python::eval::EvalError,
     },
     /// The example configs do not settle it.
     #[error("{what}; {}", ask_config(.configs.as_deref(), .flag))]
@@ -142,11 +142,6 @@ pub struct Dense {
     /// ` (e.g. --detail-layers 1,2)`, or nothing.
     pub(super) example: String,
 }
-
-/// A pattern that does not compile (`python::pattern` says why).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct PatternError(pub(super) String);
 
 /// What the example configs leave open.
 #[derive(Debug, thiserror::Error)]

@@ -21,10 +21,10 @@ use crate::rules::{DetailLayersSpec, Manifest};
 pub const MAX_LAYERS: u64 = 10_000;
 
 mod error;
-pub use error::{Dense, Error, PatternError, TooFewMoe, Unsettled};
+pub use error::{Dense, Error, TooFewMoe, Unsettled};
 
 fn compile(pattern: &str) -> Result<Pattern, Error> {
-    Pattern::compile(pattern).map_err(|e| Error::Pattern(PatternError(e)))
+    Ok(Pattern::compile(pattern)?)
 }
 
 /// The layers chosen and why (printed so the user can check).

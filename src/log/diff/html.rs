@@ -6,7 +6,9 @@ use std::fmt::Write as _;
 use super::model::*;
 use super::text::{amount, parting_text, signed, who};
 use crate::log::fmt::{esc, gib, shorten};
-use crate::log::html::{STATUS_SCRIPT, STYLE, axis, gridlines};
+use crate::page::chart::{axis, gridlines};
+use crate::page::table::Table;
+use crate::page::{Page, Tips, legend};
 
 const GIB: f64 = 1073741824.0;
 const BEFORE: &str = "#9c9c9c";
@@ -17,13 +19,8 @@ fn opt(kind: &str, b: Option<i64>) -> String {
 }
 
 pub fn render(d: &DiffReport) -> String {
-    let mut o = String::new();
-    o.push_str(
-        "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>instrument log --diff</title>",
-    );
-    let _ = write!(o, "<style>{STYLE}</style>");
-    o.push_str("<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message));});</script>");
-    o.push_str("</head><body><div id=\"tip\"></div><h1>instrument log --diff</h1>");
+    let mut o = Page::new("instrument log --diff", "", Tips::Script);
+    o.push_str("<h1>instrument log --diff</h1>");
     let _ = write!(
         o,
         "<p>Before: {} ({} prints); after: {} ({} prints). Changes are after minus before; a difference within the prints' rounding is no change.</p>",
@@ -49,10 +46,7 @@ pub fn render(d: &DiffReport) -> String {
         .unwrap_or(1)
         .max(1) as f64;
     let scale = axis(max / GIB);
-    let _ = write!(
-        o,
-        "<div class=\"legend\"><span><i style=\"background:{BEFORE}\"></i>before</span><span><i style=\"background:{AFTER}\"></i>after</span></div>"
-    );
+    legend(&mut o, [(BEFORE, "before"), (AFTER, "after")]);
     for r in &d.ranks {
         let _ = write!(o, "<h2>{}</h2>", esc(&who(r.rank, &r.mesh, r.pp_rank)));
         if !r.changed {
@@ -72,19 +66,27 @@ pub fn render(d: &DiffReport) -> String {
         }
         overlay(&mut o, r, scale);
         if !r.changes.is_empty() {
-            o.push_str("<table class=\"changes\"><tr><th>change</th><th class=\"n\">before</th><th class=\"n\">after</th><th class=\"n\">change</th><th class=\"n\">per cent</th></tr>");
+            let mut t = Table::new(
+                &mut o,
+                "changes",
+                &[
+                    ("change", false),
+                    ("before", true),
+                    ("after", true),
+                    ("change", true),
+                    ("per cent", true),
+                ],
+            );
             for c in &r.changes {
-                let _ = write!(
-                    o,
-                    "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-                    esc(&c.figure),
+                t.row(&[
+                    c.figure.clone(),
                     opt(c.kind, c.before_bytes),
                     opt(c.kind, c.after_bytes),
                     signed(c.kind, c.change_bytes),
-                    esc(&c.change)
-                );
+                    c.change.clone(),
+                ]);
             }
-            o.push_str("</table>");
+            t.end();
         }
     }
     for n in &d.not_compared {
@@ -95,9 +97,7 @@ pub fn render(d: &DiffReport) -> String {
             esc(&n.why)
         );
     }
-    o.push_str(STATUS_SCRIPT);
-    o.push_str("</body></html>\n");
-    o
+    o.finish("")
 }
 
 /// The two timelines of one rank on the shared scale: the points in the order the run before

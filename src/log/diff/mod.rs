@@ -28,7 +28,7 @@ pub fn compare(
     after: &Report,
     gate: Option<Gate>,
 ) -> Result<DiffReport, LogError> {
-    let notes = shape::compare_runs(before, after).map_err(LogError::DifferentShapes)?;
+    let notes = shape::compare_runs(before, after)?;
     let b: BTreeMap<i64, &RankReport> = before.ranks.iter().map(|r| (r.rank, r)).collect();
     let a: BTreeMap<i64, &RankReport> = after.ranks.iter().map(|r| (r.rank, r)).collect();
     let all: BTreeSet<i64> = b.keys().chain(a.keys()).copied().collect();

@@ -148,18 +148,25 @@ pub fn html(o: &mut String, e: &EstimateReport, x: &RankEstimate) {
         esc(&inputs(e)),
         x.pp_rank
     );
-    o.push_str("<table class=\"estimate\"><tr><th>figure</th><th class=\"n\">measured</th><th class=\"n\">estimated</th><th class=\"n\">difference</th></tr>");
+    let mut t = crate::page::table::Table::new(
+        o,
+        "estimate",
+        &[
+            ("figure", false),
+            ("measured", true),
+            ("estimated", true),
+            ("difference", true),
+        ],
+    );
     for f in &x.figures {
-        let _ = write!(
-            o,
-            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
-            esc(&f.compares),
+        t.row(&[
+            f.compares.clone(),
             opt(f.measured_bytes),
             gib(f.estimated_bytes),
-            esc(&difference(f))
-        );
+            difference(f),
+        ]);
     }
-    o.push_str("</table>");
+    t.end();
     let _ = write!(
         o,
         "<p>{}.</p><p class=\"leaves\">{}.</p>",

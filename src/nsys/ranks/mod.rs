@@ -42,19 +42,28 @@ pub enum WindowPick {
     Range(i64, i64),
 }
 
-impl std::str::FromStr for WindowPick {
-    type Err = String;
+/// A `--window` value that is not one: the user's to fix (clap says it, exit 2).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error(
+    "--window takes median, all or START_NS:END_NS (integer nanoseconds of the capture, START_NS <= END_NS), not {given:?}"
+)]
+pub struct NotAWindow {
+    pub given: String,
+}
 
-    fn from_str(s: &str) -> std::result::Result<WindowPick, String> {
+crate::exit::user_errors!(NotAWindow);
+
+impl std::str::FromStr for WindowPick {
+    type Err = NotAWindow;
+
+    fn from_str(s: &str) -> std::result::Result<WindowPick, NotAWindow> {
         match s {
             "median" => return Ok(WindowPick::Median),
             "all" => return Ok(WindowPick::All),
             _ => {}
         }
-        let bad = || {
-            format!(
-                "--window takes median, all or START_NS:END_NS (integer nanoseconds of the capture, START_NS <= END_NS), not {s:?}"
-            )
+        let bad = || NotAWindow {
+            given: s.to_string(),
         };
         let (a, b) = s.split_once(':').ok_or_else(bad)?;
         let (a, b): (i64, i64) = (

@@ -14,18 +14,17 @@ use crate::nsys::report::{
     Document, Process, ProcessTimeline, Report, Timeline, ms, truncate, work_line,
 };
 
-use crate::findings::html::esc;
+use crate::page::chart::{Bar, HBars, Part};
+use crate::page::{Page, Tips, esc, legend};
 
 const COMPUTE: &str = "#1f77b4";
 const COMMUNICATION: &str = "#d62728";
 
 /// A stable colour per range name.
 fn name_color(name: &str) -> String {
-    let mut h: u32 = 2166136261;
-    for b in name.bytes() {
-        h = (h ^ b as u32).wrapping_mul(16777619);
-    }
-    format!("hsl({},55%,62%)", h % 360)
+    let mut h = crate::fnv::Fnv1a32::default();
+    h.write(name.as_bytes());
+    format!("hsl({},55%,62%)", h.finish() % 360)
 }
 
 const LABEL_W: f64 = 170.0;
@@ -205,20 +204,12 @@ fn nvtx_rows(out: &mut String, pt: &ProcessTimeline, y0: f64, x: &impl Fn(i64) -
     out.push_str("</g>\n");
 }
 
-const STYLE: &str = "<style>body{font:14px system-ui,sans-serif;margin:1.5em;color:#222}\
-table{border-collapse:collapse;margin:.5em 0 1.2em}td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:right}\
-td.n,th.n{text-align:left;max-width:60em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}\
+/// What only this page draws: the timeline's labels, lanes and axis (as wide as the capture's
+/// timeline: the page is not narrowed), kernel and range names cut to one line.
+const STYLE: &str = "body{max-width:none;margin:24px}\
 .lbl{font:12px sans-serif;font-weight:600}.sub{font:10px sans-serif;fill:#666}.rl{font:9px sans-serif;fill:#111;pointer-events:none}\
-.axis text{font:11px sans-serif;fill:#555}h2{margin-top:1.6em}.grew{color:#b00}\
-.stages text{font:11px sans-serif}\
-.sw{display:inline-block;width:.9em;height:.9em;margin:0 .3em 0 1em;vertical-align:middle}</style>\n";
-
-fn page_head(o: &mut String, title: &str) {
-    o.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n");
-    let _ = writeln!(o, "<title>{}</title>", esc(title));
-    o.push_str(STYLE);
-    o.push_str("</head><body>\n");
-}
+.axis text{font:11px sans-serif;fill:#555}\
+table.kernels td:last-child,table.nvtx td:last-child,table.streams td:nth-child(2){max-width:60em;overflow:hidden;text-overflow:ellipsis;white-space:nowrap}";
 
 /// `rank 5 (pp 1, ep 1)`, or `pid 4242`.
 fn who(p: &Process) -> String {
@@ -234,12 +225,14 @@ fn mesh_label(m: &Option<crate::mesh::Mesh>, rank: Option<u64>, pid: i64) -> Str
 }
 
 pub fn render(doc: &Document) -> String {
-    let mut o = String::new();
     let files: Vec<&str> = doc.exports.iter().map(|r| r.file.as_str()).collect();
-    page_head(&mut o, &format!("nsys report: {}", files.join(", ")));
+    let mut o = Page::new(
+        &format!("nsys report: {}", files.join(", ")),
+        STYLE,
+        Tips::Title,
+    );
     let _ = writeln!(o, "<h1>nsys report</h1><p>{}</p>", esc(&files.join(", ")));
     // Findings first, then the ranks side by side, then each export in detail.
-    let _ = writeln!(o, "<style>{}</style>", crate::findings::html::STYLE);
     crate::findings::html::render(&mut o, &doc.findings);
     across(&mut o, &doc.across);
     // One scale for every stage chart, so bars compare across ranks.
@@ -267,8 +260,7 @@ pub fn render(doc: &Document) -> String {
             scale,
         );
     }
-    o.push_str("</body></html>\n");
-    o
+    o.finish("")
 }
 
 fn pct(x: f64) -> String {
@@ -280,37 +272,45 @@ fn stage_chart(o: &mut String, p: &Process, scale: i64) {
     if p.stages.is_empty() || scale <= 0 {
         return;
     }
-    const W: f64 = 600.0;
-    const ROW: f64 = 16.0;
-    const LW: f64 = 80.0;
-    let h = ROW * p.stages.len() as f64 + 4.0;
-    let _ = writeln!(
-        o,
-        "<svg class=\"stages\" width=\"{}\" height=\"{h}\" role=\"img\" aria-label=\"exposed and hidden communication per stage\">",
-        LW + W + 200.0
-    );
-    for (i, s) in p.stages.iter().enumerate() {
-        let y = i as f64 * ROW;
-        let hidden = (s.comm_ns - s.exposed_ns).max(0);
-        let wh = hidden as f64 / scale as f64 * W;
-        let we = s.exposed_ns as f64 / scale as f64 * W;
-        let _ = writeln!(
-            o,
-            "<g class=\"stage\" data-stage=\"{st}\"><text x=\"0\" y=\"{:.1}\">{st}</text><rect class=\"hidden\" x=\"{LW}\" y=\"{y:.1}\" width=\"{wh:.1}\" height=\"{:.1}\" fill=\"{COMPUTE}\"><title>{st}: {} ms hidden</title></rect><rect class=\"exposed\" x=\"{:.1}\" y=\"{y:.1}\" width=\"{we:.1}\" height=\"{:.1}\" fill=\"{COMMUNICATION}\"><title>{st}: {} ms exposed</title></rect><text x=\"{:.1}\" y=\"{:.1}\">{} ms exposed, {} hidden</text></g>",
-            y + ROW - 4.0,
-            ROW - 3.0,
-            ms(hidden),
-            LW + wh,
-            ROW - 3.0,
-            ms(s.exposed_ns),
-            LW + wh + we + 6.0,
-            y + ROW - 4.0,
-            ms(s.exposed_ns),
-            pct(s.overlap),
-            st = esc(&s.stage),
-        );
+    let bars: Vec<Bar> = p
+        .stages
+        .iter()
+        .map(|s| {
+            let hidden = (s.comm_ns - s.exposed_ns).max(0);
+            Bar {
+                label: s.stage.clone(),
+                parts: vec![
+                    Part {
+                        value: hidden as f64,
+                        color: COMPUTE.into(),
+                        tip: format!("{}: {} ms hidden", s.stage, ms(hidden)),
+                        class: "hidden",
+                    },
+                    Part {
+                        value: s.exposed_ns as f64,
+                        color: COMMUNICATION.into(),
+                        tip: format!("{}: {} ms exposed", s.stage, ms(s.exposed_ns)),
+                        class: "exposed",
+                    },
+                ],
+                note: format!("{} ms exposed, {} hidden", ms(s.exposed_ns), pct(s.overlap)),
+                attrs: format!(" data-stage=\"{}\"", esc(&s.stage)),
+            }
+        })
+        .collect();
+    HBars {
+        class: "stages",
+        aria: "exposed and hidden communication per stage",
+        label_width: 88.0,
+        plot: 600.0,
+        note_width: 200.0,
+        row: 16.0,
+        bar: 13.0,
+        scale: scale as f64,
+        min_width: 0.0,
+        tips: Tips::Title,
     }
-    o.push_str("</svg>\n");
+    .draw(o, &bars);
 }
 
 /// What the conventions say about a process: mesh, window, streams, the stage chart and table.
@@ -350,11 +350,11 @@ fn rank_section(o: &mut String, p: &Process, scale: i64) {
     }
     let _ = writeln!(o, "<p class=\"window\">{line}.</p>");
     if !p.streams.is_empty() {
-        o.push_str("<table class=\"streams\"><tr><th>stream</th><th class=\"n\">purpose</th><th>comm kernels</th><th>other kernels</th><th>comm ms</th><th>other ms</th></tr>\n");
+        o.push_str("<table class=\"streams\"><tr><th class=\"n\">stream</th><th>purpose</th><th class=\"n\">comm kernels</th><th class=\"n\">other kernels</th><th class=\"n\">comm ms</th><th class=\"n\">other ms</th></tr>\n");
         for s in &p.streams {
             let _ = writeln!(
                 o,
-                "<tr data-stream=\"{}\"><td>{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr data-stream=\"{}\"><td class=\"n\">{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 s.stream,
                 s.stream,
                 esc(&s.purpose),
@@ -368,12 +368,12 @@ fn rank_section(o: &mut String, p: &Process, scale: i64) {
     }
     stage_chart(o, p, scale);
     if !p.stages.is_empty() {
-        o.push_str("<table class=\"stages\"><tr><th class=\"n\">stage</th><th>comm ms</th><th>exposed ms</th><th>overlap</th><th>min</th><th>max</th><th>whole capture: exposed ms</th><th>overlap</th><th class=\"n\"></th></tr>\n");
+        o.push_str("<table class=\"stages\"><tr><th>stage</th><th class=\"n\">comm ms</th><th class=\"n\">exposed ms</th><th class=\"n\">overlap</th><th class=\"n\">min</th><th class=\"n\">max</th><th class=\"n\">whole capture: exposed ms</th><th class=\"n\">overlap</th><th></th></tr>\n");
         for s in &p.stages {
             let whole = p.whole_capture.stages.iter().find(|x| x.stage == s.stage);
             let _ = writeln!(
                 o,
-                "<tr data-stage=\"{st}\"><td class=\"n\">{st}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+                "<tr data-stage=\"{st}\"><td>{st}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
                 ms(s.comm_ns),
                 ms(s.exposed_ns),
                 pct(s.overlap),
@@ -394,11 +394,11 @@ fn across(o: &mut String, a: &Across) {
         return;
     }
     o.push_str("<section class=\"across\" id=\"across\"><h2>Across ranks</h2>\n");
-    o.push_str("<table class=\"ranks\"><tr><th class=\"n\">rank</th><th class=\"n\">file</th><th>chunk ms</th><th>compute ms</th><th>comm ms</th><th>exposed ms</th><th>overlap</th><th class=\"n\">most exposed</th></tr>\n");
+    o.push_str("<table class=\"ranks\"><tr><th>rank</th><th>file</th><th class=\"n\">chunk ms</th><th class=\"n\">compute ms</th><th class=\"n\">comm ms</th><th class=\"n\">exposed ms</th><th class=\"n\">overlap</th><th>most exposed</th></tr>\n");
     for r in &a.ranks {
         let _ = writeln!(
             o,
-            "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             esc(&mesh_label(&r.mesh, r.rank, r.pid)),
             esc(&r.file),
             ms(r.chunk_ns as i64),
@@ -439,14 +439,14 @@ fn across(o: &mut String, a: &Across) {
     if let Some(b) = &a.balance {
         let _ = writeln!(
             o,
-            "<h3>Pipeline balance ({})</h3><table class=\"balance\"><tr><th class=\"n\">{}</th><th>ranks</th><th>chunk ms (median)</th><th>min</th><th>max</th><th>compute ms</th></tr>",
+            "<h3>Pipeline balance ({})</h3><table class=\"balance\"><tr><th>{}</th><th class=\"n\">ranks</th><th class=\"n\">chunk ms (median)</th><th class=\"n\">min</th><th class=\"n\">max</th><th class=\"n\">compute ms</th></tr>",
             esc(&b.axis),
             esc(&b.axis)
         );
         for g in &b.groups {
             let _ = writeln!(
                 o,
-                "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 g.coordinate,
                 g.ranks,
                 ms(g.chunk_ns as i64),
@@ -474,41 +474,9 @@ fn across(o: &mut String, a: &Across) {
     o.push_str("</section>\n");
 }
 
-/// The gate's verdict first, then its figures, largest growth first.
-fn gate(o: &mut String, g: &crate::gate::Outcome) {
-    let class = match g.verdict {
-        crate::gate::Verdict::Passed => "pass",
-        crate::gate::Verdict::Failed => "fail",
-        crate::gate::Verdict::Refused => "refused",
-    };
-    let _ = writeln!(
-        o,
-        "<div id=\"gate\" class=\"{class}\"><p class=\"verdict\">{}</p>",
-        esc(&g.verdict_line())
-    );
-    if !g.rows.is_empty() {
-        o.push_str("<table class=\"gate\"><tr><th class=\"n\">where</th><th class=\"n\">figure</th><th>before</th><th>after</th><th>change</th></tr>\n");
-        for r in &g.rows {
-            let _ = writeln!(
-                o,
-                "<tr{}><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-                if r.exceeded { " class=\"grew\"" } else { "" },
-                esc(&r.place.label()),
-                esc(&r.figure),
-                esc(&r.unit.show(r.before)),
-                esc(&r.unit.show(r.after)),
-                esc(&r.change)
-            );
-        }
-        o.push_str("</table>\n");
-    }
-    o.push_str("</div>\n");
-}
-
 /// `--diff --html`: the comparison as a page.
 pub fn render_diff(d: &Diff) -> String {
-    let mut o = String::new();
-    page_head(&mut o, "nsys diff");
+    let mut o = Page::new("nsys diff", STYLE, Tips::Title);
     let _ = writeln!(
         o,
         "<h1>nsys diff</h1><p>before: {} ({} processes)<br>after: {} ({} processes)<br>window: {}</p>",
@@ -519,16 +487,16 @@ pub fn render_diff(d: &Diff) -> String {
         esc(&d.window)
     );
     if let Some(g) = &d.gate {
-        gate(&mut o, g);
+        g.render_html(&mut o);
     }
     if d.compared_by != "chunk-ranges" {
         // Without chunk ranges on both sides: the whole capture's figures of each process.
-        o.push_str("<table class=\"diff\"><tr><th class=\"n\">process</th><th>exposed comm ms before</th><th>after</th><th>change</th><th>compute ms before</th><th>after</th><th>change</th></tr>\n");
+        o.push_str("<table class=\"diff\"><tr><th>process</th><th class=\"n\">exposed comm ms before</th><th class=\"n\">after</th><th class=\"n\">change</th><th class=\"n\">compute ms before</th><th class=\"n\">after</th><th class=\"n\">change</th></tr>\n");
         for r in &d.ranks {
             let (e, c) = (&r.process_exposed_ns, &r.process_compute_ns);
             let _ = writeln!(
                 o,
-                "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td></tr>",
                 esc(&r.label),
                 ms(e.before as i64),
                 ms(e.after as i64),
@@ -550,13 +518,12 @@ pub fn render_diff(d: &Diff) -> String {
             let _ = writeln!(o, "<p>{what}: {}</p>", esc(&v.join(", ")));
         }
     }
-    o.push_str("</body></html>\n");
-    o
+    o.finish("")
 }
 
 /// Per rank, the chunk time and the window's exposed communication, and the stages that changed.
 fn diff_ranks(o: &mut String, d: &Diff) {
-    o.push_str("<table class=\"diff\"><tr><th class=\"n\">rank</th><th>chunk ms before</th><th>after</th><th>change</th><th>exposed ms before</th><th>after</th><th>change</th><th class=\"n\">stages that changed</th></tr>\n");
+    o.push_str("<table class=\"diff\"><tr><th>rank</th><th class=\"n\">chunk ms before</th><th class=\"n\">after</th><th class=\"n\">change</th><th class=\"n\">exposed ms before</th><th class=\"n\">after</th><th class=\"n\">change</th><th>stages that changed</th></tr>\n");
     for r in &d.ranks {
         let stages: Vec<String> = r
             .stages
@@ -574,7 +541,7 @@ fn diff_ranks(o: &mut String, d: &Diff) {
             .collect();
         let _ = writeln!(
             o,
-            "<tr><td class=\"n\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}</td></tr>",
+            "<tr><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
             esc(&r.label),
             ms(r.chunk_ns.before as i64),
             ms(r.chunk_ns.after as i64),
@@ -602,10 +569,17 @@ fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
         "<p>CUDA graphs: {}</p>",
         esc(&report.capture.cuda_graphs)
     );
-    let _ = writeln!(
+    legend(
         o,
-        "<p><span class=\"sw\" style=\"background:{COMPUTE}\"></span>compute (kernels that are not communication, CUDA graphs)<span class=\"sw\" style=\"background:{COMMUNICATION}\"></span>communication; opacity: share of each time slice the GPU was busy. NVTX: the longest ranges at nesting depth 0 to 2 (hover for names).</p>"
+        [
+            (
+                COMPUTE,
+                "compute (kernels that are not communication, CUDA graphs)",
+            ),
+            (COMMUNICATION, "communication"),
+        ],
     );
+    o.push_str("<p class=\"muted\">Opacity: share of each time slice the GPU was busy. NVTX: the longest ranges at nesting depth 0 to 2 (hover for names).</p>\n");
     if let Some(tl) = &report.timeline {
         timeline(o, tl, &report.processes);
     }
@@ -632,11 +606,11 @@ fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
                 .join(",")
         );
         rank_section(o, p, scale);
-        o.push_str("<table class=\"categories\"><tr><th class=\"n\">category</th><th>time ms</th><th>share</th><th>count</th></tr>\n");
+        o.push_str("<table class=\"categories\"><tr><th>category</th><th class=\"n\">time ms</th><th class=\"n\">share</th><th class=\"n\">count</th></tr>\n");
         for c in p.categories.iter().filter(|c| c.count > 0) {
             let _ = writeln!(
                 o,
-                "<tr data-category=\"{}\"><td class=\"n\">{}</td><td>{}</td><td>{:.1}%</td><td>{}</td></tr>",
+                "<tr data-category=\"{}\"><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td></tr>",
                 esc(&c.category),
                 esc(&c.category),
                 ms(c.time_ns),
@@ -655,11 +629,11 @@ fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
             ov.hidden_share * 100.0,
             ms(ov.exposed_ns)
         );
-        o.push_str("<table class=\"kernels\"><tr><th>total ms</th><th>count</th><th>avg us</th><th class=\"n\">category</th><th class=\"n\">kernel</th></tr>\n");
+        o.push_str("<table class=\"kernels\"><tr><th class=\"n\">total ms</th><th class=\"n\">count</th><th class=\"n\">avg us</th><th>category</th><th>kernel</th></tr>\n");
         for k in &p.kernels {
             let _ = writeln!(
                 o,
-                "<tr><td>{}</td><td>{}</td><td>{:.1}</td><td class=\"n\">{}</td><td class=\"n\" title=\"{}\">{}</td></tr>",
+                "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}</td><td>{}</td><td title=\"{}\">{}</td></tr>",
                 ms(k.stats.total_ns),
                 k.stats.count,
                 k.stats.avg_ns / 1e3,
@@ -671,7 +645,7 @@ fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
         if let Some(r) = &p.kernels_rest {
             let _ = writeln!(
                 o,
-                "<tr class=\"rest\"><td>{}</td><td>{}</td><td></td><td class=\"n\"></td><td class=\"n\">{} more kernels</td></tr>",
+                "<tr class=\"rest\"><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\"></td><td></td><td>{} more kernels</td></tr>",
                 ms(r.total_ns),
                 r.count,
                 r.rows
@@ -680,11 +654,11 @@ fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
         o.push_str("</table>\n");
         let ranges: Vec<_> = p.nvtx.iter().filter(|r| r.inclusive_ns > 0).collect();
         if !ranges.is_empty() {
-            o.push_str("<table class=\"nvtx\"><tr><th>inclusive ms</th><th>exclusive ms</th><th>proj ms</th><th>instances</th><th class=\"n\">range</th></tr>\n");
+            o.push_str("<table class=\"nvtx\"><tr><th class=\"n\">inclusive ms</th><th class=\"n\">exclusive ms</th><th class=\"n\">proj ms</th><th class=\"n\">instances</th><th>range</th></tr>\n");
             for r in ranges {
                 let _ = writeln!(
                     o,
-                    "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{}{}</td></tr>",
+                    "<tr><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}{}</td></tr>",
                     ms(r.inclusive_ns),
                     ms(r.exclusive_ns),
                     ms(r.proj.total_ns),
@@ -699,7 +673,7 @@ fn export(o: &mut String, report: &Report, id_prefix: String, scale: i64) {
             if let Some(r) = &p.nvtx_rest {
                 let _ = writeln!(
                     o,
-                    "<tr class=\"rest\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"n\">{} more range names</td></tr>",
+                    "<tr class=\"rest\"><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{} more range names</td></tr>",
                     ms(r.inclusive_ns),
                     ms(r.exclusive_ns),
                     ms(r.proj_total_ns),

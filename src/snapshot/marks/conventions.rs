@@ -18,6 +18,8 @@ struct Raw {
     structural: Structural,
     #[serde(default)]
     estimator: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    stage_frame: Vec<super::stage_frames::RawStageFrame>,
 }
 
 #[derive(Deserialize)]
@@ -67,6 +69,29 @@ impl FrameRule {
     }
 }
 
+/// Why a schedule table does not parse: its author's to fix (the embedded one is checked by a
+/// unit test).
+#[derive(Debug, thiserror::Error)]
+pub enum ConventionsError {
+    #[error("{0}")]
+    Toml(toml::de::Error),
+    #[error("[schedule] {what}: {source}")]
+    Regex {
+        what: &'static str,
+        #[source]
+        source: regex::Error,
+    },
+    #[error("[schedule] {what}: no group `(?P<{group}>...)`")]
+    NoGroup {
+        what: &'static str,
+        group: &'static str,
+    },
+    #[error("[schedule.steps] {key:?} is not a step number")]
+    StepNumber { key: String },
+}
+
+crate::exit::user_errors!(ConventionsError);
+
 pub struct Conventions {
     /// A schedule event's name: groups `step`, `iter`, `op`.
     pub event: Regex,
@@ -78,16 +103,18 @@ pub struct Conventions {
     pub structural: Structural,
     /// A category's estimator buckets (`[estimator]`), for comparing per event.
     pub estimator: BTreeMap<String, Vec<String>>,
+    /// Which layer stage an allocation's frames name (`[[stage_frame]]`).
+    pub stage_frames: super::stage_frames::StageFrames,
 }
 
 impl Conventions {
-    pub fn parse(text: &str) -> Result<Conventions, String> {
-        let raw: Raw = toml::from_str(text).map_err(|e| e.to_string())?;
-        let re = |what: &str, p: &str, groups: &[&str]| -> Result<Regex, String> {
-            let r = Regex::new(p).map_err(|e| format!("[schedule] {what}: {e}"))?;
-            for g in groups {
-                if !r.capture_names().any(|n| n == Some(g)) {
-                    return Err(format!("[schedule] {what}: no group `(?P<{g}>...)`"));
+    pub fn parse(text: &str) -> Result<Conventions, ConventionsError> {
+        let raw: Raw = toml::from_str(text).map_err(ConventionsError::Toml)?;
+        let re = |what: &'static str, p: &str, groups: &[&'static str]| {
+            let r = Regex::new(p).map_err(|source| ConventionsError::Regex { what, source })?;
+            for &group in groups {
+                if !r.capture_names().any(|n| n == Some(group)) {
+                    return Err(ConventionsError::NoGroup { what, group });
                 }
             }
             Ok(r)
@@ -96,7 +123,7 @@ impl Conventions {
         for (k, v) in raw.schedule.steps {
             let n: u8 = k
                 .parse()
-                .map_err(|_| format!("[schedule.steps] {k:?} is not a step number"))?;
+                .map_err(|_| ConventionsError::StepNumber { key: k.clone() })?;
             steps.insert(n, v);
         }
         Ok(Conventions {
@@ -114,6 +141,8 @@ impl Conventions {
                 .collect(),
             structural: raw.structural,
             estimator: raw.estimator,
+            stage_frames: super::stage_frames::StageFrames::new(raw.stage_frame, text)
+                .map_err(|e| e.to_string())?,
         })
     }
 
@@ -178,6 +207,16 @@ mod tests {
     fn a_table_without_the_groups_is_refused() {
         let bad = BUILTIN.replace("(?P<op>", "(?P<operation>");
         let e = Conventions::parse(&bad).err().unwrap();
-        assert!(e.contains("no group `(?P<op>...)`"), "{e}");
+        assert!(
+            matches!(
+                e,
+                ConventionsError::NoGroup {
+                    what: "event",
+                    group: "op"
+                }
+            ),
+            "{e}"
+        );
+        assert_eq!(e.to_string(), "[schedule] event: no group `(?P<op>...)`");
     }
 }

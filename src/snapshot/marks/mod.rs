@@ -6,10 +6,12 @@
 //!
 //! - `conventions` — the table (`conventions.toml`): which names are events and stages, the
 //!   categories of memory;
-//! - `spans`       — the marks placed on the trace.
+//! - `spans`       — the marks placed on the trace;
+//! - `stage_frames` — which layer stage an allocation's Python frames name.
 
 pub mod conventions;
 pub mod spans;
+pub mod stage_frames;
 
 pub use conventions::Conventions;
 pub use spans::{Kind, Marks, Span, find};

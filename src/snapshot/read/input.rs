@@ -77,6 +77,7 @@ impl<R: Source> Input<R> {
         self.r.skip_to(end, target).map_err(|e| PickleError {
             offset: target,
             msg: format!("read failed: {e}"),
+            io: Some(e.kind()),
             retain: false,
         })?;
         self.base = target;
@@ -97,6 +98,7 @@ impl<R: Source> Input<R> {
                 "truncated: needed {need} more byte(s) but the file ends at byte {}",
                 self.total.max(self.base + self.end as u64)
             ),
+            io: None,
             retain: false,
         }
     }
@@ -118,6 +120,7 @@ impl<R: Source> Input<R> {
                     return Err(PickleError {
                         offset: self.offset(),
                         msg: format!("read failed: {e}"),
+                        io: Some(e.kind()),
                         retain: false,
                     });
                 }
@@ -190,6 +193,7 @@ impl<R: Source> Input<R> {
                     "truncated: a length of {n} bytes runs past the end of the file at byte {}",
                     self.total
                 ),
+                io: None,
                 retain: false,
             });
         }
@@ -224,6 +228,7 @@ impl<R: Source> Input<R> {
                     return Err(PickleError {
                         offset: self.offset(),
                         msg: format!("read failed: {e}"),
+                        io: Some(e.kind()),
                         retain: false,
                     });
                 }
@@ -248,6 +253,7 @@ impl<R: Source> Input<R> {
                 return Err(PickleError {
                     offset: self.offset(),
                     msg: "text argument longer than 64 KiB".into(),
+                    io: None,
                     retain: false,
                 });
             }

@@ -68,17 +68,34 @@ impl<'de> Visitor<'de> for Seed<'_> {
     }
 }
 
-/// Read a JSON snapshot. Errors carry serde_json's line and column.
-pub fn read_json<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snapshot, String> {
+/// Why a JSON snapshot was not read: the reading failed (the system's), or the text is not a
+/// snapshot (serde_json's line and column, or what the snapshot lacks).
+#[derive(Debug)]
+pub enum JsonError {
+    Io(std::io::Error),
+    Invalid(String),
+}
+
+impl From<serde_json::Error> for JsonError {
+    fn from(e: serde_json::Error) -> JsonError {
+        if e.is_io() {
+            JsonError::Io(e.into())
+        } else {
+            JsonError::Invalid(e.to_string())
+        }
+    }
+}
+
+/// Read a JSON snapshot.
+pub fn read_json<R: Read>(r: R, total: u64, max_events: usize) -> Result<Snapshot, JsonError> {
     let mut b = Builder::new(max_events);
     let mut de = serde_json::Deserializer::from_reader(r);
-    let top = Seed(&mut b)
-        .deserialize(&mut de)
-        .map_err(|e| e.to_string())?;
-    de.end().map_err(|e| e.to_string())?;
+    let top = Seed(&mut b).deserialize(&mut de)?;
+    de.end()?;
     let layout = Layout {
         format: "json".into(),
         ..Layout::default()
     };
-    b.finish(top, layout, total).map_err(|e| e.msg)
+    b.finish(top, layout, total)
+        .map_err(|e| JsonError::Invalid(e.msg))
 }

@@ -27,7 +27,7 @@ use std::path::Path;
 
 use super::error::SnapshotError;
 use super::model::Snapshot;
-use json::read_json;
+use json::{JsonError, read_json};
 pub use vm::read_pickle_with;
 
 /// Why a pickle could not be read: a message and the byte offset of the opcode.
@@ -35,6 +35,9 @@ pub use vm::read_pickle_with;
 pub struct PickleError {
     pub offset: u64,
     pub msg: String,
+    /// The system's error, when a read or an open failed (its class decides the exit code);
+    /// none when the bytes are not a snapshot.
+    pub io: Option<std::io::ErrorKind>,
     /// The file shares records; reading it again keeping every memoized object works.
     pub retain: bool,
 }
@@ -56,6 +59,7 @@ pub fn read_pickle_split(
     let file = File::open(path).map_err(|e| PickleError {
         offset: 0,
         msg: format!("cannot open: {e}"),
+        io: Some(e.kind()),
         retain: false,
     })?;
     std::thread::scope(|s| {
@@ -76,6 +80,7 @@ fn read_pickle_file(path: &Path, total: u64, max_events: usize) -> Result<Snapsh
         File::open(path).map_err(|e| PickleError {
             offset: 0,
             msg: format!("cannot open: {e}"),
+            io: Some(e.kind()),
             retain: false,
         })
     };
@@ -136,9 +141,15 @@ pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, SnapshotError> {
     let head = r.fill_buf().map_err(io)?;
     let first = head.iter().copied().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{') | Some(b'[')) {
-        return read_json(r, total, max_events).map_err(|msg| SnapshotError::Json {
-            path: format!("{shown}: "),
-            msg,
+        return read_json(r, total, max_events).map_err(|e| match e {
+            JsonError::Io(source) => SnapshotError::Io {
+                path: shown.clone(),
+                source,
+            },
+            JsonError::Invalid(msg) => SnapshotError::Json {
+                path: format!("{shown}: "),
+                msg,
+            },
         });
     }
     drop(r);
@@ -146,6 +157,7 @@ pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, SnapshotError> {
         path: format!("{shown}: "),
         offset: e.offset,
         msg: e.msg,
+        io: e.io,
     })
 }
 
@@ -153,11 +165,12 @@ pub fn load(path: &Path, max_events: usize) -> Result<Snapshot, SnapshotError> {
 pub fn load_bytes(bytes: &[u8], max_events: usize) -> Result<Snapshot, SnapshotError> {
     let first = bytes.iter().copied().find(|b| !b.is_ascii_whitespace());
     if matches!(first, Some(b'{') | Some(b'[')) {
-        return read_json(bytes, bytes.len() as u64, max_events).map_err(|msg| {
-            SnapshotError::Json {
-                path: String::new(),
-                msg,
-            }
+        return read_json(bytes, bytes.len() as u64, max_events).map_err(|e| SnapshotError::Json {
+            path: String::new(),
+            msg: match e {
+                JsonError::Io(e) => e.to_string(),
+                JsonError::Invalid(msg) => msg,
+            },
         });
     }
     let total = bytes.len() as u64;
@@ -169,5 +182,6 @@ pub fn load_bytes(bytes: &[u8], max_events: usize) -> Result<Snapshot, SnapshotE
         path: String::new(),
         offset: e.offset,
         msg: e.msg,
+        io: e.io,
     })
 }

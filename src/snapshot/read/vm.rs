@@ -51,6 +51,7 @@ impl<R: Source> Vm<'_, R> {
         Err(PickleError {
             offset: self.op_offset,
             msg: msg.into(),
+            io: None,
             retain: false,
         })
     }
@@ -59,6 +60,7 @@ impl<R: Source> Vm<'_, R> {
         r.map_err(|e| PickleError {
             offset: self.op_offset,
             msg: e.msg,
+            io: None,
             retain: e.retain,
         })
     }
@@ -527,6 +529,7 @@ pub(crate) fn read_with<R: Source>(
     b.finish(top, layout, total).map_err(|e| PickleError {
         offset: end,
         msg: e.msg,
+        io: None,
         retain: e.retain,
     })
 }

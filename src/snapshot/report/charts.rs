@@ -1,5 +1,6 @@
 //! The page's charts as inline SVG, with the data their tooltips read embedded as
-//! JSON next to them (the script in `html.rs` reads it; nothing is fetched).
+//! JSON next to them (the script in `html.rs` reads it; nothing is fetched). The timelines and
+//! the blocks over time handle the pointer themselves (`data-hover`).
 
 use std::fmt::Write;
 
@@ -9,11 +10,9 @@ use crate::snapshot::sites::Category;
 use super::visuals::{Axis, SegmentBar, SegmentHistory, Timeline};
 use super::{Diff, human, short, signed_human};
 
-pub const PALETTE: [&str; 9] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
-    "#9c755f",
-];
-pub const OTHER: &str = "#bab0ac";
+/// The timeline's bands: the kit's palette but its last colour, which is `OTHER`'s.
+const PALETTE: &[&str] = crate::page::PALETTE.split_at(9).0;
+use crate::page::OTHER;
 
 pub fn cat_color(c: Category) -> &'static str {
     match c {
@@ -28,7 +27,9 @@ pub fn cat_color(c: Category) -> &'static str {
     }
 }
 
-pub use crate::findings::html::esc;
+use crate::page::chart::{Bar, HBars, Part};
+pub use crate::page::esc;
+use crate::page::{Tips, legend};
 
 /// A position on the x axis for people.
 pub fn fmt_x(axis: Axis, x: f64) -> String {
@@ -128,7 +129,7 @@ pub fn timeline_svg(out: &mut String, tl: &Timeline, id: &str, f: &Frame, y_max:
     let xx = |x: f64| f.ml + x / tl.x_max * f.pw;
     let _ = write!(
         out,
-        "<svg class=\"timeline\" data-id=\"{id}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"live memory over time\">",
+        "<svg class=\"timeline\" data-id=\"{id}\" data-hover width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"live memory over time\">",
         f.w, f.h, f.w, f.h
     );
     y_ticks(out, f, y_max);
@@ -213,7 +214,7 @@ pub fn timeline_svg(out: &mut String, tl: &Timeline, id: &str, f: &Frame, y_max:
     out.push_str(&json_script(&format!("{id}-data"), &data));
 }
 
-pub fn legend(out: &mut String, tl: &Timeline) {
+pub fn series_legend(out: &mut String, tl: &Timeline) {
     out.push_str("<div class=\"legend\">");
     for (k, s) in tl.series.iter().enumerate() {
         let _ = write!(
@@ -238,7 +239,7 @@ pub fn history_svg(out: &mut String, h: &SegmentHistory, tl: &Timeline, id: &str
     let yy = |off: u64| f.mt + off as f64 / h.total_size.max(1) as f64 * f.ph;
     let _ = write!(
         out,
-        "<svg class=\"history\" data-id=\"{id}\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"blocks over time\">",
+        "<svg class=\"history\" data-id=\"{id}\" data-hover width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"blocks over time\">",
         f.w, f.h, f.w, f.h
     );
     // The segment exists from its cudaMalloc (or before the trace) on.
@@ -325,9 +326,9 @@ pub fn segment_map_svg(out: &mut String, segs: &[SegmentBar]) {
             let bx = ml + off as f64 / total as f64 * sw;
             let bw = (*size as f64 / total as f64 * sw).max(0.5);
             let color = match state {
-                BlockState::Allocated => "#4e79a7",
-                BlockState::PendingFree => "#f28e2b",
-                BlockState::Inactive => "#e0e0e0",
+                BlockState::Allocated => LIVE,
+                BlockState::PendingFree => DELAYED,
+                BlockState::Inactive => INACTIVE,
             };
             let tip = format!("{} {}", human(*size), label);
             let _ = write!(
@@ -339,7 +340,15 @@ pub fn segment_map_svg(out: &mut String, segs: &[SegmentBar]) {
             off = off.saturating_add(*size);
         }
     }
-    out.push_str("</svg><div class=\"legend\"><span><i style=\"background:#4e79a7\"></i>live (active_allocated)</span><span><i style=\"background:#f28e2b\"></i>delayed free</span><span><i style=\"background:#e0e0e0\"></i>inactive (cached)</span></div>");
+    out.push_str("</svg>");
+    legend(
+        out,
+        [
+            (LIVE, "live (active_allocated)"),
+            (DELAYED, "delayed free"),
+            (INACTIVE, "inactive (cached)"),
+        ],
+    );
 }
 
 /// The sites that changed between two snapshots, as bars of their change.
@@ -348,53 +357,81 @@ pub fn diff_svg(out: &mut String, d: &Diff) {
     if rows.is_empty() {
         return;
     }
-    let (w, ml, row) = (960.0, 360.0, 22.0);
-    let pw = w - ml - 110.0;
-    let h = rows.len() as f64 * row + 10.0;
     let max = rows
         .iter()
         .map(|s| s.delta_bytes.unsigned_abs())
         .max()
         .unwrap_or(1)
         .max(1) as f64;
-    let _ = write!(
-        out,
-        "<svg class=\"diff\" width=\"{w}\" height=\"{h}\" viewBox=\"0 0 {w} {h}\" role=\"img\" aria-label=\"change per site\">"
-    );
-    for (i, s) in rows.iter().enumerate() {
-        let y = 5.0 + i as f64 * row;
-        let bw = (s.delta_bytes.unsigned_abs() as f64 / max * pw).max(1.0);
-        let color = match s.verdict.as_str() {
-            "growing" => "#e15759",
-            "one_time" => "#f28e2b",
-            _ => "#59a14f",
-        };
-        let label = format!(
-            "{}:{} in {}",
-            short(&s.file),
-            s.line,
-            crate::snapshot::frames::short_function(&s.function)
-        );
-        let tip = format!(
-            "{label}: {} -> {} ({} -> {} blocks), {}",
-            human(s.bytes_before),
-            human(s.bytes_after),
-            s.blocks_before,
-            s.blocks_after,
-            s.verdict.replace('_', "-")
-        );
-        let _ = write!(
-            out,
-            "<text x=\"{}\" y=\"{:.1}\" text-anchor=\"end\">{}</text><rect x=\"{ml}\" y=\"{y:.1}\" width=\"{bw:.1}\" height=\"{}\" fill=\"{color}\" data-tip=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}</text>",
-            ml - 8.0,
-            y + 14.0,
-            esc(&label),
-            row - 6.0,
-            esc(&tip),
-            ml + bw + 6.0,
-            y + 14.0,
-            esc(&signed_human(s.delta_bytes))
-        );
+    let bars: Vec<Bar> = rows
+        .iter()
+        .map(|s| {
+            let label = format!(
+                "{}:{} in {}",
+                short(&s.file),
+                s.line,
+                crate::snapshot::frames::short_function(&s.function)
+            );
+            let tip = format!(
+                "{label}: {} -> {} ({} -> {} blocks), {}",
+                human(s.bytes_before),
+                human(s.bytes_after),
+                s.blocks_before,
+                s.blocks_after,
+                s.verdict.replace('_', "-")
+            );
+            Bar {
+                label,
+                parts: vec![Part {
+                    value: s.delta_bytes.unsigned_abs() as f64,
+                    color: verdict_color(&s.verdict).to_string(),
+                    tip,
+                    class: "",
+                }],
+                note: signed_human(s.delta_bytes),
+                attrs: String::new(),
+            }
+        })
+        .collect();
+    HBars {
+        class: "diff",
+        aria: "change per site",
+        label_width: 360.0,
+        plot: 490.0,
+        note_width: 110.0,
+        row: 22.0,
+        bar: 16.0,
+        scale: max,
+        min_width: 1.0,
+        tips: Tips::Script,
     }
-    out.push_str("</svg><div class=\"legend\"><span><i style=\"background:#e15759\"></i>growing: bytes and blocks grew (leaking or retaining)</span><span><i style=\"background:#f28e2b\"></i>one-time growth</span><span><i style=\"background:#59a14f\"></i>shrinking</span></div>");
+    .draw(out, &bars);
+    legend(
+        out,
+        [
+            (
+                GROWING,
+                "growing: bytes and blocks grew (leaking or retaining)",
+            ),
+            (ONE_TIME, "one-time growth"),
+            (SHRINKING, "shrinking"),
+        ],
+    );
 }
+
+/// A site's change by its verdict.
+fn verdict_color(verdict: &str) -> &'static str {
+    match verdict {
+        "growing" => GROWING,
+        "one_time" => ONE_TIME,
+        _ => SHRINKING,
+    }
+}
+
+const GROWING: &str = crate::page::PALETTE[3];
+const ONE_TIME: &str = crate::page::PALETTE[1];
+const SHRINKING: &str = crate::page::PALETTE[2];
+/// The segment map's blocks by state.
+const LIVE: &str = crate::page::PALETTE[0];
+const DELAYED: &str = crate::page::PALETTE[1];
+const INACTIVE: &str = "#e0e0e0";

@@ -8,27 +8,26 @@ use std::fmt::Write;
 
 use super::charts::{self, Frame, cat_color, esc};
 use super::{Oom, Report, human, short, signed_human};
+use crate::page::table::Table;
+use crate::page::{Page, Tips};
 use crate::snapshot::frames::short_function;
 use crate::snapshot::sites::Origin;
 
-const STYLE: &str = "body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;color:#222;max-width:1000px;padding:0 16px}svg{max-width:100%;height:auto;display:block}\
-h1{font-size:21px;margin-bottom:4px}h2{font-size:16px;margin-top:30px;border-bottom:1px solid #ddd;padding-bottom:3px}h3{font-size:14px;margin:16px 0 4px}\
-table{border-collapse:collapse;margin:8px 0;width:100%}td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}\
-td.n,th.n{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}code{font-size:12px}\
+/// What only this page draws: the cards, the patterns and the OOM's why, the ranks side by
+/// side, the blocks over time; the page is as wide as its charts.
+const STYLE: &str = "body{max-width:1000px}table{width:100%}\
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:12px 0}.card{border:1px solid #ddd;border-radius:6px;padding:8px 12px;min-width:120px}.card b{display:block;font-size:18px}\
 .pat{border-left:4px solid #e15759;padding:4px 12px;margin:10px 0;background:#fafafa}.why{border-left:4px solid #d00;background:#fff4f4;padding:6px 12px;margin:10px 0}\
-.legend{margin:4px 0 8px}.legend span{display:inline-block;margin-right:14px;font-size:12px}.legend i{display:inline-block;width:10px;height:10px;margin-right:4px}\
-svg text{font:11px system-ui,sans-serif}svg .tick{fill:#555}svg .axis{fill:#777;font-size:10px}.muted{color:#777}\
+svg .tick{fill:#555}svg .axis{fill:#777;font-size:10px}\
 .ranks{display:grid;grid-template-columns:1fr 1fr;gap:12px}.rank{border:1px solid #ddd;border-radius:6px;padding:6px}.rank.standout{border:2px solid #e15759;background:#fff8f8}\
-svg.history rect[data-l]{stroke:#fff;stroke-width:.5}#tip{position:fixed;pointer-events:none;background:#222;color:#fff;padding:6px 8px;font-size:12px;display:none;border-radius:4px;max-width:520px;z-index:9;white-space:pre-line}";
+svg.history rect[data-l]{stroke:#fff;stroke-width:.5}";
 
-/// Hover: the timeline's cursor and band, the blocks' and bars' tips. `#hover=X,Y`
-/// (fractions of the first timeline's plot) shows a tip at load, for tests.
+/// Hover over the timelines and the blocks over time (the kit's `tip` and `untip` show and
+/// hide the tooltip): the timeline's cursor and band, a block's site and lifetime.
+/// `#hover=X,Y` (fractions of the first timeline's plot) shows a tip at load, for tests.
 const SCRIPT: &str = r#"(function(){
-var tip=document.getElementById('tip');
+var place=window.tip,hide=window.untip;
 function B(b){var u=['B','KiB','MiB','GiB','TiB'],i=0;while(b>=1024&&i<u.length-1){b/=1024;i++;}return i?b.toFixed(2)+' '+u[i]:b+' B';}
-function place(x,y,t){tip.textContent=t;tip.style.display='block';tip.style.left=Math.min(x+14,window.innerWidth-540)+'px';tip.style.top=(y+14)+'px';}
-function hide(){tip.style.display='none';}
 function pt(svg,e){var r=svg.getBoundingClientRect(),vb=svg.viewBox.baseVal;return {x:(e.clientX-r.left)*vb.width/r.width,y:(e.clientY-r.top)*vb.height/r.height};}
 function data(svg){var n=document.getElementById(svg.getAttribute('data-id')+'-data');return n?JSON.parse(n.textContent):null;}
 function showTimeline(svg,d,p,cx,cy){
@@ -46,12 +45,9 @@ document.querySelectorAll('svg.history').forEach(function(svg){var d=data(svg);i
  svg.addEventListener('mousemove',function(e){var a=e.target;if(!a.getAttribute('data-l')){hide();return;}
   var tt=a.getAttribute('data-t').split('|');place(e.clientX,e.clientY,d.labels[+a.getAttribute('data-l')]+'\n'+B(+a.getAttribute('data-b'))+', '+tt[0]+' to '+tt[1]);});
  svg.addEventListener('mouseleave',hide);});
-document.addEventListener('mousemove',function(e){var t=e.target&&e.target.getAttribute&&e.target.getAttribute('data-tip');if(t)place(e.clientX,e.clientY,t);else if(!e.target.closest||!e.target.closest('svg.timeline,svg.history'))hide();});
 window.addEventListener('load',function(){
  var m=/hover=([0-9.]+),([0-9.]+)/.exec(location.hash),svg=document.querySelector('svg.timeline');
- if(m&&svg){var d=data(svg);showTimeline(svg,d,{x:d.ml+(+m[1])*d.pw,y:d.mt+(1-(+m[2]))*d.ph},40,40);}
- var s=document.createElement('div');s.id='render-status';var n=document.querySelectorAll('svg').length;
- s.textContent=window.__errors.length?('render-error: '+window.__errors.join(' | ')):('render-ok svg='+n);s.style.display='none';document.body.appendChild(s);});
+ if(m&&svg){var d=data(svg);showTimeline(svg,d,{x:d.ml+(+m[1])*d.pw,y:d.mt+(1-(+m[2]))*d.ph},40,40);}});
 })();"#;
 
 /// 1234567 -> "1,234,567".
@@ -65,31 +61,6 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
-}
-
-fn row(out: &mut String, cells: &[String], numeric: &[bool]) {
-    out.push_str("<tr>");
-    for (i, c) in cells.iter().enumerate() {
-        if numeric.get(i).copied().unwrap_or(false) {
-            let _ = write!(out, "<td class=\"n\">{}</td>", esc(c));
-        } else {
-            let _ = write!(out, "<td>{}</td>", esc(c));
-        }
-    }
-    out.push_str("</tr>");
-}
-
-fn head(out: &mut String, cells: &[&str], numeric: &[bool]) {
-    out.push_str("<table><tr>");
-    for (i, c) in cells.iter().enumerate() {
-        let class = if numeric.get(i).copied().unwrap_or(false) {
-            " class=\"n\""
-        } else {
-            ""
-        };
-        let _ = write!(out, "<th{class}>{}</th>", esc(c));
-    }
-    out.push_str("</tr>");
 }
 
 fn site_label(file: &str, line: i64, function: &str) -> String {
@@ -156,28 +127,32 @@ fn diff_section(o: &mut String, r: &Report) {
         esc(&human(d.totals_after.reserved_bytes))
     );
     charts::diff_svg(o, d);
-    head(
+    let mut t = Table::new(
         o,
-        &["verdict", "change", "blocks", "bytes", "site", "category"],
-        &[false, true, true, true, false, false],
+        "",
+        &[
+            ("verdict", false),
+            ("change", true),
+            ("blocks", true),
+            ("bytes", true),
+            ("site", false),
+            ("category", false),
+        ],
     );
     for s in &d.sites {
-        row(
-            o,
-            &[
-                s.verdict.replace('_', "-"),
-                signed_human(s.delta_bytes),
-                format!("{} → {}", s.blocks_before, s.blocks_after),
-                format!("{} → {}", human(s.bytes_before), human(s.bytes_after)),
-                site_label(&s.file, s.line, &s.function),
-                s.category.name().into(),
-            ],
-            &[false, true, true, true, false, false],
-        );
+        t.row(&[
+            s.verdict.replace('_', "-"),
+            signed_human(s.delta_bytes),
+            format!("{} → {}", s.blocks_before, s.blocks_after),
+            format!("{} → {}", human(s.bytes_before), human(s.bytes_after)),
+            site_label(&s.file, s.line, &s.function),
+            s.category.name().into(),
+        ]);
     }
+    t.end();
     let _ = write!(
         o,
-        "</table><p class=\"muted\">{} site(s) unchanged. The sections below describe the later snapshot.</p>",
+        "<p class=\"muted\">{} site(s) unchanged. The sections below describe the later snapshot.</p>",
         d.unchanged_sites
     );
 }
@@ -227,48 +202,40 @@ fn ranks_section(o: &mut String, r: &Report) {
         }
         o.push_str("</div>");
     }
-    head(
+    let mut t = Table::new(
         o,
+        "",
         &[
-            "rank",
-            "peak",
-            "live",
-            "reserved",
-            "OOMs",
-            "file",
-            "compared within",
+            ("rank", true),
+            ("peak", true),
+            ("live", true),
+            ("reserved", true),
+            ("OOMs", true),
+            ("file", false),
+            ("compared within", false),
         ],
-        &[true, true, true, true, true, false, false],
     );
     for x in &r.ranks {
-        row(
-            o,
-            &[
-                x.rank.to_string(),
-                human(x.peak_bytes),
-                human(x.allocated_bytes),
-                human(x.reserved_bytes),
-                x.ooms.to_string(),
-                x.file.clone(),
-                standing(x),
-            ],
-            &[true, true, true, true, true, false, false],
-        );
+        t.row(&[
+            x.rank.to_string(),
+            human(x.peak_bytes),
+            human(x.allocated_bytes),
+            human(x.reserved_bytes),
+            x.ooms.to_string(),
+            x.file.clone(),
+            standing(x),
+        ]);
     }
-    o.push_str("</table>");
-    head(o, &["file", "rank", "note"], &[false, true, false]);
+    t.end();
+    let mut t = Table::new(o, "", &[("file", false), ("rank", true), ("note", false)]);
     for f in &r.rank_files {
-        row(
-            o,
-            &[
-                f.file.clone(),
-                f.rank.map(|r| r.to_string()).unwrap_or_default(),
-                f.note.clone(),
-            ],
-            &[false, true, false],
-        );
+        t.row(&[
+            f.file.clone(),
+            f.rank.map(|r| r.to_string()).unwrap_or_default(),
+            f.note.clone(),
+        ]);
     }
-    o.push_str("</table>");
+    t.end();
 }
 
 /// Whom a rank was compared with, and how it stood.
@@ -307,129 +274,110 @@ fn oom_detail(o: &mut String, i: usize, oom: &Oom) {
         );
     }
     o.push_str("</ol>");
-    head(
+    let mut t = Table::new(
         o,
-        &["holding just before", "bytes", "blocks", "category"],
-        &[false, true, true, false],
+        "",
+        &[
+            ("holding just before", false),
+            ("bytes", true),
+            ("blocks", true),
+            ("category", false),
+        ],
     );
     for h in &oom.holders {
-        row(
-            o,
-            &[
-                site_label(&h.file, h.line, &h.function),
-                human(h.bytes),
-                h.blocks.to_string(),
-                h.category.name().into(),
-            ],
-            &[false, true, true, false],
-        );
+        t.row(&[
+            site_label(&h.file, h.line, &h.function),
+            human(h.bytes),
+            h.blocks.to_string(),
+            h.category.name().into(),
+        ]);
     }
-    o.push_str("</table>");
+    t.end();
 }
 
 fn tables(o: &mut String, r: &Report) {
     o.push_str("<h2>Totals</h2>");
-    head(o, &["", "bytes", "blocks"], &[false, true, true]);
-    let t = &r.totals;
+    let totals = &r.totals;
+    let mut t = Table::new(o, "", &[("", false), ("bytes", true), ("blocks", true)]);
     for (name, b, n) in [
-        ("reserved (segments)", t.reserved_bytes, t.segments),
+        (
+            "reserved (segments)",
+            totals.reserved_bytes,
+            totals.segments,
+        ),
         (
             "live (active_allocated)",
-            t.allocated_bytes,
-            t.allocated_blocks,
+            totals.allocated_bytes,
+            totals.allocated_blocks,
         ),
         (
             "delayed frees (active_pending_free)",
-            t.pending_free_bytes,
-            t.pending_free_blocks,
+            totals.pending_free_bytes,
+            totals.pending_free_blocks,
         ),
-        ("inactive cached", t.inactive_bytes, t.inactive_blocks),
+        (
+            "inactive cached",
+            totals.inactive_bytes,
+            totals.inactive_blocks,
+        ),
     ] {
-        row(
-            o,
-            &[name.into(), human(b), n.to_string()],
-            &[false, true, true],
-        );
+        t.row(&[name.into(), human(b), n.to_string()]);
     }
-    row(
-        o,
-        &[
-            "requested / rounding waste".into(),
-            human(t.requested_bytes),
-            human(t.rounding_waste_bytes),
-        ],
-        &[false, true, true],
-    );
-    row(
-        o,
-        &[
-            "largest inactive block / inactive share of reserved".into(),
-            human(t.largest_inactive_block_bytes),
-            format!("{:.1}%", t.inactive_fraction * 100.0),
-        ],
-        &[false, true, true],
-    );
-    if t.expandable_segments > 0 {
-        row(
-            o,
-            &[
-                "inactive in expandable segments: mapped pages, free (not fragmentation)".into(),
-                human(t.expandable_inactive_bytes),
-                format!("{} segment(s)", t.expandable_segments),
-            ],
-            &[false, true, true],
-        );
+    t.row(&[
+        "requested / rounding waste".into(),
+        human(totals.requested_bytes),
+        human(totals.rounding_waste_bytes),
+    ]);
+    t.row(&[
+        "largest inactive block / inactive share of reserved".into(),
+        human(totals.largest_inactive_block_bytes),
+        format!("{:.1}%", totals.inactive_fraction * 100.0),
+    ]);
+    if totals.expandable_segments > 0 {
+        t.row(&[
+            "inactive in expandable segments: mapped pages, free (not fragmentation)".into(),
+            human(totals.expandable_inactive_bytes),
+            format!("{} segment(s)", totals.expandable_segments),
+        ]);
     }
-    row(
-        o,
-        &[
-            "fragmented: free inside segments that hold live blocks".into(),
-            human(t.fragmented_bytes),
-            format!("{:.1}%", t.fragmentation_fraction * 100.0),
-        ],
-        &[false, true, true],
-    );
-    row(
-        o,
-        &[
-            "torch.cuda.empty_cache() would return".into(),
-            human(t.reclaimable_bytes),
-            String::new(),
-        ],
-        &[false, true, true],
-    );
-    o.push_str("</table>");
-    if t.expandable_segments > 0 {
+    t.row(&[
+        "fragmented: free inside segments that hold live blocks".into(),
+        human(totals.fragmented_bytes),
+        format!("{:.1}%", totals.fragmentation_fraction * 100.0),
+    ]);
+    t.row(&[
+        "torch.cuda.empty_cache() would return".into(),
+        human(totals.reclaimable_bytes),
+        String::new(),
+    ]);
+    t.end();
+    if totals.expandable_segments > 0 {
         o.push_str("<p class=\"muted\">Expandable segments: each segment above is one mapped range, so reserved is the memory mapped; the address space reserved around it is not memory. Their free pages stay mapped until an allocation needs them or <code>torch.cuda.empty_cache()</code> runs: cached, not fragmentation.</p>");
     }
     if !r.streams.is_empty() {
-        head(
+        let mut t = Table::new(
             o,
+            "",
             &[
-                "stream",
-                "reserved",
-                "live",
-                "delayed frees",
-                "inactive",
-                "segments",
+                ("stream", false),
+                ("reserved", true),
+                ("live", true),
+                ("delayed frees", true),
+                ("inactive", true),
+                ("segments", true),
             ],
-            &[false, true, true, true, true, true],
         );
         for s in &r.streams {
-            row(
-                o,
-                &[
-                    format!("{:#x}", s.stream),
-                    human(s.totals.reserved_bytes),
-                    human(s.totals.allocated_bytes),
-                    human(s.totals.pending_free_bytes),
-                    human(s.totals.inactive_bytes),
-                    s.totals.segments.to_string(),
-                ],
-                &[false, true, true, true, true, true],
-            );
+            t.row(&[
+                format!("{:#x}", s.stream),
+                human(s.totals.reserved_bytes),
+                human(s.totals.allocated_bytes),
+                human(s.totals.pending_free_bytes),
+                human(s.totals.inactive_bytes),
+                s.totals.segments.to_string(),
+            ]);
         }
-        o.push_str("</table>");
+        t.end();
     }
     let _ = write!(
         o,
@@ -437,49 +385,56 @@ fn tables(o: &mut String, r: &Report) {
         r.sites.len(),
         r.sites_total
     );
-    head(
+    let mut t = Table::new(
         o,
+        "",
         &[
-            "bytes",
-            "% live",
-            "blocks",
-            "category",
-            "site",
-            "called from",
+            ("bytes", true),
+            ("% live", true),
+            ("blocks", true),
+            ("category", false),
+            ("site", false),
+            ("called from", false),
         ],
-        &[true, true, true, false, false, false],
     );
     for s in &r.sites {
-        let _ = write!(
-            o,
-            "<tr><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td><td><i style=\"display:inline-block;width:9px;height:9px;background:{}\"></i> {}</td><td>{}</td><td class=\"muted\">{}</td></tr>",
-            esc(&human(s.bytes)),
-            s.percent,
-            s.blocks,
-            cat_color(s.category),
-            s.category.name(),
-            esc(&match (&s.library, s.origin) {
-                (Some(l), Origin::User) => format!(
-                    "{}, called from {}",
-                    l.label(),
-                    site_label(&s.file, s.line, &s.function)
+        t.row_with(
+            "",
+            [
+                esc(&human(s.bytes)),
+                format!("{:.1}%", s.percent),
+                s.blocks.to_string(),
+                format!(
+                    "<i style=\"display:inline-block;width:9px;height:9px;background:{}\"></i> {}",
+                    cat_color(s.category),
+                    s.category.name()
                 ),
-                (_, Origin::Library) => format!(
-                    "{} (no user frame; library)",
-                    site_label(&s.file, s.line, &s.function)
+                esc(&match (&s.library, s.origin) {
+                    (Some(l), Origin::User) => format!(
+                        "{}, called from {}",
+                        l.label(),
+                        site_label(&s.file, s.line, &s.function)
+                    ),
+                    (_, Origin::Library) => format!(
+                        "{} (no user frame; library)",
+                        site_label(&s.file, s.line, &s.function)
+                    ),
+                    _ => site_label(&s.file, s.line, &s.function),
+                }),
+                format!(
+                    "<span class=\"muted\">{}</span>",
+                    esc(&s
+                        .stack
+                        .iter()
+                        .skip(1)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(" ← "))
                 ),
-                _ => site_label(&s.file, s.line, &s.function),
-            }),
-            esc(&s
-                .stack
-                .iter()
-                .skip(1)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join(" ← "))
+            ],
         );
     }
-    o.push_str("</table>");
+    t.end();
     if let Some(n) = &r.no_stack {
         let _ = write!(
             o,
@@ -505,71 +460,59 @@ fn tables(o: &mut String, r: &Report) {
         if let Some(st) = &tr.steps {
             let _ = write!(o, "<p><b>Steps: {}</b>, {}.</p>", st.count, esc(&st.note));
         }
-        head(o, &["action", "count"], &[false, true]);
+        let mut t = Table::new(o, "", &[("action", false), ("count", true)]);
         for (k, v) in tr.counts.iter().filter(|(_, v)| **v > 0) {
-            row(o, &[k.clone(), v.to_string()], &[false, true]);
+            t.row(&[k.clone(), v.to_string()]);
         }
-        o.push_str("</table>");
+        t.end();
         if !tr.pending_frees.is_empty() {
-            head(
+            let mut t = Table::new(
                 o,
-                &["frees requested, not completed: stream", "blocks", "bytes"],
-                &[false, true, true],
+                "",
+                &[
+                    ("frees requested, not completed: stream", false),
+                    ("blocks", true),
+                    ("bytes", true),
+                ],
             );
             for p in &tr.pending_frees {
-                row(
-                    o,
-                    &[
-                        format!("{:#x}", p.stream),
-                        p.blocks.to_string(),
-                        human(p.bytes),
-                    ],
-                    &[false, true, true],
-                );
+                t.row(&[
+                    format!("{:#x}", p.stream),
+                    p.blocks.to_string(),
+                    human(p.bytes),
+                ]);
             }
-            o.push_str("</table>");
+            t.end();
         }
         if !tr.repeated_unfreed.is_empty() {
-            head(
+            let mut t = Table::new(
                 o,
+                "",
                 &[
-                    "allocated every step, never freed",
-                    "steps",
-                    "blocks",
-                    "bytes",
+                    ("allocated every step, never freed", false),
+                    ("steps", true),
+                    ("blocks", true),
+                    ("bytes", true),
                 ],
-                &[false, true, true, true],
             );
             for u in &tr.repeated_unfreed {
-                row(
-                    o,
-                    &[
-                        site_label(&u.file, u.line, &u.function),
-                        format!("{} of {}", u.steps_with_unfreed, u.steps),
-                        u.blocks.to_string(),
-                        human(u.bytes),
-                    ],
-                    &[false, true, true, true],
-                );
+                t.row(&[
+                    site_label(&u.file, u.line, &u.function),
+                    format!("{} of {}", u.steps_with_unfreed, u.steps),
+                    u.blocks.to_string(),
+                    human(u.bytes),
+                ]);
             }
-            o.push_str("</table>");
+            t.end();
         }
     }
 }
 
 pub fn render(r: &Report) -> String {
-    let mut o = String::new();
-    o.push_str("<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(
-        o,
-        "<title>instrument snapshot: {}</title>",
-        esc(&r.source.path)
-    );
-    o.push_str("<script>window.__errors=[];window.addEventListener('error',function(e){window.__errors.push(String(e.message||e));});</script>");
-    let _ = write!(
-        o,
-        "<style>{STYLE}{}</style></head><body><div id=\"tip\"></div>",
-        crate::findings::html::STYLE
+    let mut o = Page::new(
+        &format!("instrument snapshot: {}", r.source.path),
+        STYLE,
+        Tips::Script,
     );
     let _ = write!(
         o,
@@ -582,9 +525,7 @@ pub fn render(r: &Report) -> String {
     // The findings first (an OOM leads them), then the detail.
     crate::findings::html::render(&mut o, &r.findings);
     if let Some(g) = &r.gate {
-        let mut t = String::new();
-        g.render(&mut t, 10);
-        let _ = write!(o, "<h2>Gate</h2><pre>{}</pre>", esc(&t));
+        g.render_html(&mut o);
     }
     cards(&mut o, r);
     diff_section(&mut o, r);
@@ -639,7 +580,7 @@ pub fn render(r: &Report) -> String {
             tl.peak(),
             true,
         );
-        charts::legend(&mut o, tl);
+        charts::series_legend(&mut o, tl);
         if let Some(ps) = &r.peak_step {
             let _ = write!(
                 o,
@@ -655,7 +596,7 @@ pub fn render(r: &Report) -> String {
                 ps.peak(),
                 true,
             );
-            charts::legend(&mut o, ps);
+            charts::series_legend(&mut o, ps);
         }
         let hist_tl = r.peak_step.as_ref().unwrap_or(tl);
         if !r.history.is_empty() {
@@ -705,6 +646,5 @@ pub fn render(r: &Report) -> String {
         );
         charts::segment_map_svg(&mut o, &r.segment_map);
     }
-    let _ = writeln!(o, "<script>{SCRIPT}</script></body></html>");
-    o
+    o.finish(SCRIPT)
 }

@@ -8,10 +8,12 @@
 //!   allocated and freed by category, the largest sites;
 //! - `text`        — the section of the text report;
 //! - `findings`    — what leads the report: the schedule's peak event and its cause, an event
-//!   the process died inside.
+//!   the process died inside;
+//! - `stages`      — memory per layer stage, by the stage functions in the allocations' frames.
 
 pub mod findings;
 pub mod memory;
+pub mod stages;
 pub mod text;
 
 pub use memory::{EventMemory, ScheduleMemory};
