@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use super::join::{RankRow, StageComm};
 use crate::findings::Unit;
-use crate::findings::html::esc;
+use crate::page::esc;
 use crate::snapshot::schedule::stages::StageBytes;
 
 /// One stage's row: its communication and its memory, either may be absent.

@@ -88,6 +88,8 @@ pub enum ConventionsError {
     },
     #[error("[schedule.steps] {key:?} is not a step number")]
     StepNumber { key: String },
+    #[error(transparent)]
+    StageFrame(#[from] super::stage_frames::StageFrameError),
 }
 
 crate::exit::user_errors!(ConventionsError);
@@ -141,8 +143,7 @@ impl Conventions {
                 .collect(),
             structural: raw.structural,
             estimator: raw.estimator,
-            stage_frames: super::stage_frames::StageFrames::new(raw.stage_frame, text)
-                .map_err(|e| e.to_string())?,
+            stage_frames: super::stage_frames::StageFrames::new(raw.stage_frame, text)?,
         })
     }
 
