@@ -7,7 +7,7 @@ use clap::Args;
 use crate::exit::{Error, OK, user_error};
 use crate::gate::Gate;
 use crate::log::{Options, add_estimate, diff, html, read, read_side, text};
-use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
+use crate::rules::{DEFAULT_SET, load_with_prints};
 
 #[derive(Args, Debug)]
 pub struct LogArgs {
@@ -79,7 +79,7 @@ pub fn run(args: LogArgs) -> Result<u8, Error> {
         ));
     }
     // Only the print declarations are read: no rule's code patterns need compiling.
-    let set = load_rule_set_lazy(&args.rules)?;
+    let set = load_with_prints(&args.rules)?;
     let opts = Options {
         ranks: args.ranks.clone(),
     };

@@ -261,10 +261,7 @@ fn run_trace_json(args: TraceJsonArgs) -> Result<u8, Error> {
     }
     // nsys wraps the traced functions in Python: inside a fullgraph compile that breaks
     // the graph, so what runs there is left out (said, unless it was a default pick).
-    let compilers: Vec<String> = crate::python::select::TORCH_COMPILERS
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let compilers = crate::rules::compilers::callables();
     let crate::python::select::Selected {
         targets,
         problems,

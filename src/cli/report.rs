@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::exit::{Error, OK};
-use crate::rules::{DEFAULT_SET, load_rule_set_lazy};
+use crate::rules::{DEFAULT_SET, load_with_prints};
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
@@ -46,7 +46,7 @@ pub fn run(args: ReportArgs) -> Result<u8, Error> {
     if let Some(h) = &args.html {
         super::output::check_folder(h, "the HTML page")?;
     }
-    let set = load_rule_set_lazy(&args.rules)?;
+    let set = load_with_prints(&args.rules)?;
     if !args.diff.is_empty() {
         // Each run's estimate is its own checkout's (found from its model path) unless
         // --root names one for both.

@@ -12,8 +12,16 @@ use crate::rules::{DEFAULT_SET as DEFAULT_RULES, RuleSet};
 pub const RULES_SCHEMA: &str = "instrument.rules/1";
 pub const EXPLAIN_SCHEMA: &str = "instrument.explain/1";
 
+/// The rule set `spec`, with its print declarations' lines.
 fn load_rules(spec: &str) -> Result<RuleSet, Error> {
-    Ok(crate::rules::load_rule_set(spec)?)
+    Ok(crate::rules::load_with_prints(spec)?)
+}
+
+/// `load_rules`, every rule compiled as written: for reviewing the whole set.
+fn load_reviewed(spec: &str) -> Result<RuleSet, Error> {
+    let set = load_rules(spec)?;
+    crate::rules::instantiate::review(&set)?;
+    Ok(set)
 }
 
 #[derive(Args, Debug)]
@@ -52,7 +60,7 @@ pub struct TestRulesArgs {
 }
 
 pub fn list(args: RulesArgs) -> Result<u8, Error> {
-    let set = load_rules(&args.rules)?;
+    let set = load_reviewed(&args.rules)?;
     if args.json {
         let rules: Vec<serde_json::Value> = set
             .rules
@@ -150,11 +158,10 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Error> {
     let set = load_rules(&args.rules)?;
     let root = checkout::root_for(args.root.as_deref(), &set.manifest)?;
     let model = checkout::resolve_model(&root, &set.manifest, &args.model)?;
-    let (mut model_rules, blocked) = crate::codemod::roles::model_rules(&root, &set, &model)?;
-    model_rules.set.retain_and_compile(|_| true)?;
-    let set = model_rules.set;
-    let rules: Vec<&crate::rules::Rule> = set.rules.iter().collect();
-    let mut landings = explain::explain(&root, &set, &rules, Some(&model));
+    // Explaining renders no template: no parameter values.
+    let no_params = std::collections::BTreeMap::new();
+    let (set, blocked) = crate::codemod::roles::model_rules(&root, &set, &model, &no_params)?;
+    let mut landings = explain::explain(&root, &set);
     for (i, b) in &blocked {
         landings[*i].error = Some(b.message.clone());
         landings[*i].line = None;
@@ -198,7 +205,7 @@ pub fn explain(args: ExplainArgs) -> Result<u8, Error> {
 }
 
 pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
-    let set = load_rules(&args.rules)?;
+    let set = load_reviewed(&args.rules)?;
     // Examples use the parameters' defaults for what they do not set.
     let defaults = params::example_defaults(&set.manifest);
     let results = selftest::run_all(&set, &defaults);

@@ -9,8 +9,7 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use super::diff::FileChange;
-use super::error::Error;
-use super::expand::{self, FunctionTarget};
+use super::error::{Error, Usage};
 use super::failure::{Failure, FailureKind};
 use super::lock::{self, Mode};
 use super::params::{self, Given, Param};
@@ -20,7 +19,7 @@ use super::{checkout, computed};
 use crate::python::scan::Tree;
 use crate::python::select::{self, Problem, Severity};
 use crate::python::style::Style;
-use crate::rules::{self, RuleSet, TargetKind};
+use crate::rules::{self, FunctionTarget, On, RuleSet, Target, TargetKind};
 
 /// What the user asked for, as parsed from the command line (nothing checked yet).
 #[derive(Debug, Clone, Default)]
@@ -98,25 +97,19 @@ impl AddReport {
 
 /// Plan `add` and, unless it is a dry run or refused, write it.
 pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
-    // Patterns are compiled once the model is known, for its rules only.
-    let mut set = rules::load::load_rules_only(&opts.rules)?;
+    // The rules are instantiated (and their patterns compiled) once the model and the
+    // parameters are known, for that model only.
+    let set = rules::load(&opts.rules)?;
     let root = checkout::root_for(opts.root.as_deref(), &set.manifest)?;
     // A config given must be there and be JSON, whatever reads it later.
     if let Some(config) = &opts.config {
-        super::layers::read_config(config).map_err(Error::Usage)?;
+        super::layers::read_config(config).map_err(super::computed::Error::from)?;
     }
     if set.manifest.targets == TargetKind::Functions && opts.targets.is_empty() {
-        let example = set
-            .manifest
-            .example_targets
-            .as_deref()
-            .map_or(String::new(), |e| {
-                format!(", e.g. instrument add --rules {} {e}", set.manifest.name)
-            });
-        return Err(Error::Usage(format!(
-            "name the functions to wrap: rule set {} works on functions (Class.method, a function name, or a glob such as '*.forward'){example}",
-            set.manifest.name
-        )));
+        return Err(Error::from(Usage::NoFunctions {
+            set: set.manifest.name.clone(),
+            example: set.manifest.example_targets.clone(),
+        }));
     }
     let style = Style::of_checkout(&root);
     let mode = if opts.dry_run {
@@ -183,11 +176,10 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         }
         (TargetKind::Model, None) => {
             if !opts.targets.is_empty() {
-                return Err(Error::Usage(format!(
-                    "rule set {} works on the checkout as a whole (it has no [models]); omit {}",
-                    set.manifest.name,
-                    opts.targets.join(" ")
-                )));
+                return Err(Error::from(Usage::WholeCheckout {
+                    set: set.manifest.name.clone(),
+                    given: opts.targets.clone(),
+                }));
             }
             report.command = format!("instrument add --rules {}", set.manifest.name);
             None
@@ -210,35 +202,37 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     report.params = filled.params;
     report.notes.extend(filled.notes);
     let problems = filled.problems;
-    let mut blocked = BTreeMap::new();
-    let rule_set = match &model {
+    let params = &literals;
+    let (rule_set, blocked) = match &model {
         None if set.manifest.targets == TargetKind::Functions => {
             let Some(targets) = select_targets(&set, &root, &opts.targets, &mut report)? else {
                 report.advice = Some("fix the selection above; nothing was changed".into());
                 return Ok(report);
             };
             report.functions = targets.iter().map(FunctionTarget::name).collect();
-            expand::for_functions(&set, &targets)?
+            let on = On::Functions(&targets);
+            (
+                rules::instantiate(&set, &Target { on, params })?,
+                BTreeMap::new(),
+            )
         }
         None => {
-            set.retain_and_compile(|_| true)?;
-            set
+            let on = On::Checkout;
+            (
+                rules::instantiate(&set, &Target { on, params })?,
+                BTreeMap::new(),
+            )
         }
         Some(m) => {
-            let (model_rules, blocked_rules) = super::roles::model_rules(&root, &set, m)?;
-            blocked = blocked_rules;
-            let mut rules = model_rules.set;
-            rules.retain_and_compile(|_| true)?;
             report.model = Some(checkout::display_model(m));
-            rules
+            super::roles::model_rules(&root, &set, m, params)?
         }
     };
     let rule_set = &rule_set;
     let req = AddRequest {
         root: &root,
         rule_set,
-        model: model.as_deref(),
-        params: &literals,
+        params,
         partial: opts.partial,
         style,
         blocked,
@@ -247,12 +241,11 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
     // A parameter that could not be worked out matters only to the groups that apply:
     // under --partial, one only skipped groups use is no reason to refuse.
     for (name, problem) in problems {
-        let placeholder = format!("{{{name}}}");
         let needed = outcome.groups.iter().filter(|g| g.applies()).any(|g| {
             rule_set
                 .rules
                 .iter()
-                .any(|r| g.rules.contains(&r.id) && r.template.contains(&placeholder))
+                .any(|r| g.rules.contains(&r.id) && r.template.uses_param(&name))
         });
         if needed || !opts.partial {
             report.problems.push(problem);
@@ -315,23 +308,16 @@ fn check_model(set: &RuleSet, root: &std::path::Path, targets: &[String]) -> Res
             .iter()
             .map(|m| checkout::display_model(m))
             .collect();
-        return Err(Error::Usage(format!(
-            "name the model: instrument add MODEL (rule set {} works per model; models in this checkout: {})",
-            set.manifest.name,
-            if models.is_empty() {
-                "none".to_string()
-            } else {
-                models.join(", ")
-            }
-        )));
+        return Err(Error::from(Usage::NoModel {
+            set: set.manifest.name.clone(),
+            models,
+        }));
     }
     let [typed] = targets else {
-        return Err(Error::Usage(format!(
-            "rule set {} takes one model, got {} arguments ({})",
-            set.manifest.name,
-            targets.len(),
-            targets.join(" ")
-        )));
+        return Err(Error::from(Usage::OneModel {
+            set: set.manifest.name.clone(),
+            given: targets.to_vec(),
+        }));
     };
     let model = checkout::resolve_model(root, &set.manifest, typed)?;
     // Rules for model files are written for every model (scoping into role classes) or
@@ -350,12 +336,11 @@ fn check_model(set: &RuleSet, root: &std::path::Path, targets: &[String]) -> Res
             .iter()
             .map(|m| checkout::display_model(m))
             .collect();
-        return Err(Error::Usage(format!(
-            "rule set {} has no rules for model {} yet (it has rules for: {})",
-            set.manifest.name,
-            checkout::display_model(&model),
-            names.join(", ")
-        )));
+        return Err(Error::from(Usage::NoRulesFor {
+            set: set.manifest.name.clone(),
+            model: checkout::display_model(&model),
+            supported: names,
+        }));
     }
     Ok(model)
 }
@@ -369,12 +354,7 @@ fn select_targets(
     report: &mut AddReport,
 ) -> Result<Option<Vec<FunctionTarget>>, Error> {
     let tree = Tree::scan(&[root.join(&set.manifest.source_dir)], None)?;
-    let compilers: Vec<String> = set
-        .manifest
-        .forbid_inside
-        .iter()
-        .map(|f| f.decorator.clone())
-        .collect();
+    let compilers = rules::compilers::callables();
     let select::Selected {
         targets: picked,
         problems,

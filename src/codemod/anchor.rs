@@ -7,8 +7,7 @@ use tree_sitter::Node;
 
 use crate::python::pattern::{Bindings, Pattern};
 use crate::python::{self, Source};
-use crate::rules::set::RulePatterns;
-use crate::rules::{Occurrence, Rule};
+use crate::rules::{CompiledRule, Occurrence};
 
 /// Where a rule lands.
 pub struct Resolved<'t> {
@@ -335,13 +334,13 @@ fn pool<'t>(cache: &mut PoolCache<'t>, scope: Node<'t>) -> Vec<Node<'t>> {
         .clone()
 }
 
-/// Resolve `rule` in `src`. Patterns were validated when the rule set was loaded.
+/// Resolve `rule` in `src`.
 pub fn resolve<'t>(
     src: &'t Source,
-    rule: &Rule,
-    patterns: &RulePatterns,
+    rule: &CompiledRule,
     cache: &mut PoolCache<'t>,
 ) -> Result<Resolved<'t>, AnchorFailure> {
+    let patterns = &rule.patterns;
     let mut scope = src.root();
     let mut bindings = Bindings::new();
     for pattern in &patterns.scope {
@@ -355,7 +354,7 @@ pub fn resolve<'t>(
         let (_, b) = unique(src, "capture", &pool, pattern, &bindings, scope)?;
         merge(&mut bindings, b);
     }
-    if rule.anchor.is_none() {
+    if patterns.anchor.is_empty() {
         return Ok(Resolved {
             scope,
             anchor: None,
@@ -372,11 +371,7 @@ pub fn resolve<'t>(
         .anchor
         .first()
         .expect("a rule with an anchor has its pattern");
-    let described = rule
-        .anchor
-        .as_ref()
-        .map(|a| a.describe())
-        .unwrap_or_default();
+    let described = rule.anchor.clone().unwrap_or_default();
     let with_description = |mut f: AnchorFailure| {
         f.pattern = described.clone();
         f
@@ -401,12 +396,7 @@ pub fn resolve<'t>(
             })
         })
         .collect();
-    let occurrence = if rule.following.is_some() {
-        Occurrence::First
-    } else {
-        rule.occurrence
-    };
-    let chosen = match (occurrence, found.len()) {
+    let chosen = match (rule.occurrence, found.len()) {
         (_, 0) => {
             return Err(with_description(failure(
                 src,

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use walkdir::WalkDir;
 
-use super::error::Error;
+use super::error::{Checkout, Error, Usage};
 use crate::rules::Manifest;
 
 /// The checkout a rule set works on: `root` (or the current folder), walked up to the rule
@@ -13,10 +13,9 @@ use crate::rules::Manifest;
 pub fn root_for(root: Option<&Path>, manifest: &Manifest) -> Result<PathBuf, Error> {
     let start = root.unwrap_or(Path::new("."));
     if !start.is_dir() {
-        return Err(Error::Checkout(format!(
-            "--root {}: no such folder",
-            start.display()
-        )));
+        return Err(Error::Checkout(Checkout::NoSuchRoot {
+            root: start.display().to_string(),
+        }));
     }
     match &manifest.root_marker {
         Some(marker) => find_root(start, marker),
@@ -38,10 +37,10 @@ pub fn find_root(start: &Path, marker: &str) -> Result<PathBuf, Error> {
         }
         dir = d.parent();
     }
-    Err(Error::Checkout(format!(
-        "{} is not inside a checkout this rule set applies to (no {marker} here or above); run from the checkout or pass --root DIR",
-        start.display()
-    )))
+    Err(Error::Checkout(Checkout::NotInside {
+        start: start.display().to_string(),
+        marker: marker.to_string(),
+    }))
 }
 
 /// Folders never worth scanning: version control, environments, caches, build output.
@@ -139,10 +138,9 @@ pub struct Scope {
 pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Result<Scope, Error> {
     for p in paths {
         if !p.exists() {
-            return Err(Error::Checkout(format!(
-                "{}: no such file or folder",
-                p.display()
-            )));
+            return Err(Error::Checkout(Checkout::NoSuchPath {
+                path: p.display().to_string(),
+            }));
         }
     }
     let absolute = |p: &Path| p.canonicalize().map_err(|e| Error::io(p.display(), e));
@@ -167,10 +165,9 @@ pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Resu
     };
     if let Some(r) = root {
         if !r.is_dir() {
-            return Err(Error::Checkout(format!(
-                "--root {}: no such folder",
-                r.display()
-            )));
+            return Err(Error::Checkout(Checkout::NoSuchRoot {
+                root: r.display().to_string(),
+            }));
         }
         let root = absolute(r)?;
         return Ok(Scope {
@@ -199,11 +196,10 @@ pub fn scope(root: Option<&Path>, paths: &[PathBuf], markers: &[String]) -> Resu
     }
     let cwd = absolute(Path::new("."))?;
     if paths.is_empty() {
-        return Err(Error::Checkout(format!(
-            "{} is not inside a checkout (no {} here or above); pass --root DIR, or the files and folders to look at",
-            cwd.display(),
-            markers.join(" or ")
-        )));
+        return Err(Error::Checkout(Checkout::NoneHere {
+            cwd: cwd.display().to_string(),
+            markers: markers.to_vec(),
+        }));
     }
     Ok(Scope {
         targets: targets(&cwd)?,
@@ -266,9 +262,10 @@ pub fn display_model(stem: &str) -> String {
 /// Map what the user typed (`qwen3-moe`, `qwen3.5-moe`, `qwen3_moe`) onto a model file stem.
 pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<String, Error> {
     let models = available_models(root, manifest);
-    let spec = manifest.models.as_ref().ok_or_else(|| {
-        Error::Usage("this rule set does not work per model; omit the model name".into())
-    })?;
+    let spec = manifest
+        .models
+        .as_ref()
+        .ok_or(Error::from(Usage::NotPerModel))?;
     let lowered = typed.trim().to_lowercase();
     let mut candidates = vec![
         lowered.replace('-', "_"),
@@ -292,15 +289,18 @@ pub fn resolve_model(root: &Path, manifest: &Manifest, typed: &str) -> Result<St
         .iter()
         .find(|c| root.join(&spec.dir).join(format!("{c}.py")).is_file())
     {
-        return Err(Error::Usage(format!(
-            "`{typed}` is not a model: {}/{stem}.py exists, but it holds no decoder layer or model class the rules recognise (rule set {} does not count it as a model); models in this checkout: {listed}",
-            spec.dir, manifest.name
-        )));
+        return Err(Error::from(Usage::NotAModel {
+            typed: typed.to_string(),
+            file: format!("{}/{stem}.py", spec.dir),
+            set: manifest.name.clone(),
+            models: listed,
+        }));
     }
-    Err(Error::Usage(format!(
-        "unknown model `{typed}`: no {}/{}.py (models in this checkout: {listed})",
-        spec.dir, candidates[0],
-    )))
+    Err(Error::from(Usage::UnknownModel {
+        typed: typed.to_string(),
+        file: format!("{}/{}.py", spec.dir, candidates[0]),
+        models: listed,
+    }))
 }
 
 /// Top-level packages and modules of a checkout, as ruff finds first-party code: folders

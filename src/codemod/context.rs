@@ -10,12 +10,11 @@ use super::failure::{Failure, FailureKind};
 use super::planned::Planned;
 use crate::python::Source;
 use crate::python::style::Style;
-use crate::rules::set::RulePatterns;
-use crate::rules::{ForbiddenDecorator, Rule, RuleSet};
+use crate::rules::{CompiledRule, CompiledSet, ForbiddenDecorator};
 
 /// What planning needs besides the file: the rule set and the parameter values.
 pub struct PlanContext<'a> {
-    pub rule_set: &'a RuleSet,
+    pub rule_set: &'a CompiledSet,
     /// Template parameters (`RANKS` -> `{3, 14}`).
     pub params: &'a BTreeMap<String, String>,
     /// Top-level packages isort treats as first party (the rule set's and the checkout's own).
@@ -28,17 +27,12 @@ pub struct PlanContext<'a> {
 
 impl PlanContext<'_> {
     /// The rule set's rule `index`.
-    pub(super) fn rule(&self, index: usize) -> &Rule {
+    pub(super) fn rule(&self, index: usize) -> &CompiledRule {
         &self.rule_set.rules[index]
     }
 
-    /// The compiled patterns of rule `index`.
-    pub(super) fn patterns(&self, index: usize) -> &RulePatterns {
-        &self.rule_set.patterns[index]
-    }
-
     /// The rule set's rule with id `id`, if it has one.
-    pub(super) fn rule_by_id(&self, id: &str) -> Option<&Rule> {
+    pub(super) fn rule_by_id(&self, id: &str) -> Option<&CompiledRule> {
         self.rule_set.rules.iter().find(|r| r.id == id)
     }
 

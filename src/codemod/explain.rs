@@ -6,7 +6,7 @@ use std::path::Path;
 use super::anchor;
 use super::markers;
 use crate::python::{self, Source};
-use crate::rules::{Rule, RuleSet};
+use crate::rules::CompiledSet;
 
 /// Where one rule lands, or why it does not.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -35,14 +35,14 @@ fn first_line(src: &Source, node: tree_sitter::Node) -> String {
         .to_string()
 }
 
-/// Resolve `rules` (already filtered for the model) under `root`.
-pub fn explain(root: &Path, set: &RuleSet, rules: &[&Rule], model: Option<&str>) -> Vec<Landing> {
+/// Resolve every rule of `set` (instantiated for one model) under `root`.
+pub fn explain(root: &Path, set: &CompiledSet) -> Vec<Landing> {
     let mut out = Vec::new();
     // Each file without this set's regions, and for each of its lines the line it is now.
     let mut cache: std::collections::BTreeMap<String, Option<(Source, Vec<usize>)>> =
         Default::default();
-    for rule in rules {
-        let file = rule.file.replace("{MODEL}", model.unwrap_or("{MODEL}"));
+    for rule in &set.rules {
+        let file = rule.file.clone();
         let src = cache.entry(file.clone()).or_insert_with(|| {
             let bytes = std::fs::read(root.join(&file)).ok()?;
             // Resolve on the tree as it is without this set's regions, then map back.
@@ -71,32 +71,30 @@ pub fn explain(root: &Path, set: &RuleSet, rules: &[&Rule], model: Option<&str>)
                 landing.error =
                     Some("the file does not exist in this checkout (or is not UTF-8 text)".into())
             }
-            Some((src, origin)) => match anchor::resolve(
-                src,
-                rule,
-                set.patterns_of(rule),
-                &mut anchor::PoolCache::new(),
-            ) {
-                Ok(r) => {
-                    let node = r.anchor.unwrap_or(r.scope);
-                    let clean_line = node.start_position().row + 1;
-                    landing.line = Some(origin.get(clean_line - 1).map_or(clean_line, |l| l + 1));
-                    landing.matched = Some(first_line(src, node));
-                    landing.bindings = r.bindings;
+            Some((src, origin)) => {
+                match anchor::resolve(src, rule, &mut anchor::PoolCache::new()) {
+                    Ok(r) => {
+                        let node = r.anchor.unwrap_or(r.scope);
+                        let clean_line = node.start_position().row + 1;
+                        landing.line =
+                            Some(origin.get(clean_line - 1).map_or(clean_line, |l| l + 1));
+                        landing.matched = Some(first_line(src, node));
+                        landing.bindings = r.bindings;
+                    }
+                    Err(f) => {
+                        let (msg, candidates) = super::plan::describe_anchor_failure(&f);
+                        let c: Vec<String> = candidates
+                            .iter()
+                            .map(|(l, t)| format!("line {l} `{t}`"))
+                            .collect();
+                        landing.error = Some(if c.is_empty() {
+                            msg
+                        } else {
+                            format!("{msg}; closest: {}", c.join(", "))
+                        });
+                    }
                 }
-                Err(f) => {
-                    let (msg, candidates) = super::plan::describe_anchor_failure(&f);
-                    let c: Vec<String> = candidates
-                        .iter()
-                        .map(|(l, t)| format!("line {l} `{t}`"))
-                        .collect();
-                    landing.error = Some(if c.is_empty() {
-                        msg
-                    } else {
-                        format!("{msg}; closest: {}", c.join(", "))
-                    });
-                }
-            },
+            }
         }
         out.push(landing);
     }

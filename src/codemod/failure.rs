@@ -6,7 +6,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::rules::Rule;
+use crate::rules::CompiledRule;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -74,7 +74,7 @@ impl Failure {
     }
 
     /// The same failure, as one of `rule` (and its group).
-    pub fn for_rule(self, rule: &Rule) -> Failure {
+    pub fn for_rule(self, rule: &CompiledRule) -> Failure {
         self.for_rule_id(&rule.id, Some(&rule.group))
     }
 

@@ -18,9 +18,9 @@ use super::failure::{Failure, FailureKind};
 use super::imports;
 use super::markers;
 use super::signature;
-use super::template::{self, Original, Rendered};
+use super::template::{self, Original, RenderError, Rendered};
 use crate::python;
-use crate::rules::{Position, Rule};
+use crate::rules::{CompiledRule, Position};
 
 /// Where a rule's code lands, as the checks of its place read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,9 +49,9 @@ pub(super) enum BuildError {
     /// The place does not take code: why, and the line it names, if any.
     #[error("{why}")]
     Place { line: Option<usize>, why: Refusal },
-    /// The template cannot be rendered there (`template::render`'s reason).
-    #[error("{0}")]
-    Template(String),
+    /// The template cannot be rendered there.
+    #[error(transparent)]
+    Template(#[from] RenderError),
 }
 
 /// Why a place does not take code.
@@ -71,9 +71,9 @@ pub(super) enum Refusal {
     EmptyBody,
     #[error("the body is on the same line as its header; put it on its own lines first")]
     BodyOnHeaderLine,
-    /// `signature::plan_add_parameter`'s reason.
-    #[error("{0}")]
-    Signature(String),
+    /// Why the signature does not take the parameter.
+    #[error(transparent)]
+    Signature(#[from] signature::Unplaceable),
 }
 
 impl BuildError {
@@ -152,7 +152,7 @@ pub(super) fn target<'t>(
         return Err(Box::new(failure));
     }
     let (src, rule) = (cx.src, cx.plan.rule(index));
-    let resolved = anchor::resolve(src, rule, cx.plan.patterns(index), cache).map_err(|f| {
+    let resolved = anchor::resolve(src, rule, cache).map_err(|f| {
         let (message, candidates) = describe_anchor_failure(&f);
         let failure = cx.fail_rule(index, FailureKind::Anchor, f.searched_from, message);
         Box::new(failure.with_candidates(candidates))
@@ -219,7 +219,12 @@ pub(super) fn imports(cx: &FileContext, rules: &[usize]) -> (Vec<Fix>, Vec<Failu
                 Ok(None) => continue,
                 Ok(Some(planned)) => planned,
                 Err(why) => {
-                    failures.push(cx.fail_rule(index, FailureKind::Template, None, why));
+                    failures.push(cx.fail_rule(
+                        index,
+                        FailureKind::Template,
+                        None,
+                        why.to_string(),
+                    ));
                     continue;
                 }
             };
@@ -256,7 +261,7 @@ pub(super) fn imports(cx: &FileContext, rules: &[usize]) -> (Vec<Fix>, Vec<Failu
 /// What a position's builder works with: one rule at its target in one file.
 pub(super) struct Build<'a, 't> {
     pub(super) cx: &'a FileContext<'t>,
-    pub(super) rule: &'a Rule,
+    pub(super) rule: &'a CompiledRule,
     pub(super) resolved: &'a anchor::Resolved<'t>,
     pub(super) cache: &'a anchor::PoolCache<'t>,
 }
@@ -270,7 +275,6 @@ impl Build<'_, '_> {
     ) -> Result<Rendered, BuildError> {
         template::render(
             &self.rule.template,
-            self.cx.plan.params,
             &self.resolved.bindings,
             original,
             base,

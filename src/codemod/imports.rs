@@ -151,6 +151,13 @@ fn bound_names(import: &Source) -> Vec<String> {
     out
 }
 
+/// A rule's import that is not one import statement.
+#[derive(Debug, thiserror::Error)]
+#[error("`{import}` is not a single import statement")]
+pub struct NotAnImport {
+    pub import: String,
+}
+
 /// Where to add `import` (a single import statement), or `None` when every name it
 /// binds is bound already. Returns the byte offset (a line start), the import line, and
 /// on which side an empty line must come with it when it opens an isort section.
@@ -158,7 +165,7 @@ pub fn plan_import(
     src: &Source,
     import: &str,
     first_party: &[String],
-) -> Result<Option<(usize, String, Blank)>, String> {
+) -> Result<Option<(usize, String, Blank)>, NotAnImport> {
     let parsed = Source::parse(format!("{}\n", import.trim()));
     let stmts = python::statements_of(parsed.root());
     if parsed.first_error().is_some()
@@ -168,7 +175,9 @@ pub fn plan_import(
             "import_statement" | "import_from_statement"
         )
     {
-        return Err(format!("`{import}` is not a single import statement"));
+        return Err(NotAnImport {
+            import: import.to_string(),
+        });
     }
     let wanted = bound_names(&parsed);
     let bound = crate::python::names::module_bindings(src);

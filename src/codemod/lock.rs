@@ -105,11 +105,10 @@ pub fn lock(root: &Path, mode: Mode) -> Result<CheckoutLock, Error> {
             });
         }
         if started.elapsed() >= timeout() {
-            return Err(Error::Busy(format!(
-                "{}: another instrument run is working on this checkout (waited {}s); let it finish, then run the command again",
-                root.display(),
-                started.elapsed().as_secs()
-            )));
+            return Err(Error::Busy {
+                root: root.display().to_string(),
+                waited_s: started.elapsed().as_secs(),
+            });
         }
         if !told && started.elapsed() > Duration::from_millis(500) {
             eprintln!(

@@ -11,7 +11,6 @@ mod context;
 pub mod diff;
 pub mod edit;
 pub mod error;
-pub mod expand;
 pub mod explain;
 pub use error::Error;
 pub mod failure;

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use super::error::Error;
 use crate::python::{literal, style::Style};
 use crate::rules::{Manifest, ParamDefault, ParamKind, ParamSpec};
 
@@ -49,35 +48,123 @@ pub fn shown(name: &str, spec: &ParamSpec) -> String {
     }
 }
 
-/// Check `text` as given for a parameter of `spec`'s kind.
-pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, Error> {
-    parse_text(spec, flag, text).map_err(Error::Usage)
+/// Why a value given (or a rule set's default) does not fit its parameter's kind: each
+/// says what to give instead. `flag` is how the user gives it (`--ranks`).
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ValueError {
+    #[error("{flag} is empty; give comma-separated non-negative integers, e.g. {flag} 3,14")]
+    NoIntegers { flag: String },
+    #[error("{flag} {}: `{part}` is too large (the largest is {})", .text.escape_debug(), u64::MAX)]
+    ItemTooLarge {
+        flag: String,
+        text: String,
+        part: String,
+    },
+    #[error(
+        "{flag} {}: `{}` is not a non-negative integer (expected e.g. {flag} 3,14)",
+        .text.escape_debug(),
+        .part.escape_debug()
+    )]
+    ItemNotAnInteger {
+        flag: String,
+        text: String,
+        part: String,
+    },
+    #[error("{flag} {text}: too large (the largest is {})", u64::MAX)]
+    TooLarge { flag: String, text: String },
+    #[error("{flag} {}: not a non-negative integer", .text.escape_debug())]
+    NotAnInteger { flag: String, text: String },
+    #[error(
+        "{flag} {text:?}: character {} is a control character ({}); a value ends up in Python source and must not hold one{}",
+        .at + 1,
+        .ch.escape_unicode(),
+        if *.ch == '\r' { " (a CRLF line ending from a launcher script?)" } else { "" }
+    )]
+    Control {
+        flag: String,
+        text: String,
+        /// Its index among the text's characters.
+        at: usize,
+        ch: char,
+    },
+    #[error("{flag} is empty; give a folder, e.g. {flag} /tmp")]
+    NoFolder { flag: String },
+    #[error("{flag} {text}: expected one of {}", .choices.join(", "))]
+    NotAChoice {
+        flag: String,
+        text: String,
+        choices: Vec<String>,
+    },
 }
 
-/// `parse`, the reason as text.
-fn parse_text(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String> {
-    let ints = |text: &str| -> Result<Vec<u64>, String> {
+/// Why the parameters cannot be filled in: a flag or parameter the rule set does not
+/// have, a value that does not fit, one that is needed and not given.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Value(#[from] ValueError),
+    #[error("--{flag}: rule set {set} has no parameter it sets (its parameters: {params})")]
+    NoSuchFlag {
+        flag: String,
+        set: String,
+        params: String,
+    },
+    #[error(
+        "--param {name}={value}: rule set {set} has no parameter {name} (its parameters: {params})"
+    )]
+    NoSuchParam {
+        name: String,
+        value: String,
+        set: String,
+        params: String,
+    },
+    #[error("rule set {set}: the default of {name}: {error}")]
+    BadDefault {
+        set: String,
+        name: String,
+        error: ValueError,
+    },
+    #[error("rule set {set} needs {name} ({help}): pass {flag}")]
+    Missing {
+        set: String,
+        name: String,
+        help: String,
+        flag: String,
+    },
+}
+
+/// `fill`'s error: the parameters', or `E`, why a value given does not fit the checkout
+/// (the caller's check).
+#[derive(Debug, thiserror::Error)]
+pub enum FillError<E: std::error::Error + 'static> {
+    #[error(transparent)]
+    Params(Box<Error>),
+    #[error(transparent)]
+    Given(E),
+}
+
+impl<E: std::error::Error + 'static> From<Error> for FillError<E> {
+    fn from(e: Error) -> FillError<E> {
+        FillError::Params(Box::new(e))
+    }
+}
+
+/// Check `text` as given for a parameter of `spec`'s kind.
+pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, ValueError> {
+    let flag_ = || flag.to_string();
+    let ints = |text: &str| -> Result<Vec<u64>, ValueError> {
         if text.trim().is_empty() {
-            return Err(format!(
-                "{flag} is empty; give comma-separated non-negative integers, e.g. {flag} 3,14"
-            ));
+            return Err(ValueError::NoIntegers { flag: flag_() });
         }
         let mut out = Vec::new();
         for part in text.split(',') {
             let p = part.trim();
             let n: u64 = p.parse().map_err(|_| {
+                let (flag, text, part) = (flag_(), text.to_string(), p.to_string());
                 if too_large(p) {
-                    format!(
-                        "{flag} {}: `{p}` is too large (the largest is {})",
-                        text.escape_debug(),
-                        u64::MAX
-                    )
+                    ValueError::ItemTooLarge { flag, text, part }
                 } else {
-                    format!(
-                        "{flag} {}: `{}` is not a non-negative integer (expected e.g. {flag} 3,14)",
-                        text.escape_debug(),
-                        p.escape_debug()
-                    )
+                    ValueError::ItemNotAnInteger { flag, text, part }
                 }
             })?;
             if !out.contains(&n) {
@@ -93,34 +180,36 @@ fn parse_text(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, String>
             let t = text.trim();
             t.parse::<u64>().map(Value::Int).map_err(|_| {
                 if too_large(t) {
-                    format!("{flag} {t}: too large (the largest is {})", u64::MAX)
+                    ValueError::TooLarge {
+                        flag: flag_(),
+                        text: t.to_string(),
+                    }
                 } else {
-                    format!("{flag} {}: not a non-negative integer", text.escape_debug())
+                    ValueError::NotAnInteger {
+                        flag: flag_(),
+                        text: text.to_string(),
+                    }
                 }
             })
         }
         ParamKind::Path | ParamKind::String | ParamKind::Choice => {
             if let Some((at, ch)) = literal::first_control(text) {
-                return Err(format!(
-                    "{flag} {:?}: character {} is a control character ({}); a value ends up in Python source and must not hold one{}",
-                    text,
-                    at + 1,
-                    ch.escape_unicode(),
-                    if ch == '\r' {
-                        " (a CRLF line ending from a launcher script?)"
-                    } else {
-                        ""
-                    }
-                ));
+                return Err(ValueError::Control {
+                    flag: flag_(),
+                    text: text.to_string(),
+                    at,
+                    ch,
+                });
             }
             if spec.kind == ParamKind::Path && text.is_empty() {
-                return Err(format!("{flag} is empty; give a folder, e.g. {flag} /tmp"));
+                return Err(ValueError::NoFolder { flag: flag_() });
             }
             if spec.kind == ParamKind::Choice && !spec.choices.iter().any(|c| c == text) {
-                return Err(format!(
-                    "{flag} {text}: expected one of {}",
-                    spec.choices.join(", ")
-                ));
+                return Err(ValueError::NotAChoice {
+                    flag: flag_(),
+                    text: text.to_string(),
+                    choices: spec.choices.clone(),
+                });
             }
             Ok(Value::Text(text.to_string()))
         }
@@ -173,18 +262,18 @@ impl Filled {
 }
 
 /// Outcome of a computed default: the value and why, or why it could not be chosen.
-pub type Computed = Result<(Value, String), String>;
+pub type Computed<E> = Result<(Value, String), E>;
 
 /// Fill in every parameter `manifest` declares. `compute` works out a computed default
-/// (by its `[computed]` name, for the parameter set by the flag given); `check_given`
-/// checks a given value that has one (against the model, say).
-pub fn fill(
+/// (by its `[computed]` name, for the parameter set by the flag given), or says why it
+/// cannot; `check_given` checks a given value that has one (against the model, say).
+pub fn fill<E: std::error::Error + 'static>(
     manifest: &Manifest,
     given: &Given,
     style: &Style,
-    mut compute: impl FnMut(&str, &str) -> Computed,
-    mut check_given: impl FnMut(&str, &str, &Value) -> Result<Option<String>, String>,
-) -> Result<Filled, Error> {
+    mut compute: impl FnMut(&str, &str) -> Computed<E>,
+    mut check_given: impl FnMut(&str, &str, &Value) -> Result<Option<String>, E>,
+) -> Result<Filled, FillError<E>> {
     let set = &manifest.name;
     for flag in given.flags.keys() {
         if !manifest
@@ -192,18 +281,23 @@ pub fn fill(
             .values()
             .any(|p| p.flag.as_deref() == Some(flag.as_str()))
         {
-            return Err(Error::Usage(format!(
-                "--{flag}: rule set {set} has no parameter it sets (its parameters: {})",
-                names(manifest)
-            )));
+            return Err(Error::NoSuchFlag {
+                flag: flag.clone(),
+                set: set.clone(),
+                params: names(manifest),
+            }
+            .into());
         }
     }
     for (name, value) in given.params {
         if !manifest.params.contains_key(name) {
-            return Err(Error::Usage(format!(
-                "--param {name}={value}: rule set {set} has no parameter {name} (its parameters: {})",
-                names(manifest)
-            )));
+            return Err(Error::NoSuchParam {
+                name: name.clone(),
+                value: value.clone(),
+                set: set.clone(),
+                params: names(manifest),
+            }
+            .into());
         }
     }
     let mut filled = Filled {
@@ -222,18 +316,20 @@ pub fn fill(
             .or_else(|| spec.flag.as_ref().and_then(|f| given.flags.get(f)));
         let (value, origin) = match (text, &spec.default) {
             (Some(t), default) => {
-                let v = parse(spec, &flag, t)?;
+                let v = parse(spec, &flag, t).map_err(Error::from)?;
                 let checked = default.as_ref().and_then(ParamDefault::computed);
                 if let Some(c) = checked
-                    && let Some(note) = check_given(c, &flag, &v).map_err(Error::Usage)?
+                    && let Some(note) = check_given(c, &flag, &v).map_err(FillError::Given)?
                 {
                     filled.notes.push(note);
                 }
                 (v, Origin::Flag)
             }
             (None, Some(ParamDefault::Text(t))) => (
-                parse(spec, &flag, t).map_err(|e| {
-                    Error::Usage(format!("rule set {set}: the default of {name}: {e}"))
+                parse(spec, &flag, t).map_err(|error| Error::BadDefault {
+                    set: set.clone(),
+                    name: name.clone(),
+                    error,
                 })?,
                 Origin::Default,
             ),
@@ -277,10 +373,13 @@ pub fn fill(
             }
             (None, None) if spec.optional => (Value::None, Origin::Unset),
             (None, None) => {
-                return Err(Error::Usage(format!(
-                    "rule set {set} needs {name} ({}): pass {flag}",
-                    spec.help
-                )));
+                return Err(Error::Missing {
+                    set: set.clone(),
+                    name: name.clone(),
+                    help: spec.help.clone(),
+                    flag,
+                }
+                .into());
             }
         };
         filled.params.push(Param {
@@ -377,6 +476,11 @@ mod tests {
         );
     }
 
+    /// Why a computed value is not there, as the caller's computation says it.
+    #[derive(Debug, thiserror::Error)]
+    #[error("{0}")]
+    struct Why(&'static str);
+
     #[test]
     fn defaults_flow_from_the_rule_set() {
         let manifest: Manifest = toml::from_str(
@@ -415,14 +519,17 @@ help = "stacks"
             &manifest,
             &given,
             &style,
-            |_, _| Err("no config".into()),
+            |_, _| Err(Why("no config")),
             |_, _, _| Ok(None),
         )
         .unwrap();
         let lits = filled.literals();
         assert_eq!(lits["DETAIL_LAYERS"], "None");
         assert_eq!(lits["STACKS"], "\"python\"");
-        assert!(filled.notes[0].contains("chosen at run time: no config"));
+        assert_eq!(
+            filled.notes[0],
+            "detail layers chosen at run time: no config"
+        );
         assert!(filled.problems.is_empty());
         let flags = BTreeMap::from([("stacks".to_string(), "all".to_string())]);
         let given = Given {
@@ -434,7 +541,7 @@ help = "stacks"
             &given,
             &style,
             |_, _| Ok((Value::Ints(vec![0, 1]), "why".into())),
-            |_, _, _| Ok(None),
+            |_, _, _| Ok::<_, Why>(None),
         )
         .unwrap();
         assert_eq!(filled.literals()["DETAIL_LAYERS"], "(5, 6)");

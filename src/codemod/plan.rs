@@ -20,7 +20,7 @@ use super::markers;
 use super::planned::Planned;
 use crate::kept::Kept;
 use crate::python::{self, KindOf, Source};
-use crate::rules::Rule;
+use crate::rules::CompiledRule;
 
 /// The plan for one file.
 #[derive(Debug, Clone)]
@@ -82,7 +82,7 @@ impl FilePlan {
 pub fn plan_file(
     file: &str,
     on_disk: &str,
-    rules: &[(usize, &Rule)],
+    rules: &[(usize, &CompiledRule)],
     ctx: &PlanContext,
 ) -> FilePlan {
     plan_with(check::PASSES, file, on_disk, rules, ctx)
@@ -93,7 +93,7 @@ fn plan_with(
     passes: &[&dyn Pass],
     file: &str,
     on_disk: &str,
-    rules: &[(usize, &Rule)],
+    rules: &[(usize, &CompiledRule)],
     ctx: &PlanContext,
 ) -> FilePlan {
     let mut plan = FilePlan {
@@ -337,22 +337,23 @@ mod tests {
     use super::*;
     use crate::codemod::edit::Edit;
     use crate::codemod::fix::Place;
-    use crate::rules::RuleSet;
+    use crate::rules::CompiledSet;
     use serde_json::json;
     use std::collections::BTreeMap;
 
     /// A rule set of its own: `rules` (TOML `[[rule]]` tables) in a set named `t`, which
     /// forbids code inside `torch.compile`.
-    fn rule_set(rules: &str) -> RuleSet {
+    fn rule_set(rules: &str) -> CompiledSet {
         let dir = tempfile::tempdir().unwrap();
-        let manifest = "name = \"t\"\ndescription = \"t\"\nsource_dir = \".\"\n\n[[forbid_inside]]\ndecorator = \"torch.compile\"\nreason = \"it is compiled\"\n";
+        let manifest = "name = \"t\"\ndescription = \"t\"\nsource_dir = \".\"\n\n[compiled]\nreason = \"it is compiled\"\n";
         std::fs::write(dir.path().join("ruleset.toml"), manifest).unwrap();
         std::fs::write(dir.path().join("rules.toml"), rules).unwrap();
-        crate::rules::load_rule_set(dir.path().to_str().unwrap()).unwrap()
+        let raw = crate::rules::load(dir.path().to_str().unwrap()).unwrap();
+        crate::rules::instantiate::review(&raw).unwrap()
     }
 
     /// Plan every rule of `set` on `text` (as `m.py`) with the checks `passes`.
-    fn plan(set: &RuleSet, text: &str, passes: &[&dyn Pass]) -> FilePlan {
+    fn plan(set: &CompiledSet, text: &str, passes: &[&dyn Pass]) -> FilePlan {
         let (params, blocked) = (BTreeMap::new(), BTreeMap::new());
         let ctx = PlanContext {
             rule_set: set,
@@ -361,7 +362,7 @@ mod tests {
             style: &crate::python::style::Style::default(),
             blocked: &blocked,
         };
-        let rules: Vec<(usize, &Rule)> = set.rules.iter().enumerate().collect();
+        let rules: Vec<(usize, &CompiledRule)> = set.rules.iter().enumerate().collect();
         plan_with(passes, "m.py", text, &rules, &ctx)
     }
 

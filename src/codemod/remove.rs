@@ -42,7 +42,7 @@ pub struct RemoveReport {
 
 pub fn run(opts: &RemoveOptions) -> Result<RemoveReport, super::Error> {
     let only = match &opts.rules {
-        Some(spec) => Some(crate::rules::load::load_rules_only(spec)?),
+        Some(spec) => Some(crate::rules::load(spec)?),
         None => None,
     };
     let scope = super::checkout::scope(

@@ -10,7 +10,7 @@ use tree_sitter::Node;
 
 use crate::python::pattern::Pattern;
 use crate::python::{self, Source};
-use crate::rules::{ModelsSpec, RoleSpec};
+use crate::rules::{self, CompiledSet, ModelsSpec, On, RoleSpec, RuleSet, Target};
 
 /// The roles of one model file.
 #[derive(Debug, Default)]
@@ -165,7 +165,7 @@ pub fn find(src: &Source, file: &str, model: &str, spec: &ModelsSpec) -> Roles {
             let needs: Vec<&str> = role
                 .holds
                 .as_deref()
-                .map(crate::rules::models::placeholders)
+                .map(crate::rules::template::placeholders)
                 .unwrap_or_default();
             if needs.iter().any(|n| {
                 !roles.classes.contains_key(*n) && !roles.unplaced.contains_key(*n) && *n != name
@@ -204,10 +204,7 @@ pub fn find(src: &Source, file: &str, model: &str, spec: &ModelsSpec) -> Roles {
             }
             let holds = match role.holds.as_deref() {
                 Some(h) => {
-                    let mut text = h.to_string();
-                    for (r, c) in &roles.classes {
-                        text = text.replace(&format!("{{{r}}}"), c);
-                    }
+                    let text = crate::rules::template::fill(h, &|r| roles.classes.get(r).cloned());
                     match Pattern::compile(&text) {
                         Ok(p) => Some(p),
                         Err(e) => {
@@ -329,17 +326,25 @@ pub fn describe(role: &str, spec: &ModelsSpec, unplaced: &Unplaced) -> String {
     )
 }
 
-/// The rules of `set` for `model` in the checkout at `root`: its role classes found in
-/// its file (parsed once, the parse shared with the planner), every rule in its place.
-/// Rules scoping into a role that could not be placed come with their failure.
+/// The rules of `set` for `model` in the checkout at `root`, instantiated with `params`:
+/// its role classes found in its file (parsed once, the parse shared with the planner),
+/// every rule in its place. Rules scoping into a role that could not be placed come with
+/// their failure, by index in the compiled set.
 pub fn model_rules(
     root: &std::path::Path,
-    set: &crate::rules::RuleSet,
+    set: &RuleSet,
     model: &str,
-) -> Result<(crate::rules::models::ModelRules, BTreeMap<usize, Blocked>), crate::rules::Error> {
+    params: &BTreeMap<String, String>,
+) -> Result<(CompiledSet, BTreeMap<usize, Blocked>), crate::rules::Error> {
+    let instantiate = |classes: &BTreeMap<String, String>| {
+        let on = On::Model {
+            name: model,
+            classes,
+        };
+        rules::instantiate(set, &Target { on, params })
+    };
     let Some(spec) = &set.manifest.models else {
-        return crate::rules::models::for_model(set, model, &BTreeMap::new())
-            .map(|m| (m, BTreeMap::new()));
+        return instantiate(&BTreeMap::new()).map(|rules| (rules, BTreeMap::new()));
     };
     let file = format!("{}/{model}.py", spec.dir);
     let roles = if spec.roles.is_empty() {
@@ -356,7 +361,7 @@ pub fn model_rules(
             Err(_) => Roles::default(),
         }
     };
-    let rules = crate::rules::models::for_model(set, model, &roles.classes)?;
+    let rules = instantiate(&roles.classes)?;
     let blocked = rules
         .unplaced
         .iter()

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use super::markers;
 use super::plan::{self, PlanContext};
-use crate::rules::{Example, Rule, RuleSet};
+use crate::rules::{self, CompiledSet, Example, FunctionTarget, On, RuleSet, Target};
 
 /// One example's outcome.
 #[derive(Debug)]
@@ -53,84 +53,91 @@ fn first_difference(expected: &str, got: &str) -> String {
     "outputs differ".into()
 }
 
+/// Why an example does not pass.
+#[derive(Debug, thiserror::Error)]
+enum Problem {
+    #[error("an example of a per-target rule needs params.TARGET")]
+    NoTarget,
+    #[error(
+        "role {role} is not in the example ({why}); write the class as a model file has it, or name it with roles = {{ {role} = \"...\" }}"
+    )]
+    RoleNotFound { role: String, why: String },
+    #[error("{0}")]
+    Rules(#[from] crate::rules::Error),
+    #[error("expected an error containing {want:?}, got: {got}")]
+    OtherError { want: String, got: String },
+    #[error("expected an error containing {want:?}, but the rule applied")]
+    Applied { want: String },
+    #[error("the rule did not apply: {0}")]
+    NotApplied(String),
+    #[error("unexpected output ({0})")]
+    Output(String),
+    #[error("removing the rule's regions does not restore the input byte for byte")]
+    NotRestored,
+    #[error("the output's markers do not read back: {0}")]
+    Markers(String),
+}
+
 fn run_example(
     set: &RuleSet,
     defaults: &BTreeMap<String, String>,
     index: usize,
-    rule: &Rule,
     example: &Example,
 ) -> (Option<String>, String) {
     let mut output = String::new();
-    let roles = crate::rules::models::roles_of(rule, set);
-    if rule.per.is_none() && !roles.is_empty() {
-        // A rule scoping into role classes: the example's snippet is a model file, its
-        // roles found as `add` finds them (or named by the example).
-        let concrete = match with_roles(set, rule, example, &roles) {
-            Ok(c) => c,
-            Err(e) => return (Some(e), output),
-        };
-        let problem = check_example(
-            &concrete,
-            defaults,
-            0,
-            &concrete.rules[0],
-            example,
-            &mut output,
-        );
-        return (problem, output);
-    }
-    if rule.per.is_none() {
-        let problem = check_example(set, defaults, index, rule, example, &mut output);
-        return (problem, output);
-    }
-    // A rule written per target: expand it for the example's TARGET (`Class.method` or
-    // `func`) in a file named after the rule, then test the concrete rule.
-    let Some(target) = example.params.get("TARGET") else {
-        return (
-            Some("an example of a per-target rule needs params.TARGET".into()),
-            output,
-        );
-    };
-    let (class, function) = match target.split_once('.') {
-        Some((c, f)) => (Some(c.to_string()), f.to_string()),
-        None => (None, target.clone()),
-    };
-    let file = "example.py".to_string();
-    let concrete = match super::expand::for_functions(
-        &RuleSet {
-            manifest: set.manifest.clone(),
-            rules: vec![rule.clone()],
-            patterns: vec![Default::default()],
-            origin: set.origin.clone(),
-            rule_files: vec![String::new()],
-        },
-        &[super::expand::FunctionTarget {
-            file,
-            class,
-            function,
-        }],
-    ) {
-        Ok(c) => c,
-        Err(e) => return (Some(e.to_string()), output),
-    };
-    let problem = check_example(
-        &concrete,
-        defaults,
-        0,
-        &concrete.rules[0],
-        example,
-        &mut output,
-    );
-    (problem, output)
+    let mut params = defaults.clone();
+    params.extend(example.params.clone());
+    let problem = instantiate(set, index, example, &params)
+        .and_then(|rules| check_example(&rules, &params, example, &mut output));
+    (problem.err().map(|p| p.to_string()), output)
 }
 
-/// `rule` alone, its role placeholders filled from the example's snippet.
-fn with_roles(
+/// Rule `index` of `set` alone, for its example: a rule written per target for the
+/// example's TARGET (`Class.method` or `func`) in a file named after the rule; a rule
+/// scoping into role classes with the classes of the example's snippet (a model file, its
+/// roles found as `add` finds them, or named by the example); any other as written.
+fn instantiate(
     set: &RuleSet,
-    rule: &Rule,
+    index: usize,
+    example: &Example,
+    params: &BTreeMap<String, String>,
+) -> Result<CompiledSet, Problem> {
+    let rule = &set.rules[index];
+    let one = set.only(index);
+    if rule.per.is_some() {
+        let target = example.params.get("TARGET").ok_or(Problem::NoTarget)?;
+        let (class, function) = match target.split_once('.') {
+            Some((c, f)) => (Some(c.to_string()), f.to_string()),
+            None => (None, target.clone()),
+        };
+        let targets = [FunctionTarget {
+            file: "example.py".to_string(),
+            class,
+            function,
+        }];
+        let on = On::Functions(&targets);
+        return Ok(rules::instantiate(&one, &Target { on, params })?);
+    }
+    let roles = crate::rules::models::roles_of(rule, set);
+    let classes = if roles.is_empty() {
+        BTreeMap::new()
+    } else {
+        classes_of(set, example, &roles)?
+    };
+    let model = rule.models.first().map_or("model", String::as_str);
+    let on = On::AsWritten {
+        model: Some(model),
+        classes: &classes,
+    };
+    Ok(rules::instantiate(&one, &Target { on, params })?)
+}
+
+/// The classes of `roles` in the example's snippet.
+fn classes_of(
+    set: &RuleSet,
     example: &Example,
     roles: &[String],
-) -> Result<RuleSet, String> {
+) -> Result<BTreeMap<String, String>, Problem> {
     let mut spec = set
         .manifest
         .models
@@ -156,32 +163,22 @@ fn with_roles(
             .unplaced
             .get(role)
             .map_or_else(|| "not found".to_string(), |u| u.why.clone());
-        return Err(format!(
-            "role {role} is not in the example ({why}); write the class as a model file has it, or name it with roles = {{ {role} = \"...\" }}"
-        ));
+        return Err(Problem::RoleNotFound {
+            role: role.clone(),
+            why,
+        });
     }
-    let mut concrete = rule.clone();
-    crate::rules::models::fill_roles(&mut concrete, &found.classes);
-    let patterns = crate::rules::set::compile_patterns(&concrete)?;
-    Ok(RuleSet {
-        manifest: set.manifest.clone(),
-        rules: vec![concrete],
-        patterns: vec![patterns],
-        origin: set.origin.clone(),
-        rule_files: vec![String::new()],
-    })
+    Ok(found.classes)
 }
 
+/// Plan the one rule of `set` on the example's snippet and compare.
 fn check_example(
-    set: &RuleSet,
-    defaults: &BTreeMap<String, String>,
-    index: usize,
-    rule: &Rule,
+    set: &CompiledSet,
+    params: &BTreeMap<String, String>,
     example: &Example,
     output: &mut String,
-) -> Option<String> {
-    let mut params = defaults.clone();
-    params.extend(example.params.clone());
+) -> Result<(), Problem> {
+    let rule = &set.rules[0];
     let first_party = set.manifest.first_party.clone();
     // Examples stand for files of the checkout the set is written for; they are laid out
     // for pithtrain's ruff settings (line length 100, double quotes).
@@ -192,33 +189,30 @@ fn check_example(
     let ctx = PlanContext {
         first_party: &first_party,
         rule_set: set,
-        params: &params,
+        params,
         style: &style,
         blocked: &BTreeMap::new(),
     };
-    let file = rule.file.replace(
-        "{MODEL}",
-        rule.models.first().map(String::as_str).unwrap_or("model"),
-    );
     let before = if example.before.ends_with('\n') {
         example.before.clone()
     } else {
         format!("{}\n", example.before)
     };
-    let plan = plan::plan_file(&file, &before, &[(index, rule)], &ctx);
+    let plan = plan::plan_file(&rule.file, &before, &[(0, rule)], &ctx);
     *output = mask_hashes(&plan.after);
     match (&example.error, plan.failures.first()) {
         (Some(want), Some(f)) => {
-            let text = f.to_string();
-            return (!text.contains(want.as_str()))
-                .then(|| format!("expected an error containing {want:?}, got: {text}"));
+            let got = f.to_string();
+            if got.contains(want.as_str()) {
+                return Ok(());
+            }
+            return Err(Problem::OtherError {
+                want: want.clone(),
+                got,
+            });
         }
-        (Some(want), None) => {
-            return Some(format!(
-                "expected an error containing {want:?}, but the rule applied"
-            ));
-        }
-        (None, Some(f)) => return Some(format!("the rule did not apply: {f}")),
+        (Some(want), None) => return Err(Problem::Applied { want: want.clone() }),
+        (None, Some(f)) => return Err(Problem::NotApplied(f.to_string())),
         (None, None) => {}
     }
     if let Some(after) = &example.after {
@@ -227,18 +221,13 @@ fn check_example(
             mask_hashes(plan.after.trim_end()),
         );
         if want != got {
-            return Some(format!(
-                "unexpected output ({})",
-                first_difference(&want, &got)
-            ));
+            return Err(Problem::Output(first_difference(&want, &got)));
         }
     }
     match markers::strip(&plan.after, |_| true) {
-        Ok((back, _)) if back == before => None,
-        Ok(_) => {
-            Some("removing the rule's regions does not restore the input byte for byte".into())
-        }
-        Err(e) => Some(format!("the output's markers do not read back: {e}")),
+        Ok((back, _)) if back == before => Ok(()),
+        Ok(_) => Err(Problem::NotRestored),
+        Err(e) => Err(Problem::Markers(e.to_string())),
     }
 }
 
@@ -285,7 +274,7 @@ pub fn run_all(set: &RuleSet, defaults: &BTreeMap<String, String>) -> Vec<Exampl
     let mut out = Vec::new();
     for (index, rule) in set.rules.iter().enumerate() {
         for (i, example) in rule.examples.iter().enumerate() {
-            let (problem, output) = run_example(set, defaults, index, rule, example);
+            let (problem, output) = run_example(set, defaults, index, example);
             out.push(ExampleResult {
                 rule: rule.id.clone(),
                 index: i + 1,

@@ -10,17 +10,17 @@ use super::failure::{Failure, FailureKind};
 use super::markers::{self, MarkerError, Region};
 use super::plan::{self, FilePlan, PlanContext};
 use crate::python::style::Style;
-use crate::rules::{Rule, RuleSet};
+use crate::rules::{CompiledRule, CompiledSet};
 
 /// The rules that target one file, with their indices in the rule set.
-type FileRules<'r> = Vec<(usize, &'r Rule)>;
+type FileRules<'r> = Vec<(usize, &'r CompiledRule)>;
 
 /// What `add` was asked to do.
 pub struct AddRequest<'a> {
     pub root: &'a Path,
-    pub rule_set: &'a RuleSet,
-    /// The model's file stem, for rule sets that work per model.
-    pub model: Option<&'a str>,
+    /// The rules, instantiated for the model (or functions) `add` was given.
+    pub rule_set: &'a CompiledSet,
+    /// The parameters' values (as the rules' templates hold them), for the markers.
     pub params: &'a BTreeMap<String, String>,
     /// Apply the groups that fit and skip the rest, instead of all or nothing.
     pub partial: bool,
@@ -71,13 +71,19 @@ impl AddOutcome {
 /// Why a target could not be read as text.
 #[derive(Clone)]
 enum ReadError {
+    /// The checkout has no such file.
+    Missing,
+    /// The system's reason.
     Io(String),
     /// 1-based line and column of the first byte that is not UTF-8, and the byte.
     NotUtf8(usize, usize, u8),
 }
 
 fn read(root: &Path, rel: &str) -> Result<String, ReadError> {
-    let bytes = std::fs::read(root.join(rel)).map_err(|e| ReadError::Io(e.to_string()))?;
+    let bytes = std::fs::read(root.join(rel)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ReadError::Missing,
+        _ => ReadError::Io(e.to_string()),
+    })?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = e.utf8_error().valid_up_to();
         let bytes = e.as_bytes();
@@ -94,13 +100,9 @@ fn read(root: &Path, rel: &str) -> Result<String, ReadError> {
 /// are dropped until the rest plans cleanly.
 pub fn plan_add(req: &AddRequest) -> AddOutcome {
     let set = req.rule_set;
-    let all: Vec<(usize, &Rule)> = set
-        .rules
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.applies_to(req.model))
-        .collect();
-    let target_of = |r: &Rule| r.file.replace("{MODEL}", req.model.unwrap_or("{MODEL}"));
+    // Every rule of the set is for the target: `instantiate` chose them.
+    let all: Vec<(usize, &CompiledRule)> = set.rules.iter().enumerate().collect();
+    let target_of = |r: &CompiledRule| r.file.clone();
     let mut group_order: Vec<String> = Vec::new();
     for (_, r) in &all {
         if !group_order.contains(&r.group) {
@@ -132,12 +134,12 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             let unmet = unmet_requirements(set, &group_order, &dropped);
             dropped.extend(unmet.into_keys());
         }
-        let active: Vec<(usize, &Rule)> = all
+        let active: Vec<(usize, &CompiledRule)> = all
             .iter()
             .copied()
             .filter(|(_, r)| !dropped.contains(&r.group))
             .collect();
-        let mut by_file: BTreeMap<String, Vec<(usize, &Rule)>> = BTreeMap::new();
+        let mut by_file: BTreeMap<String, FileRules> = BTreeMap::new();
         for (i, r) in &active {
             by_file.entry(target_of(r)).or_default().push((*i, *r));
         }
@@ -198,7 +200,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                                 "column {column}: byte 0x{byte:02x} is not UTF-8; Python reads source files as UTF-8, so save this file as UTF-8 (e.g. `iconv -f latin1 -t utf-8`), then run add again"
                             ),
                         ),
-                        ReadError::Io(e) if e.contains("No such file") => (
+                        ReadError::Missing => (
                             FailureKind::File,
                             None,
                             "the target file does not exist in this checkout (a different revision?)".to_string(),
@@ -246,7 +248,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
         let groups = group_order
             .iter()
             .map(|g| {
-                let rules: Vec<&Rule> = all
+                let rules: Vec<&CompiledRule> = all
                     .iter()
                     .filter(|(_, r)| &r.group == g)
                     .map(|(_, r)| *r)
@@ -269,7 +271,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
                                 all.iter().any(|(_, r)| {
                                     &r.group != g
                                         && first_failures.contains_key(&r.group)
-                                        && template_defines(&r.template, name)
+                                        && template_defines(&r.template.written, name)
                                 })
                             })
                     });
@@ -299,7 +301,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
 /// the rule set) is in `off`, has no rules here, or cannot apply itself for that reason:
 /// by group, the required groups missing. Groups in `off` are not listed.
 fn unmet_requirements(
-    set: &RuleSet,
+    set: &CompiledSet,
     groups: &[String],
     off: &BTreeSet<String>,
 ) -> BTreeMap<String, Vec<String>> {

@@ -10,7 +10,39 @@ use super::edit::{Region, Shape, eols_of, line_start, next_line_start};
 use super::markers;
 use super::template;
 use crate::python::Source;
-use crate::rules::Rule;
+use crate::rules::CompiledRule;
+
+/// Why a parameter cannot be added to a function: each says what to change first.
+#[derive(Debug, thiserror::Error)]
+pub enum Unplaceable {
+    #[error("add-parameter needs a `def` scope")]
+    NotAFunction,
+    #[error("the function has no parameter list")]
+    NoParameters,
+    #[error("the function has no colon")]
+    NoColon,
+    #[error("the function has no body")]
+    NoBody,
+    #[error("the body is on the same line as the `def`; put it on its own lines first")]
+    BodyOnDefLine,
+    #[error(
+        "the parameter list holds comments; put the parameters one per line with a trailing comma first (the layout ruff keeps)"
+    )]
+    Comments,
+    #[error("the `def` shares its line with other code")]
+    SharedLine,
+    #[error(
+        "the signature's name or return annotation spans lines; lay it out with ruff format first"
+    )]
+    HeaderSpansLines,
+    #[error("code follows the `def` line's colon")]
+    CodeAfterColon,
+    #[error("a parameter spans several lines; lay the signature out with ruff format first")]
+    ParameterSpansLines,
+    /// The parameter's template does not render here.
+    #[error(transparent)]
+    Render(#[from] template::RenderError),
+}
 
 /// Add one parameter to a function's signature, as ruff format lays it out. Parameters
 /// already one per line with a trailing comma (the layout ruff keeps) get a new line,
@@ -21,23 +53,21 @@ use crate::rules::Rule;
 /// The region's lines end with `eol`, the file's.
 pub(super) fn plan_add_parameter(
     src: &Source,
-    rule: &Rule,
+    rule: &CompiledRule,
     resolved: &anchor::Resolved,
     ctx: &PlanContext,
     unit: &str,
     eol: &'static str,
-) -> Result<Vec<Region>, String> {
+) -> Result<Vec<Region>, Unplaceable> {
     let func = resolved.scope;
     if func.kind_of() != "function_definition" {
-        return Err("add-parameter needs a `def` scope".into());
+        return Err(Unplaceable::NotAFunction);
     }
     // The parameter is bound in the function's body: the name checks look there.
     let scope_at = func
         .field("body")
         .map_or(func.start_byte(), |b| b.start_byte());
-    let params = func
-        .field("parameters")
-        .ok_or("the function has no parameter list")?;
+    let params = func.field("parameters").ok_or(Unplaceable::NoParameters)?;
     let mut cursor = params.walk();
     let items: Vec<Node> = params
         .named_children(&mut cursor)
@@ -62,10 +92,10 @@ pub(super) fn plan_add_parameter(
         .iter()
         .find(|n| n.kind_of() == "dictionary_splat_pattern");
     let base_of = |n: Node| text[line_start(text, n.start_byte())..n.start_byte()].to_string();
-    let render_param = |base: &str| -> Result<(template::Rendered, Vec<(String, String)>), String> {
+    type Param = (template::Rendered, Vec<(String, String)>);
+    let render_param = |base: &str| -> Result<Param, Unplaceable> {
         let r = template::render(
             &rule.template,
-            ctx.params,
             &resolved.bindings,
             None,
             base,
@@ -113,29 +143,27 @@ pub(super) fn plan_add_parameter(
     let colon = func
         .children(&mut cursor)
         .find(|c| c.kind_of() == ":")
-        .ok_or("the function has no colon")?;
-    let body = func.field("body").ok_or("the function has no body")?;
+        .ok_or(Unplaceable::NoColon)?;
+    let body = func.field("body").ok_or(Unplaceable::NoBody)?;
     if body.start_position().row == colon.start_position().row {
-        return Err(
-            "the body is on the same line as the `def`; put it on its own lines first".into(),
-        );
+        return Err(Unplaceable::BodyOnDefLine);
     }
     let mut pc = params.walk();
     if params
         .named_children(&mut pc)
         .any(|c| c.kind_of() == "comment")
     {
-        return Err("the parameter list holds comments; put the parameters one per line with a trailing comma first (the layout ruff keeps)".into());
+        return Err(Unplaceable::Comments);
     }
     let start = line_start(text, func.start_byte());
     let base = text[start..func.start_byte()].to_string();
     if !base.trim().is_empty() {
-        return Err("the `def` shares its line with other code".into());
+        return Err(Unplaceable::SharedLine);
     }
     let head = &text[func.start_byte()..params.start_byte()];
     let tail = text[params.end_byte()..colon.start_byte()].trim();
     if head.contains('\n') || tail.contains('\n') {
-        return Err("the signature's name or return annotation spans lines; lay it out with ruff format first".into());
+        return Err(Unplaceable::HeaderSpansLines);
     }
     let line_end = text[colon.end_byte()..]
         .find('\n')
@@ -144,7 +172,7 @@ pub(super) fn plan_add_parameter(
         .trim_end_matches('\r')
         .trim();
     if !after_colon.is_empty() && !after_colon.starts_with('#') {
-        return Err("code follows the `def` line's colon".into());
+        return Err(Unplaceable::CodeAfterColon);
     }
     let inner = format!("{base}{unit}");
     let (r, used) = render_param(&inner)?;
@@ -163,10 +191,7 @@ pub(super) fn plan_add_parameter(
         }
         let t = src.text_of(*item);
         if t.contains('\n') {
-            return Err(
-                "a parameter spans several lines; lay the signature out with ruff format first"
-                    .into(),
-            );
+            return Err(Unplaceable::ParameterSpansLines);
         }
         lines.push(format!("{inner}{t},"));
     }

@@ -67,7 +67,7 @@ fn embedded_sets() -> &'static BTreeMap<String, RuleSet> {
     SETS.get_or_init(|| {
         rules::load::embedded_names()
             .into_iter()
-            .filter_map(|n| rules::load_rule_set_lazy(&n).ok())
+            .filter_map(|n| rules::load(&n).ok())
             .map(|s| (s.manifest.name.clone(), s))
             .collect()
     })

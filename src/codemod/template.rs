@@ -1,11 +1,11 @@
-//! Turning a rule's template into the lines that go into the file: parameters and
-//! metavariables substituted, `{ORIGINAL}` expanded to the statement being replaced,
-//! everything indented for its place and in the file's own indentation style.
-
-use std::collections::BTreeMap;
+//! Turning a compiled template (`rules::template`) into the lines that go into the file:
+//! the text a match bound put in for each metavariable, `{ORIGINAL}` expanded to the
+//! statement being replaced, everything indented for its place and in the file's own
+//! indentation style. The parameters' values are in the template already.
 
 use crate::python::layout;
 use crate::python::pattern::Bindings;
+use crate::rules::template::{Line, Piece, Template};
 
 /// The statement a `replace` / `wrap` rule stands in for, as whole lines.
 pub struct Original<'a> {
@@ -21,79 +21,28 @@ pub struct Rendered {
     pub lines: Vec<String>,
     /// Indices of `lines` copied from the original statement (already valid code there).
     pub from_original: Vec<usize>,
-    /// Parameters the template used, in order of first use.
+    /// Parameters the template used, in order of first use (on one line, by name).
     pub used_params: Vec<String>,
 }
 
-/// Split a template into lines, dropping the common indentation and one trailing newline.
-fn dedent(template: &str) -> Vec<String> {
-    let text = template.strip_suffix('\n').unwrap_or(template);
-    let lines: Vec<&str> = text
-        .split('\n')
-        .map(|l| l.strip_suffix('\r').unwrap_or(l))
-        .collect();
-    let common = lines
-        .iter()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.len() - l.trim_start().len())
-        .min()
-        .unwrap_or(0);
-    lines
-        .iter()
-        .map(|l| {
-            if l.trim().is_empty() {
-                String::new()
-            } else {
-                l[common..].to_string()
-            }
-        })
-        .collect()
-}
-
-/// Replace `$$$NAME` and `$NAME` with bound text. Unknown names are an error.
-fn substitute_metavariables(line: &str, bindings: &Bindings) -> Result<String, String> {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(pos) = rest.find('$') {
-        out.push_str(&rest[..pos]);
-        let after = &rest[pos..];
-        let skip = if after.starts_with("$$$") { 3 } else { 1 };
-        let name: String = after[skip..]
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        if name.is_empty() {
-            out.push('$');
-            rest = &after[1..];
-            continue;
-        }
-        let value = bindings.get(&name).ok_or_else(|| {
-            format!("the template uses ${name}, which no pattern of the rule binds")
-        })?;
-        out.push_str(value);
-        rest = &after[skip + name.len()..];
-    }
-    out.push_str(rest);
-    Ok(out)
-}
-
-/// Replace `{NAME}` for each known parameter, recording which were used.
-fn substitute_params(
-    line: &str,
-    params: &BTreeMap<String, String>,
-    used: &mut Vec<String>,
-) -> String {
-    let mut out = line.to_string();
-    for (name, value) in params {
-        let key = format!("{{{name}}}");
-        if out.contains(&key) {
-            out = out.replace(&key, value);
-            if !used.contains(name) {
-                used.push(name.clone());
-            }
-        }
-    }
-    out
+/// Why a template cannot be rendered at a place.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// A metavariable the match did not bind (the rule set's check at load catches those
+    /// no pattern binds; an anchor alternative that binds it may not be the one matched).
+    #[error("the template uses ${0}, which no pattern of the rule binds")]
+    Unbound(String),
+    /// `{ORIGINAL}` in a rule that replaces nothing.
+    #[error("the template uses {{ORIGINAL}}, which only replace/wrap rules have")]
+    NoOriginal,
+    /// A parameter value made a line too long, and it does not end the line.
+    #[error(
+        "with these parameter values the line `{line}` is longer than the checkout's line length {width}; the engine lays out a value that ends its line, so put the parameter last on its template line"
+    )]
+    TooLong { line: String, width: usize },
+    /// A value that ends its line, but cannot be laid out as ruff format would.
+    #[error(transparent)]
+    Layout(#[from] layout::TooLong),
 }
 
 /// Re-express leading indentation written in 4-space steps in the file's unit.
@@ -113,58 +62,74 @@ fn convert_indent(line: &str, unit: &str) -> String {
 /// Render `template` for a place indented by `base`. A line a parameter value made longer
 /// than `width` columns is laid out as ruff format would (see `python::layout`).
 pub fn render(
-    template: &str,
-    params: &BTreeMap<String, String>,
+    template: &Template,
     bindings: &Bindings,
     original: Option<&Original>,
     base: &str,
     unit: &str,
     width: usize,
-) -> Result<Rendered, String> {
+) -> Result<Rendered, RenderError> {
     let mut r = Rendered::default();
-    if template.trim().is_empty() {
-        return Ok(r);
-    }
-    for line in dedent(template) {
-        if line.trim() == "{ORIGINAL}" {
-            let orig = original
-                .ok_or("the template uses {ORIGINAL}, which only replace/wrap rules have")?;
-            let extra = convert_indent(&line[..line.len() - line.trim_start().len()], unit);
-            for (text, &in_string) in orig.lines.iter().zip(&orig.in_string) {
-                r.from_original.push(r.lines.len());
-                let shifted = match text.strip_prefix(base) {
-                    _ if in_string || text.is_empty() => text.to_string(),
-                    Some(rest) => format!("{base}{extra}{rest}"),
-                    None => text.to_string(),
-                };
-                r.lines.push(shifted);
+    for line in &template.lines {
+        let pieces = match line {
+            Line::Original { indent } => {
+                let orig = original.ok_or(RenderError::NoOriginal)?;
+                let extra = convert_indent(indent, unit);
+                for (text, &in_string) in orig.lines.iter().zip(&orig.in_string) {
+                    r.from_original.push(r.lines.len());
+                    let shifted = match text.strip_prefix(base) {
+                        _ if in_string || text.is_empty() => text.to_string(),
+                        Some(rest) => format!("{base}{extra}{rest}"),
+                        None => text.to_string(),
+                    };
+                    r.lines.push(shifted);
+                }
+                continue;
             }
-            continue;
+            Line::Code(pieces) => pieces,
+        };
+        // The parameters of this line, by name, each with its value.
+        let mut here: Vec<(&str, &str)> = Vec::new();
+        let mut line = String::new();
+        for piece in pieces {
+            match piece {
+                Piece::Text(t) => line.push_str(t),
+                Piece::Param { name, value } => {
+                    line.push_str(value);
+                    here.push((name, value));
+                }
+                Piece::Meta(name) => line.push_str(
+                    bindings
+                        .get(name)
+                        .ok_or_else(|| RenderError::Unbound(name.clone()))?,
+                ),
+            }
         }
-        let mut here = Vec::new();
-        let line = substitute_params(&line, params, &mut here);
-        let line = substitute_metavariables(&line, bindings)?;
+        here.sort_unstable();
+        here.dedup();
         if line.is_empty() {
             r.lines.push(String::new());
             continue;
         }
         let line = format!("{base}{}", convert_indent(&line, unit));
-        let ending = here.iter().map(|p| params[p].as_str()).find(|lit| {
+        let ending = here.iter().map(|(_, value)| *value).find(|lit| {
             line.ends_with(lit) || line.strip_suffix(':').is_some_and(|l| l.ends_with(lit))
         });
         match ending {
-            Some(lit) => r.lines.extend(layout::fit(&line, lit, width, unit)?),
+            Some(lit) => r
+                .lines
+                .extend(layout::fit(&line, lit, width, unit).map_err(RenderError::Layout)?),
             None if !here.is_empty() && line.chars().count() > width => {
-                return Err(format!(
-                    "with these parameter values the line `{}` is longer than the checkout's line length {width}; the engine lays out a value that ends its line, so put the parameter last on its template line",
-                    line.trim()
-                ));
+                return Err(RenderError::TooLong {
+                    line: line.trim().to_string(),
+                    width,
+                });
             }
             None => r.lines.push(line),
         }
-        for p in here {
-            if !r.used_params.contains(&p) {
-                r.used_params.push(p);
+        for (p, _) in here {
+            if !r.used_params.iter().any(|u| u == p) {
+                r.used_params.push(p.to_string());
             }
         }
     }
@@ -174,6 +139,11 @@ pub fn render(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::BTreeMap;
+
+    fn compiled(t: &str) -> Template {
+        Template::compile(t, &params())
+    }
 
     fn params() -> BTreeMap<String, String> {
         BTreeMap::from([("RANKS".to_string(), "{3, 14}".to_string())])
@@ -183,7 +153,7 @@ mod tests {
     fn indents_substitutes_and_keeps_fstring_braces() {
         let t = "if _p and $I == 1:\n    print(f\"{x} {RANKS}\", {RANKS})\n\nx = 1\n";
         let b = Bindings::from([("I".to_string(), "j".to_string())]);
-        let r = render(t, &params(), &b, None, "        ", "    ", 100).unwrap();
+        let r = render(&compiled(t), &b, None, "        ", "    ", 100).unwrap();
         assert_eq!(
             r.lines,
             vec![
@@ -203,8 +173,7 @@ mod tests {
             in_string: vec![false, true, false],
         };
         let r = render(
-            "try:\n    {ORIGINAL}\nfinally:\n    pass",
-            &BTreeMap::new(),
+            &compiled("try:\n    {ORIGINAL}\nfinally:\n    pass"),
             &Bindings::new(),
             Some(&orig),
             "    ",
@@ -229,8 +198,7 @@ mod tests {
     #[test]
     fn tabs_files_get_tabs() {
         let r = render(
-            "if a:\n    b()",
-            &BTreeMap::new(),
+            &compiled("if a:\n    b()"),
             &Bindings::new(),
             None,
             "\t",
@@ -243,17 +211,6 @@ mod tests {
 
     #[test]
     fn unbound_metavariable_is_an_error() {
-        assert!(
-            render(
-                "x = $Y",
-                &BTreeMap::new(),
-                &Bindings::new(),
-                None,
-                "",
-                "    ",
-                100
-            )
-            .is_err()
-        );
+        assert!(render(&compiled("x = $Y"), &Bindings::new(), None, "", "    ", 100).is_err());
     }
 }

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::error::Error;
+use super::error::{Changed, Error, Usage};
 use super::fault;
 
 /// The journal's file name, in the checkout root.
@@ -108,10 +108,12 @@ fn journal_path(root: &Path) -> PathBuf {
 pub fn pending(root: &Path) -> Option<Result<Journal, Error>> {
     let path = journal_path(root);
     let text = fs::read_to_string(&path).ok()?;
-    Some(
-        serde_json::from_str(&text)
-            .map_err(|e| Error::Changed(format!("{}: unreadable journal ({e})", path.display()))),
-    )
+    Some(serde_json::from_str(&text).map_err(|source| {
+        Error::Changed(Changed::Journal {
+            path: path.display().to_string(),
+            source,
+        })
+    }))
 }
 
 /// Replace every file of `changes` under `root`, all or nothing. `command` is recorded
@@ -137,19 +139,7 @@ pub fn refuse_read_only(root: &Path, files: &[&str], force: bool) -> Result<(), 
     if force || locked.is_empty() {
         return Ok(());
     }
-    let named: Vec<String> = locked
-        .iter()
-        .map(|(f, mode)| format!("{f} (mode {mode:04o})"))
-        .collect();
-    let (what, it, keeps) = if locked.len() == 1 {
-        ("is read-only", "it", "it keeps its mode")
-    } else {
-        ("are read-only", "them", "they keep their modes")
-    };
-    Err(Error::Usage(format!(
-        "{} {what}: pass --force to write {it} anyway ({keeps}); nothing was changed",
-        named.join(", ")
-    )))
+    Err(Error::from(Usage::ReadOnly { files: locked }))
 }
 
 pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Error> {
@@ -196,10 +186,9 @@ pub fn commit(root: &Path, command: &str, changes: &[Change]) -> Result<(), Erro
         let now = fs::read(&e.target).unwrap_or_default();
         if now != c.before {
             cleanup(&entries);
-            return Err(Error::Changed(format!(
-                "{}: the file changed while instrument was working on it (an editor saved it?); nothing was written, run the command again",
-                c.file
-            )));
+            return Err(Error::Changed(Changed::File {
+                file: c.file.clone(),
+            }));
         }
     }
     for e in &entries {
@@ -292,11 +281,11 @@ pub fn recover(root: &Path) -> Result<Option<Recovered>, Error> {
         }
     }
     if !changed.is_empty() {
-        return Err(Error::Changed(format!(
-            "an interrupted `{}` left {JOURNAL}, and since then {} changed; nothing was done: check those files (each should be as before or after that command), then delete {JOURNAL}",
-            journal.command,
-            changed.join(", ")
-        )));
+        return Err(Error::Changed(Changed::SinceInterrupted {
+            command: journal.command,
+            journal: JOURNAL,
+            changed,
+        }));
     }
     let left: Vec<&Entry> = journal
         .files
@@ -320,10 +309,11 @@ pub fn recover(root: &Path) -> Result<Option<Recovered>, Error> {
     for e in journal.files.iter().filter(|e| state(e) == e.after) {
         let orig_ok = fs::read(&e.orig).is_ok_and(|b| digest(&b) == e.before);
         if !orig_ok {
-            return Err(Error::Changed(format!(
-                "an interrupted `{}` left {JOURNAL}, but neither its new text nor the original of {} is there any more; restore that file from version control, then delete {JOURNAL}",
-                journal.command, e.file
-            )));
+            return Err(Error::Changed(Changed::OriginalLost {
+                command: journal.command.clone(),
+                journal: JOURNAL,
+                file: e.file.clone(),
+            }));
         }
         fs::rename(&e.orig, &e.target).map_err(|err| Error::Io {
             message: format!("{}: cannot restore it ({err})", e.file),
@@ -408,7 +398,7 @@ mod tests {
             }],
         )
         .unwrap_err();
-        assert!(matches!(err, Error::Changed(_)), "{err}");
+        assert!(matches!(err, Error::Changed(Changed::File { .. })), "{err}");
         let err = err.to_string();
         assert!(
             err.contains("changed while instrument was working"),

@@ -9,11 +9,11 @@ pub use crate::rules::prints::printed_lines;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::load_rule_set;
+    use crate::rules::load_with_prints;
 
     #[test]
     fn follows_helpers_locals_conditionals_and_appended_lists() {
-        let set = load_rule_set("memory-prints").unwrap();
+        let set = load_with_prints("memory-prints").unwrap();
         let lines = printed_lines(&set);
         let of = |id: &str| {
             let i = set.rules.iter().position(|r| r.id == id).unwrap();

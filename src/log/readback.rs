@@ -470,10 +470,10 @@ pub fn report(s: &Summary) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rules::load_rule_set;
+    use crate::rules::load_with_prints;
 
     fn problems(edit: impl Fn(&mut RuleSet)) -> Vec<String> {
-        let mut set = load_rule_set("memory-prints").unwrap();
+        let mut set = load_with_prints("memory-prints").unwrap();
         edit(&mut set);
         match check(&set) {
             Ok(s) => s
@@ -491,7 +491,7 @@ mod tests {
 
     #[test]
     fn the_shipped_declarations_read_back_every_print() {
-        let set = load_rule_set("memory-prints").unwrap();
+        let set = load_with_prints("memory-prints").unwrap();
         let s = check(&set).unwrap();
         assert!(s.problems.is_empty(), "{:#?}", s.problems);
         assert!(s.lines >= 70 && s.read_back == s.lines, "{s:?}");

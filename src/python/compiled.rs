@@ -1,8 +1,9 @@
 //! Which functions of a module are compiled, whatever the spelling: a decorator whose
 //! callee resolves (through imports, `import ... as`, and module-level aliases such as
-//! `_compiled = torch.compile`) to one of the compiler callables a rule set names, or a
-//! function wrapped by assignment (`X.forward = torch.compile(X.forward)`,
-//! `self.experts = torch.compile(self.experts)`, `f = torch._dynamo.optimize(...)(f)`).
+//! `_compiled = torch.compile`) to one of the compiler callables asked about (the
+//! compiled-code list, `rules/compilers.toml`), or a function wrapped by assignment
+//! (`X.forward = torch.compile(X.forward)`, `self.experts = torch.compile(self.experts)`,
+//! `f = torch._dynamo.optimize(...)(f)`).
 //! Callees are compared by qualified name, so `torch.compiler.disable` is not
 //! `torch.compile`.
 

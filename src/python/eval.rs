@@ -37,13 +37,6 @@ impl From<&str> for EvalError {
 
 crate::exit::user_errors!(EvalError);
 
-/// The codemod words its layer messages around the reason.
-impl From<EvalError> for String {
-    fn from(e: EvalError) -> String {
-        e.0
-    }
-}
-
 /// A value the evaluator works with: JSON, so config values need no conversion.
 pub type Val = Value;
 

@@ -115,13 +115,6 @@ pub struct TooLong {
 
 crate::exit::user_errors!(TooLong);
 
-/// The codemod's template rendering carries its reasons as text.
-impl From<TooLong> for String {
-    fn from(e: TooLong) -> String {
-        e.to_string()
-    }
-}
-
 fn too_long(line: &str, width: usize) -> TooLong {
     TooLong {
         line: line.trim().to_string(),

@@ -147,13 +147,6 @@ pub enum PatternError {
 
 crate::exit::user_errors!(PatternError);
 
-/// The codemod's layer and role finders carry their reasons as text.
-impl From<PatternError> for String {
-    fn from(e: PatternError) -> String {
-        e.to_string()
-    }
-}
-
 impl Pattern {
     /// Compile `text`. Rules share many patterns (`def forward`, a scope's class): each
     /// text is parsed once per thread.

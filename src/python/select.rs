@@ -195,10 +195,6 @@ pub fn run_inside_compiled(tree: &Tree, compilers: &[String]) -> BTreeSet<(Strin
     out
 }
 
-/// The callables that compile what they decorate or wrap, for callers that have no rule
-/// set saying so (the functions-trace JSON).
-pub const TORCH_COMPILERS: &[&str] = &["torch.compile", "torch._dynamo.optimize"];
-
 /// The one function selection both the functions-trace JSON and function-target rule
 /// sets use: what runs inside code compiled by one of `compilers` is found first, then
 /// the selection is resolved, leaving those functions out.

@@ -20,9 +20,59 @@ pub enum Error {
         source: std::io::Error,
     },
     /// The rule set is not valid: which file, rule and what (TOML that does not parse, a
-    /// field that is wrong, a pattern that is not Python, a placement that does not hold).
+    /// field that is wrong, a placement that does not hold).
     #[error("{0}")]
     Invalid(String),
+    /// A placeholder nothing fills where it stands (`{RANK}` in a template of a set whose
+    /// parameter is `RANKS`).
+    #[error("{at}: `{{{name}}}` in {place} is not {known}; {next}")]
+    Placeholder {
+        /// Where the rule is written: `origin/file:line: rule id`.
+        at: String,
+        name: String,
+        /// The field or pattern it stands in.
+        place: String,
+        /// What fills a placeholder there.
+        known: String,
+        /// What to do.
+        next: String,
+    },
+    /// A metavariable the template uses that the rule's patterns do not bind.
+    #[error("{at}: the template uses ${name}, {}", unbound(*.partly, .bound))]
+    Unbound {
+        at: String,
+        name: String,
+        /// Some alternatives of the anchor bind it, not all.
+        partly: bool,
+        /// What the patterns bind (`$X`), for the message.
+        bound: Vec<String>,
+    },
+    /// A pattern that does not compile: where the rule is (`origin/file: rule id`), and
+    /// the pattern's error.
+    #[error("{at}: {source}")]
+    Pattern {
+        at: String,
+        #[source]
+        source: crate::python::pattern::PatternError,
+    },
+}
+
+/// The rest of `Error::Unbound`'s message: why, and what to do.
+fn unbound(partly: bool, bound: &[String]) -> String {
+    let bound = if bound.is_empty() {
+        "they bind none".to_string()
+    } else {
+        format!("bound: {}", bound.join(", "))
+    };
+    if partly {
+        format!(
+            "which only some alternatives of the anchor bind ({bound}); bind it in every alternative or in a capture, or correct the name"
+        )
+    } else {
+        format!(
+            "which no pattern of the rule binds ({bound}); bind it in the scope, the anchor or a capture, or correct the name"
+        )
+    }
 }
 
 impl Error {
@@ -37,12 +87,5 @@ impl Classify for Error {
             Error::Read { source, .. } => crate::exit::io_class(source),
             _ => Class::User,
         }
-    }
-}
-
-/// For callers that report errors as text (one line each).
-impl From<Error> for String {
-    fn from(e: Error) -> String {
-        e.to_string()
     }
 }

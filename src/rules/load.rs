@@ -30,26 +30,10 @@ pub fn embedded_names() -> Vec<String> {
 }
 
 /// Load `spec`: the name of an embedded rule set, or a folder holding `ruleset.toml`,
-/// with every rule's patterns compiled (and so checked).
-pub fn load_rule_set(spec: &str) -> Result<RuleSet, Error> {
-    let mut set = load_rule_set_lazy(spec)?;
-    set.retain_and_compile(|_| true)?;
-    Ok(set)
-}
-
-/// Load `spec` with its rules checked but no pattern compiled yet: for a caller that
-/// keeps only some rules and compiles those. Every print declaration has its `line`
-/// (derived from the template where the rule set does not write it).
-pub fn load_rule_set_lazy(spec: &str) -> Result<RuleSet, Error> {
-    let mut set = load_rules_only(spec)?;
-    super::prints::derive_lines(&mut set)?;
-    Ok(set)
-}
-
-/// `load_rule_set_lazy` for a caller that never reads the print declarations (`add`,
-/// `remove`): their derived lines are not worked out (the templates are not read as
-/// Python), so a declaration without `line` keeps it empty.
-pub fn load_rules_only(spec: &str) -> Result<RuleSet, Error> {
+/// with every rule checked (its fields, its placeholders and metavariables: `names`). The
+/// rules are raw: `instantiate` makes them the rules of one target. A print declaration
+/// without `line` keeps it empty (`load_with_prints` derives it).
+pub fn load(spec: &str) -> Result<RuleSet, Error> {
     let path = Path::new(spec);
     if path.join("ruleset.toml").is_file() {
         return load_from_dir(path);
@@ -74,6 +58,16 @@ pub fn load_rules_only(spec: &str) -> Result<RuleSet, Error> {
         spec: spec.to_string(),
         builtin: embedded_names().join(", "),
     })
+}
+
+/// `load`, with every print declaration's `line` (derived from the template where the
+/// rule set does not write it): for what reads the prints (`log`, `report`, `test-rules`,
+/// `rules`, `explain`). `add` and `remove` never read them, and skip reading the templates
+/// as Python.
+pub fn load_with_prints(spec: &str) -> Result<RuleSet, Error> {
+    let mut set = load(spec)?;
+    super::prints::derive_lines(&mut set)?;
+    Ok(set)
 }
 
 /// The `.toml` files of an embedded rule set, as text.
@@ -301,12 +295,50 @@ fn assemble(
         rules,
         origin,
         rule_files,
-        patterns: Vec::new(),
     };
     set.validate()?;
     check_groups(&set, files)?;
     super::models::validate(&set)?;
+    super::names::check(&set, &|i| rule_at(&set, files, i))?;
+    super::names::check_roles(&set, &|role| role_at(&set, files, role))?;
     Ok(set)
+}
+
+/// Where rule `i` of `set` is written, for messages: `origin/file:line: rule id`, the line
+/// its id is on (or, for a rule whose id is derived, its `[[rule]]` header). Without the
+/// files' text (the pre-parsed embedded copy), the file alone.
+fn rule_at(set: &RuleSet, files: &[(String, String)], i: usize) -> String {
+    let (name, id) = (&set.rule_files[i], &set.rules[i].id);
+    let text = files.iter().find(|(n, _)| n == name).map(|(_, t)| t);
+    let nth = set.rule_files[..i].iter().filter(|f| *f == name).count();
+    let line = text.and_then(|t| line_of_id(t, id).or_else(|| line_of_header(t, nth)));
+    match line {
+        Some(l) => format!("{}/{name}:{l}: rule {id}", set.origin),
+        None => format!("{}/{name}: rule {id}", set.origin),
+    }
+}
+
+/// Where role `role` is declared in `ruleset.toml`, for messages.
+fn role_at(set: &RuleSet, files: &[(String, String)], role: &str) -> String {
+    let header = format!("[models.roles.{role}]");
+    let line = files
+        .iter()
+        .find(|(n, _)| n == "ruleset.toml")
+        .and_then(|(_, t)| t.lines().position(|l| l.trim() == header))
+        .map(|i| i + 1);
+    match line {
+        Some(l) => format!("{}/ruleset.toml:{l}: {header}", set.origin),
+        None => format!("{}/ruleset.toml: {header}", set.origin),
+    }
+}
+
+/// The 1-based line of the `nth` (from 0) `[[rule]]` header of a rule file.
+fn line_of_header(text: &str, nth: usize) -> Option<usize> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| l.split_whitespace().collect::<String>() == "[[rule]]")
+        .nth(nth)
+        .map(|(i, _)| i + 1)
 }
 
 /// `[groups]` names only groups the rules have, and no group requires itself.
@@ -392,6 +424,7 @@ fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, Error> {
 
 /// A read manifest checked: its flags and computed defaults.
 fn check_manifest(origin: &str, mut manifest: Manifest) -> Result<Manifest, Error> {
+    manifest.forbid_inside = super::compilers::forbidden(manifest.compiled.as_ref());
     if let Some(legacy) = manifest.detail_layers.take() {
         manifest
             .computed
@@ -467,7 +500,7 @@ pub fn load_manifest(spec: &str) -> Result<Manifest, Error> {
         return parse_manifest(&origin, text);
     }
     // The full load says why, as `add` would.
-    load_rule_set_lazy(spec).map(|s| s.manifest)
+    load(spec).map(|s| s.manifest)
 }
 
 /// The 1-based line of `id = "<id>"` in a rule file, for messages.
@@ -565,10 +598,7 @@ mod tests {
             let manifest = format!("{:?}", slow.manifest);
             assert_eq!(format!("{:?}", load_manifest(name).unwrap()), manifest);
             assert_eq!(format!("{:?}", load_manifest(name).unwrap()), manifest);
-            assert_eq!(
-                format!("{:?}", load_rules_only(name).unwrap()),
-                format!("{slow:?}")
-            );
+            assert_eq!(format!("{:?}", load(name).unwrap()), format!("{slow:?}"));
         }
     }
 

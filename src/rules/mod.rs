@@ -4,19 +4,37 @@
 //! checkout it applies to, its parameters) and any number of `*.toml` files holding
 //! `[[rule]]` tables. Rules are applied in file-name order, then in the order they are
 //! written. The format is documented for rule authors in the README ("Rule format").
+//!
+//! A rule goes through three stages, each its own type (as ast-grep keeps its
+//! serialisable rule apart from the compiled one):
+//! - raw: `Rule`, what the TOML says, in a `RuleSet` that `load` read and checked: every
+//!   field, every placeholder against what defines it, every metavariable a template uses
+//!   against what the rule's patterns bind (`names`);
+//! - instantiated: for one target (a model and its role classes, selected functions, the
+//!   parameter values), every placeholder filled in, once (`instantiate`);
+//! - compiled: `CompiledRule`, its patterns compiled and its template split into text,
+//!   values and metavariables (`compiled`, `template`). Every consumer (planning, explain,
+//!   the self-tests) takes this one and never substitutes again.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub mod compiled;
+pub mod compilers;
 pub mod error;
+pub mod instantiate;
 pub mod load;
 pub mod models;
+mod names;
 pub mod prints;
 pub mod set;
+pub mod template;
 
+pub use compiled::{CompiledRule, CompiledSet};
 pub use error::Error;
-pub use load::{load_rule_set, load_rule_set_lazy};
+pub use instantiate::{FunctionTarget, On, Target, instantiate};
+pub use load::{load, load_with_prints};
 pub use prints::PrintDecl;
 pub use set::RuleSet;
 
@@ -48,9 +66,13 @@ pub struct Manifest {
     /// Where per-model files live and how a model name maps onto one.
     #[serde(default)]
     pub models: Option<ModelsSpec>,
-    /// Decorators (substrings of their text) whose functions must never receive inserted
-    /// code, e.g. `torch.compile`: a print or synchronize breaks a full graph.
+    /// Why code must not go where a callable of the compiled-code list
+    /// (`rules/compilers.toml`) compiles: a print or synchronize breaks a full graph.
     #[serde(default)]
+    pub compiled: Option<compilers::Reasons>,
+    /// Every callable of the compiled-code list with what this set says of it: filled in
+    /// when the manifest is read, never written in it.
+    #[serde(skip)]
     pub forbid_inside: Vec<ForbiddenDecorator>,
     /// Top-level packages isort treats as first party when an import has to be added.
     #[serde(default)]
@@ -198,8 +220,9 @@ pub enum Per {
     Function,
 }
 
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A callable of the compiled-code list, with why a rule set's code must not go where it
+/// compiles (`compilers::forbidden`).
+#[derive(Debug, Clone)]
 pub struct ForbiddenDecorator {
     /// The qualified name of a callable that compiles what it decorates or wraps, e.g.
     /// `torch.compile`: found through imports, aliases and `X.f = torch.compile(X.f)`.

@@ -1,60 +1,22 @@
-//! A loaded rule set as the engine uses it: its rules, their compiled patterns, and the
-//! checks a set's rules must pass on their own. Below both the loading (`load`) and the
-//! per-model expansion (`models`), which use it.
+//! A loaded rule set (raw: as the TOML says, checked) and the checks a set's rules must
+//! pass on their own. Below both the loading (`load`) and the instantiation
+//! (`instantiate`, `models`), which use it.
 
 use std::collections::HashSet;
 
 use super::error::Error;
-use super::{Manifest, Position, Rule};
-use crate::python::pattern::Pattern;
+pub use super::template::placeholders;
+use super::{Manifest, Position, Rule, TargetKind};
 
-/// A rule's patterns, compiled once when the rule set loads (for a rule written `per`
-/// target, once it is expanded).
-#[derive(Debug, Default)]
-pub struct RulePatterns {
-    pub scope: Vec<Pattern>,
-    /// Alternatives; empty when the rule has no anchor.
-    pub anchor: Vec<Pattern>,
-    pub following: Option<Pattern>,
-    pub contains: Option<Pattern>,
-    pub capture: Vec<Pattern>,
-}
-
-/// A loaded, validated rule set.
-#[derive(Debug)]
+/// A loaded, validated rule set: its rules as written (raw), not yet for any target.
+#[derive(Debug, Clone)]
 pub struct RuleSet {
     pub manifest: Manifest,
     pub rules: Vec<Rule>,
-    /// Compiled patterns, one entry per rule (same order as `rules`).
-    pub patterns: Vec<RulePatterns>,
     /// Where it came from, for messages: `embedded:memory-prints` or a folder path.
     pub origin: String,
     /// Rule file of each rule (same order as `rules`), for messages.
     pub rule_files: Vec<String>,
-}
-
-/// `{NAME}` placeholders in `text`, in order.
-pub fn placeholders(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('{') {
-        let after = &rest[open + 1..];
-        match after.find('}') {
-            Some(close) => {
-                let name = &after[..close];
-                if !name.is_empty()
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
-                {
-                    out.push(name);
-                }
-                rest = &after[close + 1..];
-            }
-            None => break,
-        }
-    }
-    out
 }
 
 /// `5B.flags` with tag `gpt-oss` -> `5B.gpt-oss.flags`: the tag after the group part.
@@ -68,58 +30,16 @@ pub fn tagged_id(id: &str, tag: &str) -> String {
     }
 }
 
-pub fn compile_patterns(rule: &Rule) -> Result<RulePatterns, Error> {
-    if rule.per.is_some() {
-        return Ok(RulePatterns::default());
-    }
-    // A role placeholder (`class {EXPERTS}`) stands for a class name: until the model's
-    // classes are known, the pattern is checked with a name that matches no class.
-    let compile = |p: &str| {
-        let text = if p.contains('{') {
-            placeholders(p).iter().fold(p.to_string(), |t, name| {
-                t.replace(&format!("{{{name}}}"), &format!("_instrument_role_{name}"))
-            })
-        } else {
-            p.to_string()
-        };
-        Pattern::compile(&text).map_err(|e| Error::invalid(format!("rule {}: {e}", rule.id)))
-    };
-    let one = |p: &String| compile(p);
-    Ok(RulePatterns {
-        scope: rule.scope.iter().map(one).collect::<Result<_, _>>()?,
-        anchor: rule
-            .anchor
-            .iter()
-            .flat_map(|a| a.patterns())
-            .map(compile)
-            .collect::<Result<_, _>>()?,
-        following: rule.following.as_ref().map(one).transpose()?,
-        contains: rule.contains.as_ref().map(one).transpose()?,
-        capture: rule.capture.iter().map(one).collect::<Result<_, _>>()?,
-    })
-}
-
 impl RuleSet {
-    /// Keep the rules `keep` picks and compile their patterns.
-    pub fn retain_and_compile(&mut self, keep: impl Fn(&Rule) -> bool) -> Result<(), Error> {
-        let (rules, files): (Vec<Rule>, Vec<String>) = std::mem::take(&mut self.rules)
-            .into_iter()
-            .zip(std::mem::take(&mut self.rule_files))
-            .filter(|(r, _)| keep(r))
-            .unzip();
-        self.patterns = rules
-            .iter()
-            .zip(&files)
-            .map(|(r, file)| {
-                compile_patterns(r)
-                    .map_err(|e| Error::invalid(format!("{}/{file}: {e}", self.origin)))
-            })
-            .collect::<Result<_, _>>()?;
-        self.rules = rules;
-        self.rule_files = files;
-        Ok(())
+    /// The set with rule `index` alone (its examples are tested so).
+    pub fn only(&self, index: usize) -> RuleSet {
+        RuleSet {
+            manifest: self.manifest.clone(),
+            rules: vec![self.rules[index].clone()],
+            origin: self.origin.clone(),
+            rule_files: vec![self.rule_files[index].clone()],
+        }
     }
-
     /// Static checks on the rules themselves, before any target is read.
     pub(super) fn validate(&self) -> Result<(), Error> {
         let mut seen = HashSet::new();
@@ -154,6 +74,11 @@ impl RuleSet {
             {
                 return Err(Error::invalid(format!("{at}: the template is empty")));
             }
+            if rule.per.is_some() && self.manifest.targets != TargetKind::Functions {
+                return Err(Error::invalid(format!(
+                    "{at}: `per` is for rule sets whose targets are functions; drop it, or set targets = \"functions\" in ruleset.toml"
+                )));
+            }
             if !rule.position.needs_anchor()
                 && rule.scope.is_empty()
                 && rule.position == Position::AddParameter
@@ -164,20 +89,5 @@ impl RuleSet {
             }
         }
         Ok(())
-    }
-
-    /// The compiled patterns of `rule` (a rule of this set).
-    pub fn patterns_of(&self, rule: &Rule) -> &RulePatterns {
-        let i = self
-            .rules
-            .iter()
-            .position(|r| std::ptr::eq(r, rule))
-            .expect("a rule of this set");
-        &self.patterns[i]
-    }
-
-    /// The rules that apply to `model` (a file stem), in application order.
-    pub fn rules_for_model<'a>(&'a self, model: Option<&str>) -> Vec<&'a Rule> {
-        self.rules.iter().filter(|r| r.applies_to(model)).collect()
     }
 }

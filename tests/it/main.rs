@@ -39,6 +39,7 @@ mod report_gate;
 mod report_html;
 mod report_run;
 mod report_stages;
+mod rules_broken;
 mod rules_cli;
 mod schedule_marks;
 mod skills_commands;

@@ -20,6 +20,13 @@ use crate::rules::{DetailLayersSpec, Manifest};
 /// Layers evaluated at most, whatever `num_hidden_layers` says.
 pub const MAX_LAYERS: u64 = 10_000;
 
+mod error;
+pub use error::{Dense, Error, TooFewMoe, Unsettled};
+
+fn compile(pattern: &str) -> Result<Pattern, Error> {
+    Ok(Pattern::compile(pattern)?)
+}
+
 /// The layers chosen and why (printed so the user can check).
 #[derive(Debug, Clone)]
 pub struct LayerChoice {
@@ -33,16 +40,22 @@ struct Config {
     path: String,
 }
 
-pub fn read_config(path: &Path) -> Result<Value, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            format!("--config {}: no such file", path.display())
+pub fn read_config(path: &Path) -> Result<Value, Error> {
+    let shown = || path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            Error::ConfigMissing { path: shown() }
         } else {
-            format!("--config {}: {e}", path.display())
+            Error::ConfigRead {
+                path: shown(),
+                source,
+            }
         }
     })?;
-    let v: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: not JSON ({e})", path.display()))?;
+    let v: Value = serde_json::from_str(&text).map_err(|source| Error::ConfigNotJson {
+        path: shown(),
+        source,
+    })?;
     // Multimodal configs keep the language model's settings in `text_config`; the decoder
     // reads those, and `config.text_config` still reaches them.
     Ok(match v.get("text_config") {
@@ -103,7 +116,7 @@ fn configs(
     spec: &DetailLayersSpec,
     model: &str,
     explicit: Option<&Path>,
-) -> Result<Vec<Config>, String> {
+) -> Result<Vec<Config>, Error> {
     match explicit {
         Some(p) => Ok(vec![Config {
             value: read_config(p)?,
@@ -192,55 +205,59 @@ fn find_decision(
     spec: &DetailLayersSpec,
     model: &str,
     flag: &str,
-) -> Result<Found, String> {
+) -> Result<Found, Error> {
     let dir = manifest
         .models
         .as_ref()
         .map(|m| m.dir.as_str())
         .unwrap_or(".");
     let rel = format!("{dir}/{model}.py");
-    let bytes = std::fs::read(root.join(&rel)).map_err(|e| format!("{rel}: {e}"))?;
+    let bytes = std::fs::read(root.join(&rel)).map_err(|source| Error::ModelRead {
+        file: rel.clone(),
+        source,
+    })?;
     // Read the model as it is without instrumentation, so lines match the clean file.
     let clean = super::markers::strip_bytes(&bytes, |_| true)
         .map(|s| s.text)
         .unwrap_or(bytes);
-    let text = String::from_utf8(clean)
-        .map_err(|_| format!("{rel} is not UTF-8 (see the error above)"))?;
+    let text = String::from_utf8(clean).map_err(|_| Error::ModelNotUtf8 { file: rel.clone() })?;
     let src = Source::parse_reusing(text);
     src.share();
-    let ask = format!("pass {flag}");
-    let ask = ask.as_str();
-    let index = Pattern::compile(&spec.index)?;
+    let index = compile(&spec.index)?;
     let hits: Vec<_> = python::all_statements(src.root())
         .into_iter()
         .filter_map(|n| index.match_statement(&src, n).map(|b| (n, b)))
         .collect();
     let [(index_stmt, bindings)] = hits.as_slice() else {
-        return Err(format!(
-            "cannot tell which layers have experts: `{}` occurs {} times in {rel} (expected once, in the decoder layer); {ask}",
-            spec.index,
-            hits.len()
-        ));
+        return Err(Error::IndexCount {
+            index: spec.index.clone(),
+            count: hits.len(),
+            file: rel,
+            flag: flag.to_string(),
+        });
     };
     let layer_var = bindings
         .get("LAYER")
         .cloned()
-        .ok_or("the index pattern must bind $LAYER")?;
+        .ok_or(Error::IndexBindsNoLayer)?;
     let func = python::enclosing_functions(*index_stmt)
         .into_iter()
         .next()
-        .ok_or_else(|| format!("`{}` is not inside a function in {rel}; {ask}", spec.index))?;
+        .ok_or_else(|| Error::IndexOutsideFunction {
+            index: spec.index.clone(),
+            file: rel.clone(),
+            flag: flag.to_string(),
+        })?;
     let pool = reachable_statements(func);
     let mut decision = None;
     for c in &spec.conditions {
-        let p = Pattern::compile(c)?;
+        let p = compile(c)?;
         let found: Vec<_> = pool
             .iter()
             .filter_map(|s| p.match_statement(&src, *s).map(|b| (*s, b)))
             .collect();
         if let [(stmt, _)] = found.as_slice() {
-            let cond_node =
-                find_bound(&src, *stmt, &p).ok_or("a condition pattern must bind $COND")?;
+            let cond_node = find_bound(&src, *stmt, &p).ok_or(Error::ConditionBindsNothing)?;
             let cond_text = src.text_of(cond_node).to_string();
             let mut line = stmt.start_position().row + 1;
             let mut shown = cond_text.clone();
@@ -249,7 +266,7 @@ fn find_decision(
                 .chars()
                 .all(|ch| ch.is_alphanumeric() || ch == '_')
             {
-                let assign = Pattern::compile(&format!("{cond_text} = $VALUE"))?;
+                let assign = compile(&format!("{cond_text} = $VALUE"))?;
                 if let Some((s, b)) = pool
                     .iter()
                     .filter(|s| s.start_byte() < stmt.start_byte())
@@ -274,7 +291,7 @@ fn find_decision(
     }
     if decision.is_none() {
         for a in &spec.always_moe {
-            let p = Pattern::compile(a)?;
+            let p = compile(a)?;
             if let Some(s) = pool
                 .iter()
                 .find(|s| p.match_statement(&src, **s).is_some() && unconditional(**s, func))
@@ -288,16 +305,18 @@ fn find_decision(
         }
     }
     let Some((at, decision)) = decision else {
-        return Err(format!(
-            "cannot find the MoE-vs-dense decision in {rel} (looked in the function around line {} for {}); {ask}",
-            (func.start_position().row + 1),
-            spec.conditions
+        return Err(Error::NoDecision {
+            file: rel,
+            line: func.start_position().row + 1,
+            looked: spec
+                .conditions
                 .iter()
                 .chain(&spec.always_moe)
                 .map(|c| format!("`{c}`"))
                 .collect::<Vec<_>>()
-                .join(" or ")
-        ));
+                .join(" or "),
+            flag: flag.to_string(),
+        });
     };
     Ok(Found {
         func: func.byte_range(),
@@ -384,12 +403,14 @@ fn moe_layers(
     config: &Config,
     count: usize,
     flag: &str,
-) -> Result<(Vec<u64>, Vec<String>), String> {
+) -> Result<(Vec<u64>, Vec<String>), Error> {
     let Decision::Condition { cond, stop, shown } = &found.decision else {
         unreachable!("only conditions are evaluated");
     };
-    let n = num_layers(config)
-        .ok_or_else(|| format!("{} has no num_hidden_layers; pass {flag}", config.path))?;
+    let n = num_layers(config).ok_or_else(|| Error::NoLayerCount {
+        config: config.path.clone(),
+        flag: flag.to_string(),
+    })?;
     let mut out = Vec::new();
     let mut reads = std::collections::BTreeSet::new();
     let limit = n.min(MAX_LAYERS);
@@ -403,17 +424,20 @@ fn moe_layers(
         }
     }
     if out.len() < count {
-        let scope = if limit < n {
+        let among = if limit < n {
             format!("the first {limit} of {n} layers")
         } else {
             format!("its {n} layers")
         };
-        return Err(format!(
-            "`{shown}` ({}) selects {} MoE layer(s) among {scope} with {}, fewer than {count}; pass {flag}",
-            found.at,
-            out.len(),
-            config.path
-        ));
+        return Err(Error::TooFewMoe(Box::new(TooFewMoe {
+            shown: shown.clone(),
+            at: found.at.clone(),
+            found: out.len(),
+            among,
+            config: config.path.clone(),
+            count,
+            flag: flag.to_string(),
+        })));
     }
     Ok((out, reads.into_iter().collect()))
 }
@@ -428,15 +452,21 @@ fn layer_is_moe(
     stop: usize,
     shown: &str,
     reads: &mut std::collections::BTreeSet<String>,
-) -> Result<bool, String> {
+) -> Result<bool, Error> {
     let src = &found.src;
-    let func = node_at(src, &found.func, Some("function_definition")).ok_or("lost the decoder")?;
-    let body = func.field("body").ok_or("the decoder has no body")?;
-    let cond = node_at(src, cond, None).ok_or("lost the condition")?;
+    let func = node_at(src, &found.func, Some("function_definition"))
+        .ok_or(Error::Lost("lost the decoder"))?;
+    let body = func
+        .field("body")
+        .ok_or(Error::Lost("the decoder has no body"))?;
+    let cond = node_at(src, cond, None).ok_or(Error::Lost("lost the condition"))?;
     let mut env = start_env(found, func, config, i);
-    eval::run_until(src, body, stop, &mut env)?;
-    let yes = eval::eval_bool(src, cond, &env)
-        .map_err(|e| format!("cannot evaluate `{shown}` with {}: {e}", config.path))?;
+    eval::run_until(src, body, stop, &mut env).map_err(Error::Run)?;
+    let yes = eval::eval_bool(src, cond, &env).map_err(|why| Error::Evaluate {
+        shown: shown.to_string(),
+        config: config.path.clone(),
+        why,
+    })?;
     reads.extend(env.reads.into_inner());
     Ok(yes)
 }
@@ -471,7 +501,7 @@ fn dense_given(
     configs: &[&Config],
     layers: &[u64],
     flag: &str,
-) -> Option<String> {
+) -> Option<Error> {
     let found = find_decision(root, manifest, spec, model, flag).ok()?;
     let Decision::Condition { cond, stop, shown } = &found.decision else {
         return None;
@@ -505,15 +535,20 @@ fn dense_given(
         ranges(moe)
     };
     let example: Vec<String> = moe.iter().take(2).map(u64::to_string).collect();
-    let pass = if example.is_empty() {
+    let example = if example.is_empty() {
         String::new()
     } else {
         format!(" (e.g. {flag} {})", example.join(","))
     };
-    Some(format!(
-        "{flag} {bad}: layer {bad} is dense, not MoE, by `{shown}` ({}) with {}; its MoE layers are {moe_text}: pass MoE layers{pass}",
-        found.at, c.path
-    ))
+    Some(Error::Dense(Box::new(Dense {
+        flag: flag.to_string(),
+        bad,
+        shown: shown.clone(),
+        at: found.at.clone(),
+        config: c.path.clone(),
+        moe: moe_text,
+        example,
+    })))
 }
 
 /// The layers `spec` chooses for `model` (`flag` is how the user gives them instead).
@@ -524,19 +559,14 @@ pub fn auto(
     model: &str,
     config: Option<&Path>,
     flag: &str,
-) -> Result<LayerChoice, String> {
+) -> Result<LayerChoice, Error> {
     let found = find_decision(root, manifest, spec, model, flag)?;
     let configs = configs(root, manifest, spec, model, config)?;
     let count = spec.count;
-    let several = |what: &str| {
-        if configs.len() > 1 {
-            format!(
-                "{what}; the example configs for this model are {}: pass --config FILE with the one you train, or {flag}",
-                listed(&configs)
-            )
-        } else {
-            format!("{what}; pass --config FILE or {flag}")
-        }
+    let several = |what: Unsettled| Error::Unsettled {
+        what: Box::new(what),
+        configs: (configs.len() > 1).then(|| listed(&configs)),
+        flag: flag.to_string(),
     };
     match &found.decision {
         Decision::Always => {
@@ -549,10 +579,11 @@ pub fn auto(
                 && let Some(n) = num_layers(c)
                 && n < count as u64
             {
-                return Err(several(&format!(
-                    "{} has only {n} layers, fewer than {count}",
-                    c.path
-                )));
+                return Err(several(Unsettled::FewLayers {
+                    config: c.path.clone(),
+                    n,
+                    count,
+                }));
             }
             let checked = match &configs[..] {
                 [] => String::new(),
@@ -576,10 +607,11 @@ pub fn auto(
         }
         Decision::Condition { shown, .. } => {
             if configs.is_empty() {
-                return Err(format!(
-                    "the layer condition `{shown}` ({}) needs the model config: pass --config config.json, or {flag}",
-                    found.at
-                ));
+                return Err(Error::NeedsConfig {
+                    shown: shown.clone(),
+                    at: found.at.clone(),
+                    flag: flag.to_string(),
+                });
             }
             let mut results = Vec::new();
             for c in &configs {
@@ -587,10 +619,12 @@ pub fn auto(
             }
             let (first_cfg, (layers, reads)) = &results[0];
             if let Some((other, (l2, _))) = results.iter().find(|(_, (l, _))| l != layers) {
-                return Err(several(&format!(
-                    "the example configs disagree ({} gives {layers:?}, {} gives {l2:?})",
-                    first_cfg.path, other.path
-                )));
+                return Err(several(Unsettled::Disagree {
+                    first: first_cfg.path.clone(),
+                    layers: layers.clone(),
+                    other: other.path.clone(),
+                    other_layers: l2.clone(),
+                }));
             }
             let from = if results.len() > 1 {
                 format!(
@@ -624,7 +658,7 @@ pub fn check_explicit(
     config: Option<&Path>,
     layers: &[u64],
     flag: &str,
-) -> Result<Option<String>, String> {
+) -> Result<Option<String>, Error> {
     let configs = configs(root, manifest, spec, model, config)?;
     let sized: Vec<&Config> = configs.iter().filter(|c| num_layers(c).is_some()).collect();
     let Some(&largest) = sized.iter().max_by_key(|c| num_layers(c)) else {
@@ -637,11 +671,13 @@ pub fn check_explicit(
         } else {
             String::new()
         };
-        return Err(format!(
-            "{flag} {bad}: the model has {n} layers (0..{}) per {}{others}; pass layers below {n}, or --config FILE with the config you train",
-            n - 1,
-            largest.path
-        ));
+        return Err(Error::OutOfRange {
+            flag: flag.to_string(),
+            bad: *bad,
+            n,
+            config: largest.path.clone(),
+            others,
+        });
     }
     if let Some(why) = dense_given(root, manifest, spec, model, &sized, layers, flag) {
         return Err(why);

@@ -1,0 +1,175 @@
+//! A rule set whose rule uses a name nothing defines is refused when it loads, by every
+//! command that reads it alike: `rules`, `test-rules`, `explain` and `add` print the same
+//! one line (the file and line of the rule, its id, the name) and exit 2, writing nothing.
+//! Each broken set is a working one (which all four accept) with one defect planted.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::*;
+
+const RULESET: &str = r#"name = "planted"
+description = "one rule, with the defect a test plants"
+root_marker = "pithtrain/__init__.py"
+source_dir = "pithtrain"
+
+[params.RANKS]
+kind = "int-set"
+flag = "ranks"
+default = "0"
+help = "ranks that print"
+
+[models]
+dir = "pithtrain/models"
+exclude = ["__init__", "interface"]
+
+[models.roles.EXPERTS]
+about = "the routed experts"
+takes = "forward(grouped_mm_offs)"
+"#;
+
+/// The working rule (it binds a name of its own: it prints nothing, so it declares no
+/// prints); each defect replaces some of its lines.
+const RULE: &str = r#"# A name bound after the first rank's block.
+[[rule]]
+id = "1A.after-flag"
+group = "1"
+file = "pithtrain/dualpipe/dualpipev.py"
+summary = "a name bound after the first rank's block"
+scope = ["class DualPipeV", "def step"]
+anchor = "if self.is_first_pp_rank"
+contains = "self.criterion = criterion"
+position = "after"
+template = '''
+_planted = {RANKS}
+'''
+
+[[rule.examples]]
+before = '''
+class DualPipeV:
+    def step(self, criterion):
+        if self.is_first_pp_rank:
+            self.criterion = criterion
+'''
+"#;
+
+/// The defects: what each is, and the lines of `RULE` it replaces with what.
+type Defect = (&'static str, &'static [(&'static str, &'static str)]);
+
+const TEMPLATE: &str = "_planted = {RANKS}";
+
+const DEFECTS: &[Defect] = &[
+    (
+        "a metavariable no pattern binds",
+        &[(TEMPLATE, "_planted = {RANKS}, $FLAG")],
+    ),
+    (
+        "a metavariable only one alternative of the anchor binds",
+        &[
+            (
+                "anchor = \"if self.is_first_pp_rank\"",
+                "anchor = [\"if $FLAG\", \"if self.is_first_pp_rank\"]",
+            ),
+            (TEMPLATE, "_planted = {RANKS}, $FLAG"),
+        ],
+    ),
+    (
+        "a parameter the set does not declare",
+        &[(TEMPLATE, "_planted = {RANK}")],
+    ),
+    (
+        "a role the set does not declare",
+        &[(
+            "scope = [\"class DualPipeV\", \"def step\"]",
+            "scope = [\"class {DUALPIPE}\", \"def step\"]",
+        )],
+    ),
+    (
+        "{ORIGINAL} in a rule that replaces nothing",
+        &[(TEMPLATE, "{ORIGINAL}\n_planted = {RANKS}")],
+    ),
+    (
+        "{MODEL} in a template",
+        &[(TEMPLATE, "_planted = \"{MODEL}\", {RANKS}")],
+    ),
+];
+
+/// `RULE` with a defect planted.
+fn planted(edits: &[(&str, &str)]) -> String {
+    let mut text = RULE.to_string();
+    for (from, to) in edits {
+        assert!(text.contains(from), "{from}");
+        text = text.replacen(from, to, 1);
+    }
+    text
+}
+
+fn write_set(dir: &Path, rule: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join("ruleset.toml"), RULESET).unwrap();
+    std::fs::write(dir.join("rules.toml"), rule).unwrap();
+}
+
+/// The four commands on the set in `rules` (a folder), run in `checkout`: each one's exit
+/// code, stdout and stderr.
+fn four(rules: &Path, checkout: &Path) -> Vec<(&'static str, Option<i32>, String, String)> {
+    let spec = rules.to_str().unwrap();
+    [
+        ("rules", vec!["rules", "--rules", spec]),
+        ("test-rules", vec!["test-rules", "--rules", spec]),
+        ("explain", vec!["explain", "qwen3-moe", "--rules", spec]),
+        (
+            "add",
+            vec!["add", "qwen3-moe", "--rules", spec, "--dry-run"],
+        ),
+    ]
+    .into_iter()
+    .map(|(name, args)| {
+        let out = instrument(&args, checkout);
+        (name, out.status.code(), stdout(&out), stderr(&out))
+    })
+    .collect()
+}
+
+#[test]
+fn the_working_set_is_accepted_by_all_four() {
+    let checkout = scratch_copy(&fixture());
+    let rules = tempfile::tempdir().unwrap();
+    write_set(rules.path(), RULE);
+    for (name, code, out, err) in four(rules.path(), checkout.path()) {
+        assert_eq!(code, Some(0), "{name}: {out}{err}");
+    }
+}
+
+#[test]
+fn a_set_with_a_name_nothing_defines_is_refused_alike_by_all_four() {
+    let checkout = scratch_copy(&fixture());
+    let before = snapshot_tree(checkout.path());
+    let mut report = String::new();
+    for (what, edits) in DEFECTS {
+        let rules = tempfile::tempdir().unwrap();
+        let text = planted(edits);
+        write_set(rules.path(), &text);
+        // Where the rule is: the line of its id in the file the test wrote.
+        let line = text.lines().position(|l| l.starts_with("id = ")).unwrap() + 1;
+        let results = four(rules.path(), checkout.path());
+        let (_, code, _, first) = &results[0];
+        for (name, c, out, err) in &results {
+            assert_eq!(c, code, "{what}: {name}");
+            assert_eq!(out, "", "{what}: {name}");
+            assert_eq!(err, first, "{what}: {name} says otherwise than rules");
+        }
+        let shown = first.replace(rules.path().to_str().unwrap(), "<DIR>");
+        assert!(
+            shown.starts_with(&format!(
+                "error: <DIR>/rules.toml:{line}: rule 1A.after-flag: "
+            )),
+            "{what}: {shown}"
+        );
+        assert_eq!(shown.lines().count(), 1, "{what}: {shown}");
+        report.push_str(&format!("{what}: exit {}\n{shown}\n", code.unwrap()));
+    }
+    assert_eq!(snapshot_tree(checkout.path()), before);
+    insta::assert_snapshot!("broken_sets", report);
+}
