@@ -28,14 +28,12 @@ pub struct FilePlan {
     pub file: String,
     /// The text on disk.
     pub before: String,
-    /// The text to write (equal to `before` when nothing changes): `stripped` with
-    /// `fixes` applied.
+    /// The text to write (equal to `before` when nothing changes): `fixes` applied to
+    /// `before` without this rule set's regions (`markers::strip`).
     pub after: String,
     /// Rules applied, in order.
     pub applied: Vec<String>,
     pub failures: Vec<Failure>,
-    /// The text the fixes edit: `before` without this rule set's regions.
-    pub(crate) stripped: String,
     /// The rules' fixes (imports included), in the rules' order; none when a failure
     /// stopped the file.
     pub(crate) fixes: Vec<Fix>,
@@ -102,7 +100,6 @@ fn plan_with(
         after: on_disk.to_string(),
         applied: Vec::new(),
         failures: Vec::new(),
-        stripped: String::new(),
         fixes: Vec::new(),
     };
     let stripped = match strip(file, on_disk, ctx) {
@@ -110,13 +107,12 @@ fn plan_with(
         Err(failure) => return plan.stopped(*failure),
     };
     if rules.is_empty() {
-        plan.after = stripped.clone();
-        plan.stripped = stripped;
+        plan.after = stripped;
         return plan;
     }
     // The tree and the blocks are many small allocations: left to the system when the
     // process ends next (see `kept::Kept`).
-    let (src, foreign) = match parse(file, &stripped) {
+    let (src, foreign) = match parse(file, stripped) {
         Ok((src, foreign)) => (Kept::new(src), foreign),
         Err(failure) => return plan.stopped(*failure),
     };
@@ -139,7 +135,6 @@ fn plan_with(
         }
         Err(failures) => plan.failures = failures,
     }
-    plan.stripped = stripped;
     plan
 }
 
@@ -164,7 +159,7 @@ fn strip(file: &str, on_disk: &str, ctx: &PlanContext) -> Result<String, Box<Fai
 /// The stripped text parsed, and the other rule sets' regions in it (as byte ranges);
 /// refused when it does not end with a line end, the grammar does not accept it, or those
 /// regions' markers are broken.
-fn parse(file: &str, stripped: &str) -> Result<(Source, Vec<Range<usize>>), Box<Failure>> {
+fn parse(file: &str, stripped: String) -> Result<(Source, Vec<Range<usize>>), Box<Failure>> {
     let fail = |kind, line, message: String| Box::new(Failure::new(kind, file, line, message));
     if !stripped.is_empty() && !stripped.ends_with('\n') {
         return Err(fail(
@@ -173,7 +168,7 @@ fn parse(file: &str, stripped: &str) -> Result<(Source, Vec<Range<usize>>), Box<
             "the file does not end with a newline; add one (ruff's W292 asks for it too)".into(),
         ));
     }
-    let src = Source::parse_reusing(stripped.to_string());
+    let src = Source::parse_reusing(stripped);
     if let Some(err) = src.first_error() {
         return Err(fail(
             FailureKind::Syntax,
@@ -184,11 +179,11 @@ fn parse(file: &str, stripped: &str) -> Result<(Source, Vec<Range<usize>>), Box<
             ),
         ));
     }
-    let regions = markers::find_regions(stripped)
+    let regions = markers::find_regions(&src.text)
         .map_err(|e| fail(FailureKind::Markers, Some(e.line), e.message))?;
     let foreign = regions
         .iter()
-        .map(|r| line_byte_range(stripped, r.open_line, r.close_line))
+        .map(|r| line_byte_range(&src.text, r.open_line, r.close_line))
         .collect();
     Ok((src, foreign))
 }
@@ -414,7 +409,6 @@ template = "_t = os.getpid()"
         let p = plan(&set, HOST, check::PASSES);
         assert!(p.failures.is_empty(), "{:?}", p.failures);
         assert_eq!(p.applied, vec!["1.after", "1.top"]);
-        assert_eq!(p.stripped, HOST);
         // Each fix: its rule, its place, its edits as plain data (CRLF, as the file is).
         let edits = |f: &Fix| -> Vec<(Range<usize>, Vec<String>)> {
             f.regions
@@ -457,9 +451,10 @@ template = "_t = os.getpid()"
             ),
         ];
         assert_eq!(got, want);
-        // What leaves planning is what the one apply function makes of the fixes.
+        // What leaves planning is what the one apply function makes of the fixes (of the
+        // text as it is: it holds no regions).
         let regions: Vec<&Region> = p.fixes.iter().flat_map(|f| &f.regions).collect();
-        assert_eq!(edit::apply(&p.stripped, &regions).unwrap().text, p.after);
+        assert_eq!(edit::apply(HOST, &regions).unwrap().text, p.after);
     }
 
     /// The marker hash masked (it is the markers' business, tested there).
