@@ -43,8 +43,23 @@ pub enum StageFrameError {
         line: usize,
         rule: usize,
         template: String,
-        why: String,
+        why: TemplateFault,
     },
+}
+
+/// What is wrong with a stage name's template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateFault {
+    #[error("a `}}` with no `{{`")]
+    CloseWithoutOpen,
+    #[error("a `{{` that is never closed")]
+    NeverClosed,
+    #[error("`{{{0}}}` is not a group number")]
+    NotAGroup(String),
+    #[error("`{{{group}}}` names group {group}, but the function pattern has {groups} group(s)")]
+    NoSuchGroup { group: usize, groups: usize },
+    #[error("an empty name")]
+    Empty,
 }
 
 /// A piece of a stage name's template.
@@ -90,28 +105,23 @@ fn line_of(text: &str, at: usize) -> usize {
 }
 
 /// `stage{1}_{2}` -> text and group pieces; groups must exist in a pattern of `groups` groups.
-fn template(t: &str, groups: usize) -> Result<Vec<Piece>, String> {
+fn template(t: &str, groups: usize) -> Result<Vec<Piece>, TemplateFault> {
     let mut pieces = Vec::new();
     let mut rest = t;
     while let Some(open) = rest.find(['{', '}']) {
         if rest.as_bytes()[open] == b'}' {
-            return Err("a `}` with no `{`".into());
+            return Err(TemplateFault::CloseWithoutOpen);
         }
         if open > 0 {
             pieces.push(Piece::Text(rest[..open].to_string()));
         }
-        let close = rest[open..]
-            .find('}')
-            .ok_or_else(|| "a `{` that is never closed".to_string())?
-            + open;
+        let close = rest[open..].find('}').ok_or(TemplateFault::NeverClosed)? + open;
         let inner = &rest[open + 1..close];
         let g: usize = inner
             .parse()
-            .map_err(|_| format!("`{{{inner}}}` is not a group number"))?;
+            .map_err(|_| TemplateFault::NotAGroup(inner.to_string()))?;
         if g == 0 || g > groups {
-            return Err(format!(
-                "`{{{g}}}` names group {g}, but the function pattern has {groups} group(s)"
-            ));
+            return Err(TemplateFault::NoSuchGroup { group: g, groups });
         }
         pieces.push(Piece::Group(g));
         rest = &rest[close + 1..];
@@ -120,7 +130,7 @@ fn template(t: &str, groups: usize) -> Result<Vec<Piece>, String> {
         pieces.push(Piece::Text(rest.to_string()));
     }
     if pieces.is_empty() {
-        return Err("an empty name".into());
+        return Err(TemplateFault::Empty);
     }
     Ok(pieces)
 }
@@ -250,7 +260,7 @@ mod tests {
             ))
             .unwrap_err();
             assert!(
-                matches!(&e, StageFrameError::Template { why: w, .. } if w == why),
+                matches!(&e, StageFrameError::Template { why: w, .. } if w.to_string() == why),
                 "{e}"
             );
         }
