@@ -25,11 +25,8 @@ pub fn render(r: &Report) -> String {
     let mut o = crate::page::Page::new("instrument report", STYLE, crate::page::Tips::Script);
     let _ = write!(
         o,
-        "<h1>instrument report</h1><p class=\"muted\">{} log(s), {} snapshot(s), {} nsys export(s); {} rank(s)</p>",
-        r.inputs.logs.len(),
-        r.inputs.snapshots.len(),
-        r.inputs.nsys.len(),
-        r.ranks.len()
+        "<h1>instrument report</h1><p class=\"muted\">{}</p>",
+        esc(&r.read_line())
     );
     crate::findings::html::render(&mut o, &r.findings);
     let _ = write!(

@@ -118,6 +118,19 @@ pub struct Report {
     pub ranks: Vec<RankRow>,
 }
 
+impl Report {
+    /// What the report read, in one line (the text's first line, the page's subtitle).
+    pub fn read_line(&self) -> String {
+        format!(
+            "{} log(s), {} snapshot(s), {} nsys export(s); {} rank(s)",
+            self.inputs.logs.len(),
+            self.inputs.snapshots.len(),
+            self.inputs.nsys.len(),
+            self.ranks.len()
+        )
+    }
+}
+
 #[derive(Debug, Serialize)]
 pub struct EstimateSource {
     pub estimator: String,

@@ -12,14 +12,7 @@ fn show(b: f64) -> String {
 
 pub fn render(r: &Report) -> String {
     let mut o = String::new();
-    let _ = writeln!(
-        o,
-        "instrument report: {} log(s), {} snapshot(s), {} nsys export(s); {} rank(s)",
-        r.inputs.logs.len(),
-        r.inputs.snapshots.len(),
-        r.inputs.nsys.len(),
-        r.ranks.len()
-    );
+    let _ = writeln!(o, "instrument report: {}", r.read_line());
     o.push('\n');
     crate::findings::text::render(&mut o, &r.findings);
     for rank in &r.ranks {

@@ -15,14 +15,7 @@ use serde_json::Value;
 
 const PLANTED: u64 = 256 << 20;
 
-fn json_of(args: &[&str]) -> (Option<i32>, Value, String) {
-    let out = instrument(args);
-    (
-        out.status.code(),
-        serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use crate::report_run::json_of;
 
 fn plant(py: &Path, snapshot: &Path, event: &str, bytes: u64) {
     let out = std::process::Command::new(py)

@@ -33,7 +33,7 @@ fn each_event_stacks_its_components_beside_the_estimate_and_the_print() {
     let run = gather(&s);
     let page = run.path().join("report.html");
     let root = s.checkout.path().to_str().unwrap().to_string();
-    let out = instrument(&[
+    let r: Value = crate::report_run::json_ok(&[
         "report",
         "--json",
         "--estimate",
@@ -43,13 +43,6 @@ fn each_event_stacks_its_components_beside_the_estimate_and_the_print() {
         page.to_str().unwrap(),
         run.path().to_str().unwrap(),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let html = std::fs::read_to_string(&page).unwrap();
 
     let group = Regex::new(r#"(?s)<g class="event"[^>]*>.*?</g>"#).unwrap();

@@ -22,13 +22,26 @@ pub(crate) fn gather(s: &Scenario) -> tempfile::TempDir {
     run
 }
 
-fn report(dir: &Path) -> (Option<i32>, Value, String) {
-    let out = instrument(&["report", "--json", dir.to_str().unwrap()]);
+/// `instrument ARGS`: its exit code, its standard output as JSON (null when it is none) and
+/// its standard error.
+pub(crate) fn json_of(args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = instrument(args);
     (
         out.status.code(),
         serde_json::from_slice(&out.stdout).unwrap_or(Value::Null),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
+}
+
+/// `instrument ARGS`, which must succeed: its standard output as JSON.
+pub(crate) fn json_ok(args: &[&str]) -> Value {
+    let (code, json, stderr) = json_of(args);
+    assert_eq!(code, Some(0), "{stderr}");
+    json
+}
+
+fn report(dir: &Path) -> (Option<i32>, Value, String) {
+    json_of(&["report", "--json", dir.to_str().unwrap()])
 }
 
 #[test]
@@ -218,7 +231,7 @@ fn the_estimate_stands_beside_each_event_bucket_by_bucket() {
     let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]);
     let run = gather(&s);
     let root = s.checkout.path().to_str().unwrap().to_string();
-    let out = instrument(&[
+    let r: Value = crate::report_run::json_ok(&[
         "report",
         "--json",
         "--estimate",
@@ -226,13 +239,6 @@ fn the_estimate_stands_beside_each_event_bucket_by_bucket() {
         &root,
         run.path().to_str().unwrap(),
     ]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(
         r["estimate"].get("unavailable").is_none(),
         "{}",
@@ -407,15 +413,13 @@ fn the_page_holds_a_schedule_strip_per_rank() {
     let s = scenario(&py, "qwen3-moe", "qwen3-tiny", 2, &[]);
     let run = gather(&s);
     let page = run.path().join("report.html");
-    let out = instrument(&[
+    let r: Value = crate::report_run::json_ok(&[
         "report",
         "--json",
         "--html",
         page.to_str().unwrap(),
         run.path().to_str().unwrap(),
     ]);
-    assert_eq!(out.status.code(), Some(0));
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
     let html = std::fs::read_to_string(&page).unwrap();
     let findings_at = html.find("<section id=\"findings\">").unwrap();
     let first_rank = html.find("<section class=\"rank\"").unwrap();

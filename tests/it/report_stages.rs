@@ -36,14 +36,7 @@ fn each_stage_holds_what_was_allocated_inside_it() {
         run.path().join("memory_snapshot_rank14_step0.pickle"),
     )
     .unwrap();
-    let out = instrument(&["report", "--json", run.path().to_str().unwrap()]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r: Value = crate::report_run::json_ok(&["report", "--json", run.path().to_str().unwrap()]);
     // The whole per-stage figure, to the byte: the fused stage5_and_stage1_f/_b counted as
     // stage 1, the model methods as their stages, a stage-named function of another file and
     // the engine thread's allocation (no Python frame) unattributed, what was allocated
