@@ -308,6 +308,18 @@ fn cmp_desc(a: Option<f64>, b: Option<f64>) -> Ordering {
     }
 }
 
+/// The median of `values` (the mean of the middle two for an even count; 0 for none).
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => v[n / 2],
+        _ => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// Of several values of peers (ranks of one stage and role), those that stand out: further from
 /// the median than `threshold` (relative) and than `floor` (absolute, the figures' resolution).
 /// Only among three or more peers: with two, neither is "the odd one". Returns (index, median).
@@ -315,14 +327,7 @@ pub fn outliers(values: &[f64], threshold: f64, floor: f64) -> Vec<(usize, f64)>
     if values.len() < 3 {
         return Vec::new();
     }
-    let mut sorted: Vec<f64> = values.to_vec();
-    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap_or(Ordering::Equal));
-    let n = sorted.len();
-    let median = if n % 2 == 1 {
-        sorted[n / 2]
-    } else {
-        (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0
-    };
+    let median = median(values);
     values
         .iter()
         .enumerate()

@@ -183,14 +183,8 @@ fn most_exposed(doc: &Document, procs: &[(&str, &Process)], out: &mut Vec<Findin
         let gpus: Vec<String> = p.devices.iter().map(|d| d.to_string()).collect();
         let mut figure = Figure::new(p.overlap.exposed_ns as f64, Unit::Ns);
         if !others.is_empty() {
-            let mut o = others.clone();
-            o.sort_unstable();
-            let median = if o.len() % 2 == 1 {
-                o[o.len() / 2] as f64
-            } else {
-                (o[o.len() / 2 - 1] + o[o.len() / 2]) as f64 / 2.0
-            };
-            figure = figure.against(median, "the other processes' median");
+            let o: Vec<f64> = others.iter().map(|&ns| ns as f64).collect();
+            figure = figure.against(findings::median(&o), "the other processes' median");
         }
         let mut f = Finding::new(
             Severity::Notice,

@@ -90,17 +90,8 @@ pub struct Across {
     pub balance: Option<Balance>,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
+fn median(v: Vec<f64>) -> f64 {
+    crate::findings::median(&v)
 }
 
 fn overlap(p: &RankView) -> f64 {
