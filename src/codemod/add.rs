@@ -398,10 +398,22 @@ fn advice(report: &AddReport) -> String {
             "save the file as UTF-8 (Python reads source as UTF-8), then run add again".into(),
         );
     }
+    // Rules that do not fit this checkout: an anchor, a name, a file, or a place their
+    // code must never go (a compiled function).
+    let anchors = has(FailureKind::Anchor)
+        || has(FailureKind::Name)
+        || has(FailureKind::File)
+        || has(FailureKind::Placement);
     if has(FailureKind::Role) {
-        steps.push("name the class of each role above in the rule set's model table (the `[models.known.<model>.roles]` lines shown; for a built-in set, in a copy of its folder passed with --rules DIR), or pass --partial to apply the other groups".into());
+        // The anchors' step says --partial too: say it once.
+        let partial = if anchors {
+            ""
+        } else {
+            ", or pass --partial to apply the other groups"
+        };
+        steps.push(format!("name the class of each role above in the rule set's model table (the `[models.known.<model>.roles]` lines shown; for a built-in set, in a copy of its folder passed with --rules DIR){partial}"));
     }
-    if has(FailureKind::Anchor) || has(FailureKind::Name) || has(FailureKind::File) {
+    if anchors {
         steps.push("`instrument explain` shows where each anchor resolves; pass --partial to apply the groups that fit, or --rules DIR with rules for this revision".into());
     }
     if has(FailureKind::Syntax) {

@@ -29,9 +29,10 @@ pub enum Error {
     Checkout(#[from] Checkout),
     /// Another run holds the checkout.
     #[error(
-        "{root}: another instrument run is working on this checkout (waited {waited_s}s); let it finish, then run the command again"
+        "{root}: another instrument run is working on this checkout (waited {}); let it finish, then run the command again",
+        seconds(*.waited_ms)
     )]
-    Busy { root: String, waited_s: u64 },
+    Busy { root: String, waited_ms: u64 },
     /// A file changed between reading and writing it, or the journal of an interrupted
     /// run needs a look: nothing was written.
     #[error(transparent)]
@@ -104,6 +105,15 @@ pub enum Usage {
     /// Files `add` would write that are read-only, each with its mode.
     #[error("{}", read_only(.files))]
     ReadOnly { files: Vec<(String, u32)> },
+}
+
+/// A wait in seconds as a person writes it: `30s`, `0.2s`.
+fn seconds(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{}s", ms as f64 / 1000.0)
+    }
 }
 
 /// `a, b`, or `none`.

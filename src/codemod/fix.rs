@@ -127,7 +127,7 @@ pub(crate) fn describe_anchor_failure(f: &AnchorFailure) -> (String, Vec<(usize,
             let l: Vec<String> = lines.iter().map(|l| l.to_string()).collect();
             (
                 format!(
-                    "{} `{}` matches {} statements{place} (lines {}); the rule must name one (narrow the scope, or set occurrence/following)",
+                    "{} `{}` matches {} statements{place}, at lines {}; the rule must name one (narrow the scope, or set occurrence/following)",
                     f.role,
                     f.pattern,
                     lines.len(),

@@ -105,9 +105,10 @@ pub fn lock(root: &Path, mode: Mode) -> Result<CheckoutLock, Error> {
             });
         }
         if started.elapsed() >= timeout() {
+            // How long it waits (the time measured would be a little more, by chance).
             return Err(Error::Busy {
                 root: root.display().to_string(),
-                waited_s: started.elapsed().as_secs(),
+                waited_ms: timeout().as_millis() as u64,
             });
         }
         if !told && started.elapsed() > Duration::from_millis(500) {

@@ -146,10 +146,8 @@ fn strip(file: &str, on_disk: &str, ctx: &PlanContext) -> Result<String, Box<Fai
     if let Some(r) = removed.iter().find(|r| !r.intact) {
         // Name the region's own rule (and its group), not the rules planned here.
         let group = ctx.rule_by_id(&r.rule).map(|o| o.group.as_str());
-        let message = format!(
-            "the region of rule {} was edited by hand since it was added; review it, then undo the edit or run `instrument remove --force` to take it out (the original comes back from the marker)",
-            r.rule
-        );
+        // The line names the rule already (`rule 5D.return: its region ...`).
+        let message = "its region was edited by hand since it was added; review it, then undo the edit or run `instrument remove --force` to take it out (the original comes back from the marker)".to_string();
         let failure = Failure::new(FailureKind::Markers, file, Some(r.marker_line + 1), message);
         return Err(Box::new(failure.for_rule_id(&r.rule, group)));
     }

@@ -101,7 +101,7 @@ fn fit(src: &Source, class: &Class, spec: &RoleSpec, holds: Option<&Pattern>) ->
         total += 1;
         match class.methods.iter().find(|(n, _)| n == method) {
             Some((_, f)) if python::parameter_names(src, *f).contains(&param) => met += 1,
-            Some(_) => missing.push(format!("its `{method}` takes no `{param}`")),
+            Some(_) => missing.push(format!("has a `{method}` that takes no `{param}`")),
             None => missing.push(format!("defines no `{method}`")),
         }
     }
@@ -428,7 +428,7 @@ holds = "self.experts = {EXPERTS}($$$)"
         let experts = &r.unplaced["EXPERTS"];
         assert!(
             experts.why.contains(
-                "likeliest by its name, `XExperts` (line 5), its `forward` takes no `offs`"
+                "likeliest by its name, `XExperts` (line 5), has a `forward` that takes no `offs`"
             ),
             "{}",
             experts.why

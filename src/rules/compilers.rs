@@ -103,8 +103,7 @@ mod tests {
         assert_eq!(forbidden(None)[0].reason, DEFAULT_REASON);
     }
 
-    /// What the shipped sets refuse, and why, word for word as their own lists said it
-    /// before the list moved here.
+    /// What the shipped sets refuse, and why, word for word.
     #[test]
     fn the_shipped_sets_refuse_every_compiler_with_their_own_reasons() {
         let of = |set: &str| -> Vec<(String, String)> {
@@ -122,7 +121,7 @@ mod tests {
             vec![
                 pair(
                     "torch.compile",
-                    "pithtrain compiles it with fullgraph=True, and a print or torch.cuda.synchronize() there breaks the graph"
+                    "a print or torch.cuda.synchronize() there breaks the graph (pithtrain compiles with fullgraph=True, where a break is an error)"
                 ),
                 pair(
                     "torch._dynamo.optimize",

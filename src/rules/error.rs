@@ -13,7 +13,7 @@ pub enum Error {
     )]
     NoManifest { spec: String, path: String },
     /// A rule file the system would not read.
-    #[error("{path}: {source}")]
+    #[error("{path}: {source}{}", read_next(.source))]
     Read {
         path: String,
         #[source]
@@ -58,6 +58,20 @@ pub enum Error {
 }
 
 /// The rest of `Error::Unbound`'s message: why, and what to do.
+/// What to do about a rule file that could not be read, where the user can do something.
+fn read_next(e: &std::io::Error) -> &'static str {
+    match e.kind() {
+        // Every `*.toml` of a rule set folder is read as rules.
+        std::io::ErrorKind::IsADirectory => {
+            "; a rule set's *.toml must be files: rename the folder, or move it out of the rule set"
+        }
+        std::io::ErrorKind::PermissionDenied => {
+            "; make it readable, or run as a user who may read it"
+        }
+        _ => "",
+    }
+}
+
 fn unbound(partly: bool, bound: &[String]) -> String {
     let bound = if bound.is_empty() {
         "they bind none".to_string()

@@ -6,6 +6,7 @@ use crate::common;
 use std::process::Command;
 
 use common::*;
+use instrument::codemod::diff::colorize;
 
 /// Run `args` under a pseudo-terminal (util-linux `script`), so colour decisions see a tty.
 fn in_terminal(args: &str, cwd: &std::path::Path, no_color: bool) -> Option<String> {
@@ -29,18 +30,31 @@ fn in_terminal(args: &str, cwd: &std::path::Path, no_color: bool) -> Option<Stri
 fn colour_follows_the_terminal_no_color_and_the_flag() {
     let dir = scratch_copy(&fixture());
     let dry = ["add", "qwen3-moe", "--dry-run"];
+    // Into a pipe: no colour, the diff as git writes it (its text is pinned in
+    // codemod_output); with --color=always, the same diff coloured.
     let piped = instrument(&dry, dir.path());
-    assert!(!stdout(&piped).contains('\x1b'), "no colour into a pipe");
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
+    let (diff, report) = (stdout(&piped), stderr(&piped));
+    assert!(diff.is_ascii() && !diff.bytes().any(|b| b == 0x1b));
+    let coloured = colorize(&diff);
+    assert_ne!(coloured, diff, "colouring changes the diff");
     let mut always = dry.to_vec();
     always.push("--color=always");
-    assert!(stdout(&instrument(&always, dir.path())).contains("\x1b[32m"));
+    let out = instrument(&always, dir.path());
+    assert_eq!(
+        (stdout(&out), stderr(&out)),
+        (coloured.clone(), report.clone())
+    );
+    // A terminal (where stdout and stderr meet, its line ends CRLF) gets colour, unless
+    // NO_COLOR or --color never says otherwise.
+    let on_a_terminal = |text: &str| text.replace('\n', "\r\n");
     if let Some(tty) = in_terminal("add qwen3-moe --dry-run", dir.path(), false) {
-        assert!(tty.contains("\x1b[32m"), "a terminal gets colour");
+        assert_eq!(tty, on_a_terminal(&format!("{coloured}{report}")));
         let plain = in_terminal("add qwen3-moe --dry-run", dir.path(), true).unwrap();
-        assert!(!plain.contains('\x1b'), "NO_COLOR turns it off");
+        assert_eq!(plain, on_a_terminal(&format!("{diff}{report}")));
         let never =
             in_terminal("--color never add qwen3-moe --dry-run", dir.path(), false).unwrap();
-        assert!(!never.contains('\x1b'));
+        assert_eq!(never, on_a_terminal(&format!("{diff}{report}")));
     }
 }
 
@@ -79,11 +93,9 @@ fn add_remove_and_check_speak_json() {
     assert_eq!(out.status.code(), Some(2));
     let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(doc["verdict"], "refused");
-    assert!(
-        doc["advice"]
-            .as_str()
-            .unwrap()
-            .contains("nothing was changed")
+    assert_eq!(
+        doc["advice"],
+        "5 of 8 groups cannot apply; nothing was changed. Next: fix the syntax error (or check that the file is Python)"
     );
 }
 
@@ -159,24 +171,23 @@ fn status_names_the_model_sorts_groups_and_says_chosen_at_run_time() {
             .into_iter()
             .collect()
     );
-    let text = stdout(&instrument(&["status"], dir.path()));
-    assert_eq!(text.lines().next(), Some("model: qwen35-moe"), "{text}");
-    let line = |file: &str| {
-        text.lines()
-            .find(|l| l.starts_with(file))
-            .unwrap_or_else(|| panic!("no {file} in {text}"))
-            .to_string()
-    };
-    assert!(
-        line("pithtrain/dualpipe/execution.py").contains("groups 1, 5 ")
-            && line("pithtrain/dualpipe/execution.py").contains("detail_layers chosen at run time"),
-        "{text}"
+    // The text: the model first, groups sorted, and no `None`.
+    let out = instrument(&["status"], dir.path());
+    assert_eq!(
+        (out.status.code(), stdout(&out), stderr(&out)),
+        (
+            Some(0),
+            "model: qwen35-moe\n\
+             pithtrain/dualpipe/dualpipev.py: memory-prints groups 1, 4, 8 (37 regions); ranks={0}\n\
+             pithtrain/dualpipe/execution.py: memory-prints groups 1, 5 (8 regions); detail_layers chosen at run time, ranks={0}\n\
+             pithtrain/models/qwen35_moe.py: memory-prints groups 5 (21 regions)\n\
+             pithtrain/modules/distributed.py: memory-prints groups 2 (5 regions); ranks={0}\n\
+             pithtrain/modules/training.py: memory-prints groups 1, 3 (6 regions); ranks={0}\n\
+             pithtrain/tasks/pretrain_lm.py: memory-prints groups 6, 7 (5 regions); ranks={0}, snapshot_dir=\"/tmp\", stacks=\"python\", step chosen at run time\n"
+                .to_string(),
+            String::new()
+        )
     );
-    assert!(
-        line("pithtrain/models/qwen35_moe.py").contains("groups 5 "),
-        "{text}"
-    );
-    assert!(!text.contains("None"), "{text}");
 }
 
 /// The README's `add` options table is one table (issue #26: its last rows rendered as
@@ -196,23 +207,32 @@ fn the_readme_add_table_is_whole_and_lists_every_flag() {
     for l in after {
         assert!(!l.starts_with('|'), "a row after the table ended: {l}");
     }
+    // The flags `add --help` lists (each option line's flag), and the flags the table's
+    // rows are for: the same, but for --help and --color (every command has those).
     let help = stdout(&instrument(&["add", "--help"], &repo_root()));
-    let flags: Vec<&str> = help
-        .split_whitespace()
-        .filter(|w| w.starts_with("--") && w.len() > 2)
-        .map(|w| w.trim_end_matches([',', '.']))
-        .filter(|w| !matches!(*w, "--help" | "--color"))
+    let listed: std::collections::BTreeSet<&str> = help
+        .lines()
+        .map(str::trim_start)
+        .filter_map(|l| l.strip_prefix("-h, ").or(Some(l)))
+        .filter(|l| l.starts_with("--"))
+        .map(|l| l.split([' ', '=']).next().unwrap())
+        .filter(|f| !matches!(*f, "--help" | "--color"))
         .collect();
-    assert!(flags.contains(&"--force") && flags.contains(&"--config"));
-    for f in flags {
-        let f = f.split('=').next().unwrap();
-        assert!(
-            rows.iter().any(|r| r.starts_with(&format!("| `{f}"))),
-            "README's add table has no row for {f}"
-        );
-    }
+    let documented: std::collections::BTreeSet<&str> = rows
+        .iter()
+        .filter_map(|r| r.strip_prefix("| `"))
+        .map(|r| r.split(['`', ' ', '=']).next().unwrap())
+        .filter(|f| f.starts_with("--"))
+        .collect();
+    assert!(listed.len() >= 13, "{listed:?}");
+    assert_eq!(
+        listed.difference(&documented).collect::<Vec<_>>(),
+        Vec::<&&str>::new(),
+        "README's add table has no row for these"
+    );
     // And Cargo.toml states the Rust it needs, as the README does.
-    let cargo = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap();
-    assert!(cargo.contains("\nrust-version = \"1.95\"\n"));
-    assert!(readme.contains("Rust 1.95 or newer"));
+    let cargo: toml::Table =
+        toml::from_str(&std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(cargo["package"]["rust-version"].as_str(), Some("1.95"));
+    assert!(readme.lines().any(|l| l.contains("Rust 1.95 or newer")));
 }

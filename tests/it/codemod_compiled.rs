@@ -14,13 +14,16 @@ const EXPERTS_FORWARD: &str = "class Qwen3MoeExperts(nn.Module):\n";
 fn edit(root: &Path, from: &str, to: &str) {
     let path = root.join(QWEN);
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(from), "{QWEN} lacks {from:?}");
-    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+    let edited = text.replacen(from, to, 1);
+    assert_ne!(edited, text, "{QWEN} lacks {from:?}");
+    std::fs::write(path, edited).unwrap();
 }
 
 /// Decorate the experts' `forward` with `decorator`, adding `imports` at the top.
 fn decorate(root: &Path, imports: &str, decorator: &str) {
-    edit(root, "import torch\n", &format!("import torch\n{imports}"));
+    if !imports.is_empty() {
+        edit(root, "import torch\n", &format!("import torch\n{imports}"));
+    }
     let path = root.join(QWEN);
     let text = std::fs::read_to_string(&path).unwrap();
     let at = text.find(EXPERTS_FORWARD).unwrap();
@@ -29,36 +32,37 @@ fn decorate(root: &Path, imports: &str, decorator: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-fn refused_for_compiled(root: &Path, how: &str) {
+/// `add` refused, the tree untouched; what it said, for the snapshot.
+fn refused_for_compiled(root: &Path, how: &str) -> String {
     let before = snapshot_tree(root);
-    let out = instrument(&["add", "qwen3-moe"], root);
+    let mut t = Transcript::new(Redact::default().folder(root, "<CHECKOUT>"));
+    t.note(how);
+    let out = t.run(&["add", "qwen3-moe"], root);
     assert_eq!(out.status.code(), Some(2), "{how}: {}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains("rule 5D.") && err.contains("refusing to insert into `forward`"),
-        "{how}: {err}"
-    );
-    assert!(err.contains(how), "{how}: {err}");
     assert_eq!(snapshot_tree(root), before);
+    t.text().to_string()
 }
 
+/// Each refusal names the rule (5D, the experts' prints), `forward`, and how it is
+/// compiled, in the spelling of the source.
 #[test]
 fn compile_under_another_name_is_found() {
+    let mut report = String::new();
     for (imports, decorator, how) in [
         (
             "from torch import compile as _tc\n",
             "@_tc",
-            "decorated with `@_tc` (torch.compile)",
+            "`from torch import compile as _tc`, the experts' forward decorated with `@_tc`",
         ),
         (
             "",
             "@_compiled(fullgraph=True)",
-            "decorated with `@_compiled(fullgraph=True)` (torch.compile)",
+            "`_compiled = torch.compile`, the experts' forward decorated with `@_compiled(fullgraph=True)`",
         ),
         (
             "",
             "@torch._dynamo.optimize(\"inductor\")",
-            "(torch._dynamo.optimize)",
+            "the experts' forward decorated with `@torch._dynamo.optimize(\"inductor\")`",
         ),
     ] {
         let dir = scratch_copy(&fixture());
@@ -70,8 +74,10 @@ fn compile_under_another_name_is_found() {
                 &format!("_compiled = torch.compile\n\n\n{EXPERTS_FORWARD}"),
             );
         }
-        refused_for_compiled(dir.path(), how);
+        report.push_str(&refused_for_compiled(dir.path(), how));
+        report.push('\n');
     }
+    insta::assert_snapshot!("compiled_under_another_name", report);
 }
 
 #[test]
@@ -81,27 +87,26 @@ fn compile_by_assignment_is_found() {
     let mut text = std::fs::read_to_string(&path).unwrap();
     text.push_str("\n\nQwen3MoeExperts.forward = torch.compile(Qwen3MoeExperts.forward)\n");
     std::fs::write(&path, text).unwrap();
-    refused_for_compiled(
+    let mut report = refused_for_compiled(
         dir.path(),
-        "compiled by `Qwen3MoeExperts.forward = torch.compile(Qwen3MoeExperts.forward)`",
+        "`Qwen3MoeExperts.forward = torch.compile(Qwen3MoeExperts.forward)` at the end",
     );
     // The NVTX set refuses it by name (a decorator on it would be compiled too) and
-    // leaves it out of a glob.
-    let out = instrument(
+    // leaves it out of a glob, with a warning; the rest goes in.
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    let out = t.run(
         &["add", "--rules", "nvtx", "Qwen3MoeExperts.forward"],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("`Qwen3MoeExperts.forward` runs inside"),
-        "{}",
-        stderr(&out)
-    );
-    let out = instrument(&["add", "--rules", "nvtx", "Qwen3Moe*.forward"], dir.path());
+    let out = t.run(&["add", "--rules", "nvtx", "Qwen3Moe*.forward"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let text = std::fs::read_to_string(&path).unwrap();
-    assert!(!text.contains("\"Qwen3MoeExperts.forward\""));
-    assert!(text.contains("\"Qwen3MoeModel.forward\""), "{text}");
+    // What went in: the helper, and the one range of the glob that is not compiled.
+    let check = t.run(&["check", QWEN], dir.path());
+    assert_eq!(check.status.code(), Some(1));
+    report.push('\n');
+    report.push_str(t.text());
+    insta::assert_snapshot!("compiled_by_assignment", report);
 }
 
 #[test]
@@ -110,8 +115,25 @@ fn compiler_disable_is_not_compiled() {
     decorate(dir.path(), "", "@torch.compiler.disable");
     let before = snapshot_tree(dir.path());
     add_ok(dir.path(), &[]);
-    let text = std::fs::read_to_string(dir.path().join(QWEN)).unwrap();
-    assert!(text.contains("# >>> instrument memory-prints 5D.return"));
+    // The experts' prints go in as they do without the decorator: the same regions.
+    let plain = scratch_copy(&fixture());
+    add_ok(plain.path(), &[]);
+    assert_eq!(region_rules(dir.path()), region_rules(plain.path()));
     assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
     assert_eq!(snapshot_tree(dir.path()), before);
+}
+
+/// The rules of the regions in the model file, in order, as `check --json` lists them.
+fn region_rules(root: &Path) -> Vec<String> {
+    let out = instrument(&["check", "--json", QWEN], root);
+    assert_eq!(out.status.code(), Some(1));
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rules: Vec<String> = doc["files"][0]["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["rule"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(rules.len(), 20, "{rules:?}");
+    rules
 }

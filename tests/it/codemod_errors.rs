@@ -1,5 +1,5 @@
 //! Every user error: one clear line naming what was wrong, exit code 2, and a tree that
-//! is exactly as it was.
+//! is exactly as it was. What each command printed is pinned whole (insta snapshots).
 
 use crate::common;
 
@@ -7,10 +7,10 @@ use std::path::Path;
 
 use common::*;
 
-/// Run `args` in `root` and assert: exit 2, nothing changed, stderr mentions each `needle`.
-fn refused(root: &Path, args: &[&str], needles: &[&str]) -> String {
+/// Run `args` in `root`, record it, and assert: exit 2 and nothing changed.
+fn refused(t: &mut Transcript, root: &Path, args: &[&str]) -> String {
     let before = snapshot_tree(root);
-    let out = instrument(args, root);
+    let out = t.run(args, root);
     let err = stderr(&out);
     assert_eq!(
         out.status.code(),
@@ -19,114 +19,109 @@ fn refused(root: &Path, args: &[&str], needles: &[&str]) -> String {
         out.status.code()
     );
     assert_eq!(snapshot_tree(root), before, "{args:?} changed the tree");
-    for n in needles {
-        assert!(err.contains(n), "stderr of {args:?} lacks {n:?}:\n{err}");
-    }
-    assert!(!err.contains("panicked"), "{err}");
     err
 }
 
-#[test]
-fn bad_rank_lists() {
-    let dir = scratch_copy(&fixture());
-    refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--ranks", "3,x"],
-        &["--ranks 3,x: `x` is not a non-negative integer"],
-    );
-    refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--ranks", "-1"],
-        &["--ranks -1: `-1` is not a non-negative integer"],
-    );
-    refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--ranks", ""],
-        &["--ranks is empty"],
-    );
-    refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--detail-layers", "1,two"],
-        &["--detail-layers"],
-    );
-}
+/// The values and names a user can get wrong, each refused in one line that keeps what
+/// was given and says what to give instead.
+const ONE_LINE_ERRORS: &[&[&str]] = &[
+    // Rank and layer lists that are not lists of non-negative integers.
+    &["add", "qwen3-moe", "--ranks", "3,x"],
+    &["add", "qwen3-moe", "--ranks", "-1"],
+    &["add", "qwen3-moe", "--ranks", ""],
+    &["add", "qwen3-moe", "--detail-layers", "1,two"],
+    // 23 digits are a non-negative integer, only too large.
+    &["add", "qwen3-moe", "--ranks", "12345678901234567890123"],
+    &["add", "qwen3-moe", "--step", "12345678901234567890123"],
+    // A layer beyond the model.
+    &["add", "qwen3-moe", "--detail-layers", "3,8"],
+    // deepseek-v2's layer 0 is dense (`first_k_dense_replace = 1`): detail prints there
+    // would print nothing of the experts.
+    &["add", "deepseek-v2", "--detail-layers", "0,1"],
+    // A config that is not there, with and without --dry-run.
+    &["add", "qwen3-moe", "--config", "no-such.json"],
+    &["add", "qwen3-moe", "--config", "no-such.json", "--dry-run"],
+    // A parameter the set does not have: the value given stays in the message.
+    &["add", "qwen3-moe", "--param", "FOO=1"],
+    // Models that are not there, and interface.py, which is there but is not a model.
+    &["add", "llama-3"],
+    &["add", "interface"],
+    // The NVTX set needs the functions to wrap.
+    &["add", "--rules", "nvtx"],
+];
 
 #[test]
-fn detail_layers_beyond_the_model_are_refused() {
+fn user_errors_are_one_line_and_change_nothing() {
     let dir = scratch_copy(&fixture());
-    refused(
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    for args in ONE_LINE_ERRORS {
+        let err = refused(&mut t, dir.path(), args);
+        assert_eq!(err.lines().count(), 1, "{args:?}:\n{err}");
+    }
+    insta::assert_snapshot!("one_line_errors", t.text());
+    // The layers the dense-layer message suggests are taken.
+    let out = instrument(
+        &["add", "deepseek-v2", "--detail-layers", "1,2", "--dry-run"],
         dir.path(),
-        &["add", "qwen3-moe", "--detail-layers", "3,8"],
-        &["--detail-layers 8: the model has 8 layers"],
     );
-}
-
-#[test]
-fn unknown_model_lists_the_models() {
-    let dir = scratch_copy(&fixture());
-    refused(
-        dir.path(),
-        &["add", "llama-3"],
-        &["unknown model `llama-3`", "qwen3-moe"],
-    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }
 
 #[test]
 fn a_folder_without_pithtrain() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("train.py"), "print(1)\n").unwrap();
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<DIR>"));
+    refused(&mut t, dir.path(), &["add", "qwen3-moe"]);
     refused(
-        dir.path(),
-        &["add", "qwen3-moe"],
-        &["no pithtrain/__init__.py here or above", "--root"],
-    );
-    refused(
+        &mut t,
         dir.path(),
         &["add", "qwen3-moe", "--root", "/no/such/folder"],
-        &["--root /no/such/folder: no such folder"],
     );
+    insta::assert_snapshot!("no_checkout", t.text());
 }
 
+/// Break `file` of a scratch fixture with `edit`, run `args`, and pin the refusal.
+fn refused_after_edit(file: &str, edit: (&str, &str), args: &[&str]) -> String {
+    let dir = scratch_copy(&fixture());
+    let path = dir.path().join(file);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let edited = text.replace(edit.0, edit.1);
+    assert_ne!(edited, text, "{file} lacks {:?}", edit.0);
+    std::fs::write(&path, edited).unwrap();
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    refused(&mut t, dir.path(), args);
+    t.text().to_string()
+}
+
+/// The drift report names the file and line, the group that cannot apply, and which
+/// groups would.
 #[test]
 fn a_target_that_does_not_parse() {
-    let dir = scratch_copy(&fixture());
-    let path = dir.path().join("pithtrain/modules/training.py");
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "def setup_training(cfg: object) -> None:",
-        "def setup_training(cfg: object -> None:",
-    );
-    std::fs::write(&path, text).unwrap();
-    let err = refused(
-        dir.path(),
+    let text = refused_after_edit(
+        "pithtrain/modules/training.py",
+        (
+            "def setup_training(cfg: object) -> None:",
+            "def setup_training(cfg: object -> None:",
+        ),
         &["add", "qwen3-moe"],
-        &["pithtrain/modules/training.py:", "does not parse"],
     );
-    assert!(err.contains("group 3"), "{err}");
+    insta::assert_snapshot!("target_does_not_parse", text);
 }
 
+/// The anchor's rule, the scope it was looked for in, the closest candidates, and
+/// `--partial`.
 #[test]
 fn a_missing_anchor_names_file_rule_and_closest_candidates() {
-    let dir = scratch_copy(&fixture());
-    let path = dir.path().join("pithtrain/dualpipe/dualpipev.py");
-    let text = std::fs::read_to_string(&path).unwrap().replace(
-        "assert WeightGradStore.funcs_queue.empty()",
-        "assert WeightGradStore.funcs_queue.qsize() == 0",
-    );
-    std::fs::write(&path, text).unwrap();
-    let err = refused(
-        dir.path(),
-        &["add", "qwen3-moe"],
-        &[
-            "pithtrain/dualpipe/dualpipev.py:",
-            "rule 4G.after-step8: anchor `assert WeightGradStore.funcs_queue.empty()` not found",
-            "in `def step` (line",
-            "closest: line",
+    let text = refused_after_edit(
+        "pithtrain/dualpipe/dualpipev.py",
+        (
+            "assert WeightGradStore.funcs_queue.empty()",
             "assert WeightGradStore.funcs_queue.qsize() == 0",
-            "--partial",
-        ],
+        ),
+        &["add", "qwen3-moe"],
     );
-    assert!(err.contains("group 4   cannot apply"), "{err}");
-    assert!(err.contains("group 1   would apply"), "{err}");
+    insta::assert_snapshot!("missing_anchor", text);
 }
 
 #[test]
@@ -139,31 +134,15 @@ fn a_hand_edited_region_is_not_removed_without_force() {
         .unwrap()
         .replace("experts: after silu_mul", "experts: after SILU");
     std::fs::write(&path, text).unwrap();
-    refused(
-        dir.path(),
-        &["remove"],
-        &[
-            "pithtrain/models/qwen3_moe.py:",
-            "rule 5D.return",
-            "edited by hand",
-            "--force",
-        ],
-    );
-    let err = refused(
-        dir.path(),
-        &["add", "qwen3-moe"],
-        &[
-            "pithtrain/models/qwen3_moe.py:",
-            "rule 5D.return was edited by hand",
-            "instrument remove --force",
-        ],
-    );
-    // The region's own rule, and no advice about anchors that are fine.
-    assert!(!err.contains("rule 5A."), "{err}");
-    assert!(!err.contains("explain"), "{err}");
-    let out = instrument(&["remove", "--force"], dir.path());
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("after add, `experts: after silu_mul` edited in the region of rule 5D.return");
+    // Both name the region's own rule, and give no advice about anchors that are fine.
+    refused(&mut t, dir.path(), &["remove"]);
+    refused(&mut t, dir.path(), &["add", "qwen3-moe"]);
+    let out = t.run(&["remove", "--force"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(snapshot_tree(dir.path()), clean);
+    insta::assert_snapshot!("hand_edited_region", t.text());
 }
 
 #[test]
@@ -172,20 +151,20 @@ fn broken_markers_are_reported_not_guessed() {
     add_ok(dir.path(), &[]);
     let path = dir.path().join("pithtrain/modules/training.py");
     let text = std::fs::read_to_string(&path).unwrap();
+    let closing = "# <<< instrument memory-prints 3.after-apply-fsdp";
     let cut: String = text
         .lines()
-        .filter(|l| !l.contains("# <<< instrument memory-prints 3.after-apply-fsdp"))
+        .filter(|l| !l.trim_start().starts_with(closing))
         .map(|l| format!("{l}\n"))
         .collect();
+    assert_eq!(cut.lines().count(), text.lines().count() - 1);
     std::fs::write(&path, cut).unwrap();
-    refused(
-        dir.path(),
-        &["remove"],
-        &["pithtrain/modules/training.py:", "never closed"],
-    );
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("after add, the closing marker of 3.after-apply-fsdp deleted");
+    refused(&mut t, dir.path(), &["remove"]);
+    insta::assert_snapshot!("broken_markers", t.text());
 }
 
-/// A rule set of one rule, for errors that only a rule author can cause.
 /// `ruleset.toml` text without its `[groups.*]` tables.
 fn without_groups(manifest: &str) -> String {
     let mut out = String::new();
@@ -202,6 +181,7 @@ fn without_groups(manifest: &str) -> String {
     out
 }
 
+/// A rule set of one rule, for errors that only a rule author can cause.
 fn custom_rules(rule: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let manifest =
@@ -212,10 +192,11 @@ fn custom_rules(rule: &str) -> tempfile::TempDir {
     dir
 }
 
-#[test]
-fn inserting_into_a_compiled_function_is_refused() {
-    let dir = scratch_copy(&fixture());
-    let rules = custom_rules(
+/// Rules an author can get wrong, each with what it shows: the refusal names the rule,
+/// the file and line, and why.
+const AUTHOR_ERRORS: &[(&str, &str)] = &[
+    (
+        "inserting into a compiled function: the decorator, and that it breaks the graph",
         r#"
 [[rule]]
 id = "X.compiled"
@@ -226,24 +207,9 @@ scope = ["class Qwen3MoeDecoderLayer", "def forward_stage5"]
 position = "body-start"
 template = "print('x')"
 "#,
-    );
-    let r = rules.path().to_str().unwrap();
-    refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--rules", r],
-        &[
-            "rule X.compiled",
-            "forward_stage5",
-            "@torch.compile(fullgraph=True)",
-            "breaks the graph",
-        ],
-    );
-}
-
-#[test]
-fn code_reading_an_undefined_name_is_refused() {
-    let dir = scratch_copy(&fixture());
-    let rules = custom_rules(
+    ),
+    (
+        "code reading a name not defined where it lands",
         r#"
 [[rule]]
 id = "X.ctx"
@@ -255,24 +221,9 @@ anchor = "torch.distributed.init_process_group($$$)"
 position = "after"
 template = "print(ctx.local_rank)"
 "#,
-    );
-    let r = rules.path().to_str().unwrap();
-    refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--rules", r],
-        &[
-            "pithtrain/modules/distributed.py:",
-            "rule X.ctx",
-            "reads `ctx`",
-            "not defined there",
-        ],
-    );
-}
-
-#[test]
-fn an_ambiguous_anchor_lists_its_matches() {
-    let dir = scratch_copy(&fixture());
-    let rules = custom_rules(
+    ),
+    (
+        "an ambiguous anchor: its matches and their lines",
         r#"
 [[rule]]
 id = "X.ambiguous"
@@ -284,30 +235,39 @@ anchor = "self._weight_chunk()"
 position = "after"
 template = "pass"
 "#,
-    );
-    let r = rules.path().to_str().unwrap();
-    refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--rules", r],
-        &["rule X.ambiguous", "matches 3 statements", "lines"],
-    );
-}
+    ),
+    (
+        "a rule file that does not load: its name and the missing field",
+        "[[rule]]\nid = \"X.bad\"\n",
+    ),
+];
 
 #[test]
-fn a_broken_rule_file_is_reported_with_its_name() {
+fn rules_an_author_gets_wrong_are_refused_with_rule_file_and_why() {
     let dir = scratch_copy(&fixture());
-    let rules = custom_rules("[[rule]]\nid = \"X.bad\"\n");
-    let r = rules.path().to_str().unwrap();
+    let mut report = String::new();
+    for (what, rule) in AUTHOR_ERRORS {
+        let rules = custom_rules(rule);
+        let mut t = Transcript::new(
+            Redact::default()
+                .folder(dir.path(), "<CHECKOUT>")
+                .folder(rules.path(), "<RULES>"),
+        );
+        t.note(what);
+        let r = rules.path().to_str().unwrap();
+        refused(&mut t, dir.path(), &["add", "qwen3-moe", "--rules", r]);
+        report.push_str(t.text());
+        report.push('\n');
+    }
+    // A set that is neither built in nor a folder.
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
     refused(
-        dir.path(),
-        &["add", "qwen3-moe", "--rules", r],
-        &["rules.toml", "missing field"],
-    );
-    refused(
+        &mut t,
         dir.path(),
         &["add", "qwen3-moe", "--rules", "no-such-set"],
-        &["no such rule set or folder", "memory-prints"],
     );
+    report.push_str(t.text());
+    insta::assert_snapshot!("author_errors", report);
 }
 
 /// The group of `doc` (an `add --json` report) named `g`.
@@ -342,12 +302,9 @@ fn partial_never_applies_the_pipeline_prints_without_the_group_that_turns_them_o
     let dir = scratch_copy(&fixture());
     let path = dir.path().join("pithtrain/tasks/pretrain_lm.py");
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains("    model.train()\n"));
-    std::fs::write(
-        &path,
-        text.replace("    model.train()\n", "    model.train(True)\n"),
-    )
-    .unwrap();
+    let edited = text.replace("    model.train()\n", "    model.train(True)\n");
+    assert_ne!(edited, text);
+    std::fs::write(&path, edited).unwrap();
     let before = snapshot_tree(dir.path());
     // All or nothing: refused, group 4 listed as needing group 7.
     let out = instrument(
@@ -382,65 +339,10 @@ fn partial_never_applies_the_pipeline_prints_without_the_group_that_turns_them_o
     let out = instrument(&["remove"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(snapshot_tree(dir.path()), before);
-    let out = instrument(&["add", "qwen3-moe", "--partial", "--dry-run"], dir.path());
-    assert!(
-        stderr(&out)
-            .contains("skipped group 4 (--partial): it requires group 7, which does not apply"),
-        "{}",
-        stderr(&out)
-    );
-}
-
-/// `refused`, and the message is one line.
-fn refused_one_line(root: &Path, args: &[&str], needles: &[&str]) {
-    let err = refused(root, args, needles);
-    assert_eq!(err.trim().lines().count(), 1, "{args:?}:\n{err}");
-}
-
-#[test]
-fn a_config_file_that_is_not_there_is_refused() {
-    let dir = scratch_copy(&fixture());
-    refused_one_line(
-        dir.path(),
-        &["add", "qwen3-moe", "--config", "no-such.json"],
-        &["--config no-such.json: no such file"],
-    );
-    refused_one_line(
-        dir.path(),
-        &["add", "qwen3-moe", "--config", "no-such.json", "--dry-run"],
-        &["--config no-such.json: no such file"],
-    );
-}
-
-/// deepseek-v2's layer 0 is dense (`first_k_dense_replace = 1`): detail prints there
-/// would print nothing of the experts.
-#[test]
-fn a_dense_layer_in_detail_layers_is_refused() {
-    let dir = scratch_copy(&fixture());
-    refused_one_line(
-        dir.path(),
-        &["add", "deepseek-v2", "--detail-layers", "0,1"],
-        &[
-            "--detail-layers 0: layer 0 is dense",
-            "its MoE layers are 1..=7",
-            "--detail-layers 1,2",
-        ],
-    );
-    let out = instrument(
-        &["add", "deepseek-v2", "--detail-layers", "1,2", "--dry-run"],
-        dir.path(),
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-}
-
-#[test]
-fn nvtx_without_functions_says_what_to_pass() {
-    let dir = scratch_copy(&fixture());
-    refused_one_line(
-        dir.path(),
-        &["add", "--rules", "nvtx"],
-        &["instrument add --rules nvtx '*.forward' DualPipeV.step"],
-    );
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("`model.train()` edited to `model.train(True)`, so group 7 does not apply");
+    t.run(&["add", "qwen3-moe", "--partial"], dir.path());
+    insta::assert_snapshot!("partial_without_group_7", t.text());
 }
 
 /// A read-only file is written only with `--force` (add and remove alike), every file or
@@ -453,65 +355,20 @@ fn a_read_only_file_is_written_only_with_force() {
     let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o444)).unwrap();
     let pristine = snapshot_tree(dir.path());
-    refused_one_line(
-        dir.path(),
-        &["add", "qwen3-moe"],
-        &[
-            "pithtrain/modules/training.py (mode 0444) is read-only",
-            "--force",
-        ],
-    );
-    add_ok(dir.path(), &["--force"]);
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("pithtrain/modules/training.py made read-only (0444)");
+    let err = refused(&mut t, dir.path(), &["add", "qwen3-moe"]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = t.run(&["add", "qwen3-moe", "--force"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(mode(&file), 0o444);
     let added = snapshot_tree(dir.path());
     assert_ne!(added, pristine);
-    refused_one_line(
-        dir.path(),
-        &["remove"],
-        &[
-            "pithtrain/modules/training.py (mode 0444) is read-only",
-            "--force",
-        ],
-    );
-    let out = instrument(&["remove", "--force"], dir.path());
+    let err = refused(&mut t, dir.path(), &["remove"]);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let out = t.run(&["remove", "--force"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(mode(&file), 0o444);
     assert_eq!(snapshot_tree(dir.path()), pristine);
-}
-
-/// The messages a new user met that said the wrong thing.
-#[test]
-fn messages_keep_what_was_given_and_say_what_is_wrong() {
-    let dir = scratch_copy(&fixture());
-    // The value given stays in the message.
-    refused_one_line(
-        dir.path(),
-        &["add", "qwen3-moe", "--param", "FOO=1"],
-        &["--param FOO=1: rule set memory-prints has no parameter FOO"],
-    );
-    // 20 digits are a non-negative integer, only too large.
-    let big = "12345678901234567890123";
-    refused_one_line(
-        dir.path(),
-        &["add", "qwen3-moe", "--ranks", big],
-        &[&format!(
-            "`{big}` is too large (the largest is 18446744073709551615)"
-        )],
-    );
-    refused_one_line(
-        dir.path(),
-        &["add", "qwen3-moe", "--step", big],
-        &[&format!(
-            "--step {big}: too large (the largest is 18446744073709551615)"
-        )],
-    );
-    // interface.py is there; it is not a model.
-    refused_one_line(
-        dir.path(),
-        &["add", "interface"],
-        &[
-            "`interface` is not a model: pithtrain/models/interface.py exists",
-            "models in this checkout: deepseek-v2, gpt-oss, olmoe, qwen35-moe, qwen3-moe",
-        ],
-    );
+    insta::assert_snapshot!("read_only_file", t.text());
 }

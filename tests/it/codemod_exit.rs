@@ -17,36 +17,29 @@ fn each_kind_of_outcome_has_its_exit_code() {
     let out = instrument(&["check"], dir.path());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     // 2: a user error: a value that is not one, a model that is not there, a rule set
-    // that is not valid.
-    let out = instrument(&["add", "qwen3-moe", "--ranks", "x"], dir.path());
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let out = instrument(&["add", "mixtral-9x"], dir.path());
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).starts_with("error: unknown model `mixtral-9x`"),
-        "{}",
-        stderr(&out)
-    );
+    // that is not valid; each says so in one line (error: ...).
     let rules = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new(
+        Redact::default()
+            .folder(dir.path(), "<CHECKOUT>")
+            .folder(rules.path(), "<RULES>"),
+    );
+    let out = t.run(&["add", "qwen3-moe", "--ranks", "x"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let out = t.run(&["add", "mixtral-9x"], dir.path());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     copy_tree(&repo_root().join("rules/memory-prints"), rules.path());
     std::fs::write(rules.path().join("9-bad.toml"), "[[rule]]\nid = \"9.x\"\n").unwrap();
     let set = rules.path().to_str().unwrap().to_string();
-    let out = instrument(&["add", "qwen3-moe", "--rules", &set], dir.path());
+    t.note("a copy of memory-prints with 9-bad.toml, a rule without its fields");
+    let out = t.run(&["add", "qwen3-moe", "--rules", &set], dir.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("9-bad.toml:2: rule 9.x: missing field `group`"),
-        "{}",
-        stderr(&out)
-    );
     // 2: a rule file that is a folder is the user's to fix, as a log path that is one
     // (`exit::io_class`: the same I/O error has the same class in every command).
     std::fs::remove_file(rules.path().join("9-bad.toml")).unwrap();
     std::fs::create_dir(rules.path().join("9-folder.toml")).unwrap();
-    let out = instrument(&["add", "qwen3-moe", "--rules", &set], dir.path());
+    t.note("9-bad.toml taken out; a folder named 9-folder.toml in its place");
+    let out = t.run(&["add", "qwen3-moe", "--rules", &set], dir.path());
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("9-folder.toml: Is a directory"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!("user_errors", t.text());
 }

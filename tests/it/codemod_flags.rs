@@ -59,20 +59,18 @@ fn a_rule_sets_parameters_are_flags_of_add_and_listed_by_help() {
     let rules = tempfile::tempdir().unwrap();
     banner_set(rules.path(), "");
     let set = rules.path().to_str().unwrap();
-    let help = instrument(&["add", "--rules", set, "--help"], &repo_root());
-    assert_eq!(help.status.code(), Some(0), "{}", stderr(&help));
-    let text = stdout(&help);
-    assert!(text.contains("Parameters of rule set banner:"), "{text}");
-    assert!(
-        text.contains("--banner <TEXT>  The text the banner prints (default: hello) [BANNER]"),
-        "{text}"
-    );
-    // The built-in set's flags are not there; a parameter without a flag is not a flag.
-    assert!(!text.contains("--ranks"), "{text}");
-    assert!(!text.contains("--times"), "{text}");
-
     let dir = scratch_copy(&fixture());
-    let out = instrument(
+    let mut t = Transcript::new(
+        Redact::default()
+            .folder(rules.path(), "<RULES>")
+            .folder(dir.path(), "<CHECKOUT>"),
+    );
+    // The help lists the set's parameters with their flags, help and defaults; not the
+    // built-in set's flags, and not a parameter without a flag (TIMES).
+    let help = t.run(&["add", "--rules", set, "--help"], &repo_root());
+    assert_eq!(help.status.code(), Some(0), "{}", stderr(&help));
+    // The banner printed twice: the flag and --param, in the whole diff.
+    let out = t.run(
         &[
             "add",
             "--rules",
@@ -86,39 +84,25 @@ fn a_rule_sets_parameters_are_flags_of_add_and_listed_by_help() {
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let diff = stdout(&out);
-    assert!(
-        diff.contains("+for _ in range(2):\n+    print(\"hi there\")"),
-        "{diff}"
-    );
     // A flag of another rule set is not one of this one's.
-    let out = instrument(&["add", "--rules", set, "--ranks", "3"], dir.path());
+    let out = t.run(&["add", "--rules", set, "--ranks", "3"], dir.path());
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("--ranks: rule set banner has no parameter it sets and add has no such flag (its parameters: BANNER (--banner), TIMES (--param TIMES=);"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!("own_set_flags", t.text());
 }
 
+/// memory-prints' parameters (--ranks, --detail-layers, --step, --snapshot-dir, --stacks)
+/// are add's flags; nvtx has none, and its help lists none.
 #[test]
 fn the_built_in_sets_flags_come_from_their_rule_sets() {
-    let help = stdout(&instrument(&["add", "--help"], &repo_root()));
-    for flag in [
-        "--ranks <LIST>",
-        "--detail-layers <LIST>",
-        "--step <N>",
-        "--snapshot-dir <PATH>",
-        "--stacks <python|all>",
-    ] {
-        assert!(help.contains(flag), "{flag} in:\n{help}");
-    }
-    let nvtx = stdout(&instrument(
+    let mut t = Transcript::new(Redact::default());
+    for args in [
+        &["add", "--help"][..],
         &["add", "--rules", "nvtx", "--help"],
-        &repo_root(),
-    ));
-    assert!(!nvtx.contains("--ranks"), "{nvtx}");
-    assert!(!nvtx.contains("Parameters of rule set"), "{nvtx}");
+    ] {
+        let out = t.run(args, &repo_root());
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    }
+    insta::assert_snapshot!("built_in_sets_help", t.text());
 }
 
 #[test]
@@ -129,24 +113,18 @@ fn a_flag_that_is_one_of_adds_own_or_an_undeclared_computed_default_is_refused()
         "[params.WHERE]\nkind = \"path\"\nflag = \"root\"\nhelp = \"x\"\n",
     );
     let set = rules.path().to_str().unwrap();
-    let out = instrument(&["add", "--rules", set, "--help"], &repo_root());
+    let mut t = Transcript::new(Redact::default().folder(rules.path(), "<RULES>"));
+    t.note("[params.WHERE] flag = \"root\"");
+    let out = t.run(&["add", "--rules", set, "--help"], &repo_root());
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("[params.WHERE] flag = \"root\" is one of add's own flags"),
-        "{}",
-        stderr(&out)
-    );
     banner_set(
         rules.path(),
         "[params.LAYERS]\nkind = \"int-tuple\"\nflag = \"layers\"\nhelp = \"x\"\ndefault = { computed = \"first-layers\" }\n",
     );
-    let out = instrument(&["add", "--rules", set, "--dry-run"], &fixture());
+    t.note("[params.LAYERS] default = { computed = \"first-layers\" }, with no [computed.first-layers]");
+    let out = t.run(&["add", "--rules", set, "--dry-run"], &fixture());
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("computes its default with \"first-layers\", which no [computed.first-layers] table declares"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!("own_flag_and_undeclared_computed_default", t.text());
 }
 
 #[test]
@@ -198,23 +176,15 @@ FIRST_LAYERS = {FIRST}
     )
     .unwrap();
     let set = rules.path().to_str().unwrap();
-    let out = instrument(
+    let mut t = Transcript::new(Redact::default().folder(rules.path(), "<RULES>"));
+    // The first three layers, written as the literal, and why.
+    let out = t.run(
         &["add", "--rules", set, "qwen3-moe", "--dry-run"],
         &fixture(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("+FIRST_LAYERS = (0, 1, 2)"),
-        "{}",
-        stdout(&out)
-    );
-    assert!(
-        stderr(&out).contains("first (0, 1, 2): every decoder layer builds"),
-        "{}",
-        stderr(&out)
-    );
     // Given, the flag wins; a layer the model does not have is refused by the same method.
-    let out = instrument(
+    let out = t.run(
         &[
             "add",
             "--rules",
@@ -227,9 +197,5 @@ FIRST_LAYERS = {FIRST}
         &fixture(),
     );
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("--first 99: the model has"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!("computed_default", t.text());
 }

@@ -13,8 +13,9 @@ use common::*;
 fn edit(root: &Path, file: &str, from: &str, to: &str) {
     let path = root.join(file);
     let text = std::fs::read_to_string(&path).unwrap();
-    assert!(text.contains(from), "{file} lacks {from:?}");
-    std::fs::write(path, text.replacen(from, to, 1)).unwrap();
+    let edited = text.replacen(from, to, 1);
+    assert_ne!(edited, text, "{file} lacks {from:?}");
+    std::fs::write(path, edited).unwrap();
 }
 
 const QWEN: &str = "pithtrain/models/qwen3_moe.py";
@@ -40,23 +41,21 @@ fn a_condition_that_reads_locals_is_evaluated() {
         "\"num_hidden_layers\": 8,",
         "\"num_hidden_layers\": 8,\n  \"decoder_sparse_step\": 2,\n  \"mlp_only_layers\": [3],",
     );
-    let out = instrument(&["add", "qwen3-moe", "--dry-run"], dir.path());
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note(
+        "the MoE condition reads locals; the config has decoder_sparse_step=2, mlp_only_layers=[3]",
+    );
+    let out = t.run_diff(&["add", "qwen3-moe", "--dry-run"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains("a rank holding every layer takes (1, 5): first 2 MoE layers by"),
-        "{err}"
-    );
-    assert!(
-        err.contains("decoder_sparse_step=2") && err.contains("mlp_only_layers=[3]"),
-        "{err}"
-    );
+    // A rank holding every layer takes (1, 5), by the values the condition read.
+    insta::assert_snapshot!("condition_reads_locals", t.text());
     // The code itself decides at run time.
-    assert!(
-        stdout(&out).contains("_layer_mem_detail_given = None"),
-        "{}",
-        stdout(&out)
-    );
+    let given: Vec<String> = stdout(&out)
+        .lines()
+        .filter(|l| l.starts_with("+_layer_mem_detail_given ="))
+        .map(str::to_string)
+        .collect();
+    assert_eq!(given, ["+_layer_mem_detail_given = None"]);
 }
 
 #[test]
@@ -77,24 +76,17 @@ fn a_layer_problem_comes_after_the_whole_drift_report() {
         "hidden_states = decoder_layer_forward(",
     );
     let before = snapshot_tree(dir.path());
-    let out = instrument(&["add", "qwen3-moe"], dir.path());
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("the MoE condition reads decoder_sparse_step, which the config lacks; layer_forward renamed decoder_layer_forward");
+    // Group 5 cannot apply (the closest scope is `def decoder_layer_forward`), group 4
+    // would; the preview that cannot be worked out is no error.
+    let out = t.run(&["add", "qwen3-moe"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(snapshot_tree(dir.path()), before);
-    let err = stderr(&out);
-    assert!(err.contains("group 5   cannot apply"), "{err}");
-    assert!(err.contains("`def decoder_layer_forward`"), "{err}");
-    assert!(err.contains("group 4   would apply"), "{err}");
-    // The preview that cannot be worked out is no error.
-    assert!(!err.contains("error: detail layers"), "{err}");
     // --partial skips group 5 and puts the rest in; the missing preview is said.
-    let out = instrument(&["add", "qwen3-moe", "--partial"], dir.path());
+    let out = t.run(&["add", "qwen3-moe", "--partial"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(err.contains("7 of 8 groups"), "{err}");
-    assert!(
-        err.contains("no preview here") && err.contains("decoder_sparse_step"),
-        "{err}"
-    );
+    insta::assert_snapshot!("layer_problem_after_drift", t.text());
 }
 
 #[test]
@@ -107,43 +99,27 @@ fn an_absurd_layer_count_is_bounded_work() {
         r#"{"model_type": "qwen3_moe", "num_hidden_layers": 4000000000, "decoder_sparse_step": 1000000000000}"#,
     )
     .unwrap();
-    let out = instrument(
-        &[
-            "add",
-            "qwen3-moe",
-            "--dry-run",
-            "--config",
-            cfg.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
+    let args = [
+        "add",
+        "qwen3-moe",
+        "--dry-run",
+        "--config",
+        cfg.to_str().unwrap(),
+    ];
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("4000000000 layers, every 1000000000000th of them MoE");
+    // It looks among the first 10000 layers only, and says so.
+    let out = t.run_diff(&args, dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("among the first 10000 of 4000000000 layers"),
-        "{}",
-        stderr(&out)
-    );
     std::fs::write(
         &cfg,
         r#"{"model_type": "qwen3_moe", "num_hidden_layers": 4000000000, "decoder_sparse_step": 1}"#,
     )
     .unwrap();
-    let out = instrument(
-        &[
-            "add",
-            "qwen3-moe",
-            "--dry-run",
-            "--config",
-            cfg.to_str().unwrap(),
-        ],
-        dir.path(),
-    );
+    t.note("4000000000 layers, every one MoE");
+    let out = t.run_diff(&args, dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("a rank holding every layer takes (0, 1)"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!("absurd_layer_count", t.text());
 }
 
 #[test]
@@ -155,14 +131,13 @@ fn a_guarded_moe_block_is_not_taken_for_every_layer() {
         "        self.mlp = Qwen3MoeMoE(config)\n",
         "        if config.num_experts > 2:\n            self.mlp = Qwen3MoeMoE(config)\n        else:\n            self.mlp = nn.Linear(1.0)\n",
     );
-    let out = instrument(&["add", "qwen3-moe", "--dry-run"], dir.path());
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("the MoE block built only if config.num_experts > 2");
+    // No preview: the decision is not found, and no layer is said to be MoE
+    // unconditionally.
+    let out = t.run_diff(&["add", "qwen3-moe", "--dry-run"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("cannot find the MoE-vs-dense decision"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(!stderr(&out).contains("unconditionally"));
+    insta::assert_snapshot!("guarded_moe_block", t.text());
 }
 
 #[test]
@@ -176,28 +151,20 @@ fn several_example_configs_are_named_and_config_is_suggested() {
         tiny.replace("\"num_hidden_layers\": 8", "\"num_hidden_layers\": 12"),
     )
     .unwrap();
-    let out = instrument(
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("a second example config for gpt-oss, gpt-oss-big, with 12 layers");
+    // Layer 10 is in the bigger config only: taken, with a word that the other config has
+    // fewer layers and that --config says which one is trained.
+    let out = t.run_diff(
         &["add", "gpt-oss", "--dry-run", "--detail-layers", "10"],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("gpt-oss-tiny/config.json has fewer layers")
-            && stderr(&out).contains("--config"),
-        "{}",
-        stderr(&out)
-    );
-    let out = instrument(
+    // Layer 20 is in neither: refused, naming both configs and their layers.
+    let out = t.run(
         &["add", "gpt-oss", "--dry-run", "--detail-layers", "20"],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    assert!(
-        err.contains("--detail-layers 20: the model has 12 layers")
-            && err.contains("gpt-oss-big/config.json (12 layers)")
-            && err.contains("gpt-oss-tiny/config.json (8 layers)")
-            && err.contains("--config FILE"),
-        "{err}"
-    );
+    insta::assert_snapshot!("several_example_configs", t.text());
 }

@@ -12,8 +12,9 @@ fn edit(root: &Path, file: &str, pairs: &[(&str, &str)]) {
     let path = root.join(file);
     let mut text = std::fs::read_to_string(&path).unwrap();
     for (from, to) in pairs {
-        assert!(text.contains(from), "{file} lacks {from:?}");
-        text = text.replace(from, to);
+        let edited = text.replace(from, to);
+        assert_ne!(edited, text, "{file} lacks {from:?}");
+        text = edited;
     }
     std::fs::write(path, text).unwrap();
 }
@@ -98,72 +99,36 @@ fn old_task_name_layout() -> tempfile::TempDir {
     dir
 }
 
-fn group_line<'a>(report: &'a str, group: &str) -> &'a str {
-    report
-        .lines()
-        .find(|l| l.starts_with(&format!("group {group:<3} ")))
-        .unwrap_or_else(|| panic!("no group {group} in:\n{report}"))
-}
-
 #[test]
 fn an_older_layout_is_refused_whole_with_a_report() {
     let dir = ctx_layout();
     let before = snapshot_tree(dir.path());
-    let out = instrument(&["add", "qwen3-moe", "--ranks", "3,14"], dir.path());
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("the layout before f53f32d: a `ctx` argument, stage functions, one optimizer");
+    let out = t.run(&["add", "qwen3-moe", "--ranks", "3,14"], dir.path());
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(snapshot_tree(dir.path()), before, "all or nothing");
-    let report = stderr(&out);
-    for g in ["1", "3", "4", "7", "8"] {
-        assert!(group_line(&report, g).contains("would apply"), "{report}");
-    }
-    for g in ["2", "5", "6"] {
-        assert!(group_line(&report, g).contains("cannot apply"), "{report}");
-    }
-    // Each failed anchor names the file, what was expected and the closest candidates.
-    assert!(report.contains("pithtrain/dualpipe/execution.py: rule 5A.flags: scope `def layer_forward` not found; closest: line"), "{report}");
-    assert!(report.contains("`def stage_forward`"), "{report}");
-    // The decoder layer's stage methods have other names: the role is not placed, and
-    // the report says which class came closest and the table line that would place it.
-    assert!(
-        report.contains("rule 5B.flags: cannot place role DECODER_LAYER"),
-        "{report}"
-    );
-    assert!(
-        report.contains("the closest, `Qwen3MoeDecoderLayer` (line 59), defines no `forward_stage1`, `forward_stage3`"),
-        "{report}"
-    );
-    assert!(
-        report.contains("[models.known.qwen3_moe.roles] DECODER_LAYER = \"Qwen3MoeDecoderLayer\""),
-        "{report}"
-    );
-    assert!(
-        report.contains("rule 2A.probe-after: the inserted code reads `distributed`"),
-        "{report}"
-    );
-    assert!(
-        report.contains("rule 6.load-ckpt: the inserted code reads `optimizers`"),
-        "{report}"
-    );
-    assert!(report.contains("nothing was changed"), "{report}");
+    // Groups 1, 3, 4, 7 and 8 would apply; 2, 5 and 6 cannot. Each failed anchor names
+    // the file, what was expected and the closest candidates; the decoder layer's stage
+    // methods have other names, so the role is not placed, and the report says which
+    // class came closest and the table line that would place it; code that reads
+    // `distributed` or `optimizers` is refused where they are not defined.
+    insta::assert_snapshot!("older_layout_refused", t.text());
 }
 
 #[test]
 fn partial_applies_whole_groups_that_fit_and_round_trips() {
     let dir = ctx_layout();
     let before = snapshot_tree(dir.path());
-    let out = instrument(
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("the layout before f53f32d: a `ctx` argument, stage functions, one optimizer");
+    let out = t.run(
         &["add", "qwen3-moe", "--ranks", "3,14", "--partial"],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains("skipped group 2 (--partial)")
-            && err.contains("skipped group 5")
-            && err.contains("skipped group 6"),
-        "{err}"
-    );
-    assert!(err.contains("5 of 8 groups"), "{err}");
+    // Groups 2, 5 and 6 skipped, and why; 5 of 8 applied.
+    insta::assert_snapshot!("older_layout_partial", t.text());
     let status = instrument(&["status", "--json"], dir.path());
     let doc: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap();
     let groups: std::collections::BTreeSet<String> = doc["files"]
@@ -186,11 +151,8 @@ fn partial_applies_whole_groups_that_fit_and_round_trips() {
             .collect()
     );
     // No group is half-applied: none of group 5's 20-odd regions went in.
-    assert!(
-        !std::fs::read_to_string(dir.path().join("pithtrain/models/qwen3_moe.py"))
-            .unwrap()
-            .contains("# >>> instrument")
-    );
+    let model = "pithtrain/models/qwen3_moe.py";
+    assert_eq!(snapshot_tree(dir.path())[model], before[model]);
     assert_eq!(instrument(&["remove"], dir.path()).status.code(), Some(0));
     assert_eq!(snapshot_tree(dir.path()), before);
 }
@@ -198,58 +160,21 @@ fn partial_applies_whole_groups_that_fit_and_round_trips() {
 #[test]
 fn a_missing_target_file_is_reported_per_group() {
     let dir = old_task_name_layout();
-    let out = instrument(&["add", "qwen3-moe"], dir.path());
+    let mut t = Transcript::new(Redact::default().folder(dir.path(), "<CHECKOUT>"));
+    t.note("pithtrain/tasks/pretrain_lm.py named pretrain_language_model.py, as before c49227e");
+    let out = t.run(&["add", "qwen3-moe"], dir.path());
     assert_eq!(out.status.code(), Some(2));
-    let report = stderr(&out);
-    assert!(
-        group_line(&report, "6").contains("cannot apply"),
-        "{report}"
-    );
-    assert!(report.contains("pithtrain/tasks/pretrain_lm.py: rule 6.load-ckpt: the target file does not exist in this checkout"), "{report}");
-    // Groups 6 and 7 cannot apply; the pipeline prints (4) and the schedule marks (8) need 7,
-    // which switches them off after the profiled step, and the per-layer prints (5) need 4:
-    // three of eight apply.
-    assert!(
-        group_line(&report, "4").contains("cannot apply (needs group 7)"),
-        "{report}"
-    );
-    let out = instrument(&["add", "qwen3-moe", "--partial"], dir.path());
+    // Groups 6 and 7 cannot apply; the pipeline prints (4) and the schedule marks (8) need
+    // 7, which switches them off after the profiled step, and the per-layer prints (5)
+    // need 4: three of eight apply.
+    let out = t.run(&["add", "qwen3-moe", "--partial"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stderr(&out).contains("3 of 8 groups"), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("skipped group 8 (--partial): it requires group 7"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(
-        stderr(&out)
-            .contains("skipped group 5 (--partial): it requires group 4, which does not apply"),
-        "{}",
-        stderr(&out)
-    );
+    insta::assert_snapshot!("missing_target_file", t.text());
 }
 
 #[test]
 fn detail_layers_are_chosen_at_run_time_unless_given() {
     let dir = scratch_copy(&fixture());
-    // Which layers a rank holds depends on the pipeline layout, so by default each
-    // profiled rank chooses its first two MoE layers when it runs (rule 1B.layer-helpers).
-    let out = instrument(&["add", "deepseek-v2", "--dry-run"], dir.path());
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains("detail layers chosen at run time: each profiled rank takes the first 2 MoE layers it holds"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(stdout(&out).contains("+_layer_mem_detail_given = None"));
-    // What a rank holding every layer would take, evaluated from the example config.
-    assert!(
-        stderr(&out).contains("a rank holding every layer takes (1, 2)")
-            && stderr(&out).contains("first_k_dense_replace=1"),
-        "{}",
-        stderr(&out)
-    );
-
     // Given layers are checked against the model config: --config wins over the examples.
     let cfg = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(
@@ -257,7 +182,18 @@ fn detail_layers_are_chosen_at_run_time_unless_given() {
         r#"{"model_type": "deepseek_v2", "num_hidden_layers": 6, "first_k_dense_replace": 3}"#,
     )
     .unwrap();
-    let with = |layers: &str| {
+    let mut t = Transcript::new(
+        Redact::default()
+            .folder(dir.path(), "<CHECKOUT>")
+            .folder(cfg.path(), "<CONFIG>"),
+    );
+    // Which layers a rank holds depends on the pipeline layout, so by default each
+    // profiled rank chooses its first two MoE layers when it runs (rule 1B.layer-helpers);
+    // add says what a rank holding every layer would take, evaluated from the example
+    // config (deepseek-v2's first_k_dense_replace=1).
+    let default = t.run_diff(&["add", "deepseek-v2", "--dry-run"], dir.path());
+    assert_eq!(default.status.code(), Some(0), "{}", stderr(&default));
+    let with = |t: &mut Transcript, layers: &str| {
         let args = [
             "add",
             "deepseek-v2",
@@ -267,39 +203,60 @@ fn detail_layers_are_chosen_at_run_time_unless_given() {
             "--detail-layers",
             layers,
         ];
-        instrument(&args, dir.path())
+        t.run_diff(&args, dir.path())
     };
-    let out = with("3,4");
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("+_layer_mem_detail_given = (3, 4)"));
-    let out = with("6");
+    let given = with(&mut t, "3,4");
+    assert_eq!(given.status.code(), Some(0), "{}", stderr(&given));
+    let out = with(&mut t, "6");
     assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("--detail-layers 6: the model has 6 layers"),
-        "{}",
-        stderr(&out)
-    );
-
     // Without any config the default needs nothing: the run decides.
     std::fs::remove_dir_all(dir.path().join("examples")).unwrap();
-    let out = instrument(&["add", "deepseek-v2", "--dry-run"], dir.path());
+    t.note("examples/ deleted");
+    let out = t.run_diff(&["add", "deepseek-v2", "--dry-run"], dir.path());
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    insta::assert_snapshot!("detail_layers", t.text());
+    // The code the run decides in, and the layers given written in its place: the diffs
+    // are the same but for the literal and its region's marker.
+    assert_eq!(
+        line_changes(&stdout(&default), &stdout(&given)),
+        [
+            (
+                "+# >>> instrument memory-prints 1B.layer-helpers [RANKS={0}; DETAIL_LAYERS=None] (take out: instrument remove) h=13f063e0",
+                "+# >>> instrument memory-prints 1B.layer-helpers [RANKS={0}; DETAIL_LAYERS=(3, 4)] (take out: instrument remove) h=c1f69134",
+            ),
+            (
+                "+_layer_mem_detail_given = None",
+                "+_layer_mem_detail_given = (3, 4)"
+            ),
+        ]
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+    );
 }
 
 #[test]
 fn model_names_users_type() {
     let dir = scratch_copy(&fixture());
-    for (typed, file) in [
-        ("qwen3.5-moe", "qwen35_moe"),
-        ("qwen35-moe", "qwen35_moe"),
-        ("gpt_oss", "gpt_oss"),
-        ("DeepSeek-V2", "deepseek_v2"),
-    ] {
-        let out = instrument(&["add", typed, "--dry-run"], dir.path());
-        assert_eq!(out.status.code(), Some(0), "{typed}: {}", stderr(&out));
+    for name in ["qwen35-moe", "gpt-oss", "deepseek-v2"] {
+        let own = instrument(&["add", name, "--dry-run"], dir.path());
+        assert_eq!(own.status.code(), Some(0), "{name}: {}", stderr(&own));
+        let file = format!("pithtrain/models/{}.py", name.replace('-', "_"));
         assert!(
-            stdout(&out).contains(&format!("+++ b/pithtrain/models/{file}.py")),
-            "{typed}"
+            stdout(&own).lines().any(|l| l == format!("+++ b/{file}")),
+            "{name}: {file} is in the diff"
         );
+        // Each other name a user types for it is the model's own: the same whole output.
+        let typed: &[&str] = match name {
+            "qwen35-moe" => &["qwen3.5-moe", "Qwen35-MoE"],
+            "gpt-oss" => &["gpt_oss"],
+            _ => &["DeepSeek-V2"],
+        };
+        for typed in typed {
+            let out = instrument(&["add", typed, "--dry-run"], dir.path());
+            assert_eq!(
+                (out.status.code(), stdout(&out), stderr(&out)),
+                (Some(0), stdout(&own), stderr(&own)),
+                "{typed}"
+            );
+        }
     }
 }

@@ -36,10 +36,13 @@ fn dry_run_diff_of_every_model() {
 fn status_lists_groups_files_ranks_and_layers() {
     let dir = scratch_copy(&fixture());
     let clean = instrument(&["status"], dir.path());
-    assert!(
-        stdout(&clean).starts_with("no instrumentation in "),
-        "{}",
-        stdout(&clean)
+    assert_eq!(
+        (clean.status.code(), stdout(&clean), stderr(&clean)),
+        (
+            Some(0),
+            format!("no instrumentation in {}\n", dir.path().display()),
+            String::new()
+        )
     );
     add_ok(dir.path(), &["--ranks", "3,14", "--detail-layers", "0,1"]);
     let out = instrument(&["status"], dir.path());
@@ -100,5 +103,11 @@ fn check_lists_every_region_and_exits_1() {
         );
     }
     insta::assert_snapshot!("check_after_add", lines.join("\n"));
-    assert!(stderr(&out).contains("run `instrument remove` before committing"));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "instrument check: {} instrumented region(s) in 6 file(s); run `instrument remove` before committing\n",
+            lines.len()
+        )
+    );
 }
