@@ -416,6 +416,12 @@ fn run_command(args: CommandArgs) -> Result<u8, Error> {
         launch: args.launch.clone(),
     };
     let plan = command::plan(&req)?;
+    // Nothing to run: refused before the command and its next step are printed as if it ran.
+    if args.run && plan.installed.is_none() {
+        return Err(user_error(
+            "--run: no usable nsys (not on PATH, or --nsys is not executable); put nsys on PATH or pass --nsys PATH, or leave out --run to print the command",
+        ));
+    }
     {
         let mut stdout = std::io::stdout().lock();
         stdout.write_all(plan.command.render().as_bytes())?;
@@ -443,11 +449,6 @@ fn run_command(args: CommandArgs) -> Result<u8, Error> {
     }
     if !args.run {
         return Ok(exit::OK);
-    }
-    if plan.installed.is_none() {
-        return Err(user_error(
-            "--run: no usable nsys (not on PATH, or --nsys is not executable)",
-        ));
     }
     let folder = &plan.target.folder;
     std::fs::create_dir_all(folder)

@@ -7,8 +7,12 @@
 //! launchers, with the launch lines their SKILL.md and docs give. Where pithtrain itself passes
 //! options to nsys (launch_capture.sh), its lines are the oracle for the options we emit.
 
+use crate::common;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+
+use common::{Redact, Transcript, repo_root};
 
 fn bin() -> &'static str {
     env!("CARGO_BIN_EXE_instrument")
@@ -71,6 +75,24 @@ fn run_in(dir: &Path, path: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
+/// `nsys command args` in `dir` with `path`, recorded in `t`.
+fn record(t: &mut Transcript, dir: &Path, path: &str, args: &[&str]) -> Output {
+    let o = run_in(dir, path, args);
+    let mut shown = vec!["nsys", "command"];
+    shown.extend(args);
+    t.record(&shown, &o);
+    o
+}
+
+/// The temporary folders of a test by the names its snapshots give them, and this
+/// repository's root as `<REPO>`.
+fn redact(folders: &[(&Path, &str)]) -> Redact {
+    folders.iter().fold(
+        Redact::default().folder(&repo_root(), "<REPO>"),
+        |r, (p, n)| r.folder(p, n),
+    )
+}
+
 fn run(path: &str, args: &[&str]) -> Output {
     run_in(Path::new(env!("CARGO_MANIFEST_DIR")), path, args)
 }
@@ -80,14 +102,6 @@ fn text(o: &Output) -> (String, String) {
         String::from_utf8_lossy(&o.stdout).into_owned(),
         String::from_utf8_lossy(&o.stderr).into_owned(),
     )
-}
-
-/// The printed command as one line of words (line continuations and indentation removed).
-fn flat(out: &str) -> String {
-    out.replace(" \\\n", " ")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 /// The words the printed command hands on, as a POSIX shell splits and unquotes them.
@@ -291,24 +305,43 @@ fn launch_capture_nsys_args() -> Vec<String> {
         .collect()
 }
 
+/// What a pithtrain launch placed per node passes to nsys: the export named by node, the
+/// SQLite export, and launch_capture.sh's options after its output.
+fn pithtrain_per_node_options() -> Vec<String> {
+    let theirs = launch_capture_nsys_args();
+    [
+        "--output=profiling/results/nsys/pithtrain_node%q{SLURM_NODEID}",
+        "--export=sqlite",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(
+        theirs[1..]
+            .iter()
+            .filter(|a| !a.starts_with("--output="))
+            .cloned(),
+    )
+    .collect()
+}
+
 // ---- the command for a plain torchrun ---------------------------------------------------
 
 #[test]
 fn without_nsys_prints_the_recommended_command_and_says_it_is_unchecked() {
     let empty = tempfile::tempdir().unwrap();
     let tj = trace_json(empty.path());
+    let mut t = Transcript::new(redact(&[(empty.path(), "<EMPTY>")]));
     let mut args = vec!["--out", "prof/run1", "--trace-json", tj.to_str().unwrap()];
     args.extend(LAUNCH);
-    let o = run(&path_with(empty.path()), &args);
+    let o = record(&mut t, &repo_root(), &path_with(empty.path()), &args);
     assert!(o.status.success());
-    let (out, err) = text(&o);
+    let (out, _) = text(&o);
     let words = shell_words(&out);
     // One node: nsys goes first, around torchrun.
     assert_eq!(&words[..2], ["nsys", "profile"], "{out}");
-    // The allocator setting changes the run being profiled: not set unless asked for.
-    assert!(!out.contains("PYTORCH_CUDA_ALLOC_CONF") && !err.contains("PYTORCH_CUDA_ALLOC_CONF"));
-    // Not a pithtrain launcher: the whole run is recorded, with the guide's full set.
-    assert!(!out.contains("--capture-range"), "{out}");
+    // Not a pithtrain launcher: the whole run is recorded (no --capture-range), with the
+    // guide's full set; the allocator setting changes the run being profiled, so it is not
+    // set unless asked for.
     assert_eq!(
         nsys_options(&words),
         [
@@ -325,49 +358,25 @@ fn without_nsys_prints_the_recommended_command_and_says_it_is_unchecked() {
         ]
     );
     assert_eq!(&words[words.len() - 5..], &LAUNCH[1..]);
-    assert!(
-        err.contains("could not be checked against an installed nsys"),
-        "{err}"
-    );
-    // Each extra in the command is explained in one line.
-    for flag in [
-        "--osrt",
-        "--cuda-memory-usage",
-        "--pytorch-nvtx",
-        "--backtraces",
-    ] {
-        let lines: Vec<&str> = err
-            .lines()
-            .filter(|l| l.starts_with(&format!("note: {flag} (")))
-            .collect();
-        assert_eq!(lines.len(), 1, "{flag}: {err}");
-    }
-    // One export: the next step reads that file.
-    assert!(
-        err.contains("then: instrument nsys report prof/run1.sqlite"),
-        "{err}"
-    );
+    // That it could not be checked; each extra in the command explained in one line; one
+    // export, which the next step reads.
+    insta::assert_snapshot!("plain_without_nsys", t.text());
 }
 
 #[test]
 fn current_release_passes_every_check() {
     let fake = current_nsys();
     let tj = trace_json(fake.path());
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>")]));
     let mut args = vec!["--trace-json", tj.to_str().unwrap()];
     args.extend(LAUNCH);
-    let o = run(&path_with(fake.path()), &args);
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &args);
     assert!(o.status.success());
-    let (out, err) = text(&o);
-    assert!(!err.contains("warning:"), "{err}");
-    assert!(
-        err.contains("checked against") && err.contains("2025.1.1"),
-        "{err}"
-    );
     // The checked binary is named by its absolute path.
-    let words = shell_words(&out);
+    let words = shell_words(&text(&o).0);
     assert_eq!(words[0], fake.path().join("nsys").display().to_string());
-    assert!(words.contains(&"--pytorch=autograd-shapes-nvtx".to_string()));
-    assert!(words.contains(&"--output=profiling/results/nsys/profile".to_string()));
+    // No warning; checked against 2025.1.1.
+    insta::assert_snapshot!("current_release", t.text());
 }
 
 #[test]
@@ -377,24 +386,17 @@ fn cpu_sampling_unavailable_makes_backtraces_inert_with_the_reason() {
         "status-fail.txt",
         "2024.6.2.225-246235244400v0",
     );
-    let o = run(&path_with(fake.path()), &LAUNCH);
-    let (out, err) = text(&o);
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>")]));
+    // The backtraces stay in the command, with a warning that they will be inert and why
+    // (the kernel's paranoid level).
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &LAUNCH);
     assert!(o.status.success());
-    assert!(
-        err.contains("--cudabacktrace and --python-backtrace will be inert"),
-        "{err}"
-    );
-    assert!(err.contains("Linux Kernel Paranoid Level = 4"), "{err}");
-    assert!(out.contains("--cudabacktrace=all"));
     // And --no-backtraces leaves them out, with no warning.
     let mut args = vec!["--no-backtraces"];
     args.extend(LAUNCH);
-    let o = run(&path_with(fake.path()), &args);
-    let (out, err) = text(&o);
-    assert!(
-        !out.contains("backtrace") && !err.contains("inert"),
-        "{out}{err}"
-    );
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &args);
+    assert!(o.status.success());
+    insta::assert_snapshot!("cpu_sampling_unavailable", t.text());
 }
 
 #[test]
@@ -404,53 +406,39 @@ fn release_without_autograd_shapes_falls_back_to_autograd_nvtx() {
         "status-ok.txt",
         "2024.5.1.113-245134619542v0",
     );
-    let o = run(&path_with(fake.path()), &LAUNCH);
-    let (out, err) = text(&o);
-    assert!(
-        out.contains("--pytorch=autograd-nvtx") && !out.contains("autograd-shapes-nvtx"),
-        "{out}"
-    );
-    assert!(
-        err.contains("does not accept autograd-shapes-nvtx"),
-        "{err}"
-    );
-    // The explanation names what is in the command.
-    assert!(
-        err.contains("note: --pytorch-nvtx (--pytorch=autograd-nvtx)"),
-        "{err}"
-    );
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>")]));
+    // --pytorch=autograd-nvtx, the warning why, and the explanation naming what is in the
+    // command.
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &LAUNCH);
+    assert!(o.status.success());
+    insta::assert_snapshot!("without_autograd_shapes", t.text());
 }
 
 #[test]
 fn old_release_warns_about_version_and_drops_unknown_options() {
     let fake = fake_nsys("help-old.txt", "status-ok.txt", "2022.4.2.1-df9881f");
     let tj = trace_json(fake.path());
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>")]));
     let mut args = vec!["--trace-json", tj.to_str().unwrap()];
     args.extend(LAUNCH);
-    let o = run(&path_with(fake.path()), &args);
-    let (out, err) = text(&o);
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &args);
     assert!(o.status.success());
-    assert!(err.contains("nsys 2022.4, older than 2024.5"), "{err}");
-    for opt in [
-        "--pytorch",
-        "--python-functions-trace",
-        "--python-backtrace",
-        "--cuda-memory-usage",
-        "--cuda-graph-trace",
-    ] {
-        assert!(!out.contains(opt), "{opt} should be dropped: {out}");
-        assert!(
-            err.contains(&format!("does not list {opt}")),
-            "{opt}: {err}"
-        );
-    }
-    assert!(out.contains("--trace=cuda,nvtx "), "{out}");
-    assert!(err.contains("--trace does not accept osrt"), "{err}");
-    // What was dropped is not explained as if it were there.
-    assert!(
-        !err.contains("note: --pytorch-nvtx") && !err.contains("note: --osrt"),
-        "{err}"
+    // Only the options nsys 2022.4 lists, and --trace without osrt.
+    assert_eq!(
+        nsys_options(&shell_words(&text(&o).0)),
+        [
+            "--output=profiling/results/nsys/profile",
+            "--export=sqlite",
+            "--trace=cuda,nvtx",
+            "--force-overwrite=true",
+            "--cudabacktrace=all",
+        ]
     );
+    // The version warning, one line for each option dropped (--pytorch,
+    // --python-functions-trace, --python-backtrace, --cuda-memory-usage,
+    // --cuda-graph-trace) and for osrt; what was dropped is not explained as if it were
+    // there.
+    insta::assert_snapshot!("old_release", t.text());
 }
 
 #[test]
@@ -458,25 +446,37 @@ fn bad_trace_json_is_reported() {
     let empty = tempfile::tempdir().unwrap();
     let bad = empty.path().join("bad.json");
     std::fs::write(&bad, r#"{"module": "x"}"#).unwrap();
-    for (file, needle) in [
-        (bad.clone(), "not a functions-trace JSON"),
-        (empty.path().join("missing.json"), "cannot read it"),
-    ] {
+    let mut t = Transcript::new(redact(&[(empty.path(), "<EMPTY>")]));
+    // Not a functions-trace JSON; a file that cannot be read.
+    for file in [bad.clone(), empty.path().join("missing.json")] {
         let mut args = vec!["--trace-json", file.to_str().unwrap()];
         args.extend(LAUNCH);
-        let (_, err) = text(&run(&path_with(empty.path()), &args));
-        assert!(err.contains(needle), "{err}");
+        record(&mut t, &repo_root(), &path_with(empty.path()), &args);
     }
+    insta::assert_snapshot!("bad_trace_json", t.text());
 }
 
 #[test]
 fn no_sqlite_leaves_out_the_export() {
     let empty = tempfile::tempdir().unwrap();
+    let path = path_with(empty.path());
     let mut args = vec!["--no-sqlite"];
     args.extend(LAUNCH);
-    let (out, err) = text(&run(&path_with(empty.path()), &args));
-    assert!(!out.contains("--export"), "{out}");
-    assert!(!err.contains("instrument nsys report"));
+    let o = run(&path, &args);
+    assert!(o.status.success());
+    let (out, err) = text(&o);
+    // The command without its export, and no next step reading one: the default's words
+    // and lines but those.
+    let (out_default, err_default) = text(&run(&path, &LAUNCH));
+    assert_eq!(out, out_default.replace("  --export=sqlite \\\n", ""));
+    assert_eq!(
+        err,
+        err_default.replace(
+            "then: instrument nsys report profiling/results/nsys/profile.sqlite\n",
+            ""
+        )
+    );
+    assert_ne!(err, err_default);
 }
 
 #[test]
@@ -518,23 +518,10 @@ fn run_executes_the_checked_nsys_with_the_environment() {
         out_name.to_str().unwrap(),
     ];
     args.extend(LAUNCH);
-    let o = Command::new(bin())
-        .args(["nsys", "command"])
-        .args(&args)
-        .env("PATH", path_with(fake.path()))
-        .env_remove("FAKE_NSYS_EXIT")
-        .output()
-        .unwrap();
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>")]));
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &args);
     assert!(o.status.success());
-    let (out, err) = text(&o);
-    assert!(
-        out.starts_with("PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "),
-        "{out}"
-    );
-    assert!(
-        err.contains("note: PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is set"),
-        "{err}"
-    );
+    insta::assert_snapshot!("run_expandable_segments", t.text());
     let env = std::fs::read_to_string(fake.path().join("ran-env.txt")).unwrap();
     assert_eq!(env.trim(), "expandable_segments:True");
 }
@@ -544,14 +531,10 @@ fn run_without_nsys_is_a_user_error() {
     let empty = tempfile::tempdir().unwrap();
     let mut args = vec!["--run"];
     args.extend(LAUNCH);
-    let o = run(&path_with(empty.path()), &args);
+    let mut t = Transcript::new(redact(&[(empty.path(), "<EMPTY>")]));
+    let o = record(&mut t, &repo_root(), &path_with(empty.path()), &args);
     assert_eq!(o.status.code(), Some(2));
-    let (_, err) = text(&o);
-    assert!(
-        err.lines()
-            .any(|l| l.starts_with("error:") && l.contains("no usable nsys")),
-        "{err}"
-    );
+    insta::assert_snapshot!("run_without_nsys", t.text());
 }
 
 // ---- pithtrain: its own capture set, its own window ---------------------------------------
@@ -561,7 +544,10 @@ fn run_without_nsys_is_a_user_error() {
 #[test]
 fn pithtrain_gets_what_its_own_capture_passes_to_nsys() {
     let fake = current_nsys();
-    let o = run(
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>")]));
+    let o = record(
+        &mut t,
+        &repo_root(),
         &path_with(fake.path()),
         &args(
             "-- srun --nodes 2 torchrun --nnodes 2 --nproc-per-node 8 -m pithtrain.tasks.pretrain_lm",
@@ -574,6 +560,8 @@ fn pithtrain_gets_what_its_own_capture_passes_to_nsys() {
     let theirs = launch_capture_nsys_args();
     assert_eq!(theirs[0], "profile");
     let their_output = theirs.iter().find(|a| a.starts_with("--output=")).unwrap();
+    // Nothing pithtrain's capture leaves out (no --pytorch, backtraces, memory usage or
+    // osrt), and nothing but the export added.
     let expected: Vec<&String> = theirs[1..]
         .iter()
         .filter(|a| !a.starts_with("--output="))
@@ -583,6 +571,7 @@ fn pithtrain_gets_what_its_own_capture_passes_to_nsys() {
         .filter(|a| !a.starts_with("--output=") && *a != "--export=sqlite")
         .collect();
     assert_eq!(ours_without, expected, "{out}");
+    assert_eq!(ours.len(), expected.len() + 2, "{out}");
     // The name: pithtrain's `pithtrain_node${SLURM_NODEID:-0}`, with the node id expanded by
     // nsys on each node instead of by the shell on this one.
     let their_name = their_output.rsplit('/').next().unwrap();
@@ -591,75 +580,47 @@ fn pithtrain_gets_what_its_own_capture_passes_to_nsys() {
         our_output.rsplit('/').next().unwrap(),
         their_name.replace("${SLURM_NODEID:-0}", "%q{SLURM_NODEID}")
     );
-    // Nothing pithtrain's capture leaves out.
-    for absent in ["--pytorch", "backtrace", "--cuda-memory-usage", "osrt"] {
-        assert!(!out.contains(absent), "{absent}: {out}");
-    }
-    assert!(
-        err.contains("note: tracing what pithtrain's capture"),
-        "{err}"
-    );
-    assert!(
-        err.contains("on request: --backtraces, --cuda-memory-usage, --osrt, --pytorch-nvtx"),
-        "{err}"
-    );
-    // No reminder about a functions-trace JSON: pithtrain's own ranges name its stages.
-    assert!(!err.contains("no --trace-json"), "{err}");
-    // The next step reads the folder of node exports.
-    assert!(
-        err.lines()
-            .any(|l| l == "then: instrument nsys report profiling/results/nsys/"),
-        "{err}"
-    );
+    // The notes: tracing what pithtrain's capture traces, the extras on request; no
+    // reminder about a functions-trace JSON (pithtrain's own ranges name its stages); the
+    // next step reads the folder of node exports.
+    insta::assert_snapshot!("pithtrain_capture_set", t.text());
 }
 
 #[test]
 fn pithtrain_extras_only_on_request_each_in_one_line() {
     let fake = current_nsys();
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>")]));
     let launch = args("-- torchrun --nproc_per_node=8 -m pithtrain.tasks.pretrain_lm");
     let mut asked = args("--pytorch-nvtx --backtraces --cuda-memory-usage --osrt");
     asked.extend(launch);
-    let (out, err) = text(&run(&path_with(fake.path()), &asked));
-    let words = shell_words(&out);
-    let opts = nsys_options(&words);
-    for o in args(
-        "--trace=cuda,nvtx,osrt --pytorch=autograd-shapes-nvtx --cudabacktrace=all --python-backtrace=cuda --cuda-memory-usage=true",
-    ) {
-        assert!(opts.contains(&o.to_string()), "{o}: {out}");
-    }
-    for (flag, said) in [
-        ("--pytorch-nvtx", "--pytorch=autograd-shapes-nvtx"),
-        (
-            "--backtraces",
-            "--cudabacktrace=all --python-backtrace=cuda",
-        ),
-        ("--cuda-memory-usage", "--cuda-memory-usage=true"),
-        ("--osrt", "--trace osrt"),
-    ] {
-        let lines: Vec<&str> = err
-            .lines()
-            .filter(|l| l.starts_with(&format!("note: {flag} (")))
-            .collect();
-        assert_eq!(lines.len(), 1, "{flag}: {err}");
-        assert!(
-            lines[0].starts_with(&format!("note: {flag} ({said}): ")),
-            "{}",
-            lines[0]
-        );
-    }
-    // Single node: one export, named as pithtrain names node 0.
-    assert!(opts.contains(&"--output=profiling/results/nsys/pithtrain_node0".to_string()));
-    assert!(
-        err.contains("then: instrument nsys report profiling/results/nsys/pithtrain_node0.sqlite")
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &asked);
+    assert!(o.status.success());
+    // Each extra in the command, and explained in one line naming its options; single
+    // node: one export, named as pithtrain names node 0.
+    assert_eq!(
+        nsys_options(&shell_words(&text(&o).0)),
+        [
+            "--output=profiling/results/nsys/pithtrain_node0",
+            "--export=sqlite",
+            "--stats=false",
+            "--trace=cuda,nvtx,osrt",
+            "--force-overwrite=true",
+            "--cuda-graph-trace=node",
+            "--capture-range=cudaProfilerApi",
+            "--capture-range-end=stop-shutdown",
+            "--delay=0",
+            "--cudabacktrace=all",
+            "--python-backtrace=cuda",
+            "--cuda-memory-usage=true",
+            "--pytorch=autograd-shapes-nvtx",
+        ]
     );
     // And the guide's extras can be turned off for any launcher.
     let mut args = vec!["--no-pytorch-nvtx", "--no-cuda-memory-usage", "--no-osrt"];
     args.extend(LAUNCH);
-    let (out, _) = text(&run(&path_with(fake.path()), &args));
-    assert!(
-        !out.contains("--pytorch") && !out.contains("--cuda-memory-usage") && !out.contains("osrt"),
-        "{out}"
-    );
+    let o = record(&mut t, &repo_root(), &path_with(fake.path()), &args);
+    assert!(o.status.success());
+    insta::assert_snapshot!("pithtrain_extras_on_request", t.text());
 }
 
 /// The capture window: pithtrain calls cudaProfilerStart/Stop itself; the command reminds (or
@@ -668,6 +629,7 @@ fn pithtrain_extras_only_on_request_each_in_one_line() {
 fn pithtrain_launcher_captures_the_profiler_api_window() {
     let fake = current_nsys();
     let d = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>"), (d.path(), "<DIR>")]));
     let script = d.path().join("script.py");
     std::fs::write(
         &script,
@@ -680,64 +642,36 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
         "--nproc-per-node=gpu",
         script.to_str().unwrap(),
     ];
-    let (out, err) = text(&run(&path_with(fake.path()), &launch));
-    assert!(
-        flat(&out).contains("--capture-range=cudaProfilerApi --capture-range-end=stop-shutdown"),
-        "{out}"
-    );
-    assert!(out.contains("--cuda-graph-trace=node"), "{out}");
-    assert!(
-        err.contains("warning: --capture-range=cudaProfilerApi")
-            && err.contains("does not set both")
-            && err.contains("training.nsys_start = 5"),
-        "{err}"
-    );
-    assert!(
-        err.contains(
-            "note: --capture-range-end=stop-shutdown: when the capture stops (training.nsys_stop)"
-        ),
-        "{err}"
-    );
+    let path = path_with(fake.path());
+    // The profiler-API window and stop-shutdown; a warning that the script does not set
+    // both training.nsys_start and nsys_stop, and what stop-shutdown does.
+    t.note("<DIR>/script.py sets neither training.nsys_start nor nsys_stop");
+    record(&mut t, &repo_root(), &path, &launch);
     // A script that sets both: a note naming it, no warning.
     std::fs::write(
         &script,
         "from pithtrain.tasks.pretrain_lm import PretrainLMCfg, launch\ncfg = PretrainLMCfg()\ncfg.training.nsys_start = 5\ncfg.training.nsys_stop = 6\nlaunch(cfg)\n",
     )
     .unwrap();
-    let (_, err) = text(&run(&path_with(fake.path()), &launch));
-    assert!(!err.contains("warning:"), "{err}");
-    assert!(
-        err.contains(
-            "note: --capture-range=cudaProfilerApi: nsys records the steps from training.nsys_start"
-        ),
-        "{err}"
-    );
+    t.note("<DIR>/script.py sets training.nsys_start = 5 and nsys_stop = 6");
+    record(&mut t, &repo_root(), &path, &launch);
     // A module launch: the reminder.
-    let (out, err) = text(&run(
-        &path_with(fake.path()),
+    record(
+        &mut t,
+        &repo_root(),
+        &path,
         &args("-- torchrun --nproc_per_node=8 -m pithtrain.tasks.pretrain_lm"),
-    ));
-    assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
-    assert!(err.contains("set both in the config"), "{err}");
+    );
     // --capture-range none: the whole run, with the consequence spelled out.
-    let mut args = vec!["--capture-range", "none"];
-    args.extend(launch);
-    let (out, err) = text(&run(&path_with(fake.path()), &args));
-    assert!(!out.contains("--capture-range"), "{out}");
-    assert!(
-        err.contains("records the whole run, initialisation and warm-up included"),
-        "{err}"
-    );
-    // Any launcher can ask for the profiler-API window; the reminder is then about its own calls.
-    let mut args = vec!["--capture-range", "cudaProfilerApi"];
-    args.extend(LAUNCH);
-    let (out, err) = text(&run(&path_with(fake.path()), &args));
-    assert!(out.contains("--capture-range=cudaProfilerApi"), "{out}");
-    assert!(
-        err.contains("the program's cudaProfilerStart and cudaProfilerStop calls")
-            && !err.contains("nsys_start"),
-        "{err}"
-    );
+    let mut none = vec!["--capture-range", "none"];
+    none.extend(launch);
+    record(&mut t, &repo_root(), &path, &none);
+    // Any launcher can ask for the profiler-API window; the reminder is then about its own
+    // calls.
+    let mut api = vec!["--capture-range", "cudaProfilerApi"];
+    api.extend(LAUNCH);
+    record(&mut t, &repo_root(), &path, &api);
+    insta::assert_snapshot!("profiler_api_window", t.text());
 }
 
 // ---- multi-node: nsys inside srun, one export per node ------------------------------------
@@ -747,7 +681,9 @@ fn pithtrain_launcher_captures_the_profiler_api_window() {
 fn the_user_guide_srun_line_gets_nsys_inside_srun_once_per_node() {
     let fake = current_nsys();
     let tree = pithtrain_tree();
-    let o = run_in(
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>"), (tree.path(), "<TREE>")]));
+    let o = record(
+        &mut t,
         tree.path(),
         &path_with(fake.path()),
         &args("-- srun -W 0 examples/pretrain_lm/launch.sh qwen3-30b-a3b"),
@@ -762,30 +698,14 @@ fn the_user_guide_srun_line_gets_nsys_inside_srun_once_per_node() {
         &words[words.len() - 2..],
         ["examples/pretrain_lm/launch.sh", "qwen3-30b-a3b"]
     );
-    // Recognised as pithtrain through the script (it runs pretrain_lm), placed per node
-    // because the script starts the node's ranks itself (torchrun).
-    assert!(
-        words.contains(
-            &"--output=profiling/results/nsys/pithtrain_node%q{SLURM_NODEID}".to_string()
-        ),
-        "{out}"
-    );
-    // The pattern is single-quoted, so a shell passes %q{...} through for nsys to expand.
-    assert!(out.contains("'--output=profiling/results/nsys/pithtrain_node%q{SLURM_NODEID}'"));
-    assert!(
-        err.contains("note: nsys runs inside srun, once per node, and records the ranks examples/pretrain_lm/launch.sh starts there"),
-        "{err}"
-    );
-    assert!(
-        err.contains("%q{SLURM_NODEID} is nsys's own expansion"),
-        "{err}"
-    );
-    assert!(err.contains("one task per node assumed"), "{err}");
-    assert!(err.contains(&format!("every node runs {nsys}")), "{err}");
-    assert!(
-        err.contains("then: instrument nsys report profiling/results/nsys/"),
-        "{err}"
-    );
+    // Recognised as pithtrain through the script (it runs pretrain_lm): pithtrain's capture
+    // set; placed per node because the script starts the node's ranks itself (torchrun).
+    // The pattern is single-quoted (in the snapshot), so a shell passes %q{...} through for
+    // nsys to expand.
+    assert_eq!(nsys_options(&words), pithtrain_per_node_options(), "{out}");
+    // The notes: nsys inside srun, once per node; %q{SLURM_NODEID}; one task per node;
+    // every node runs the checked nsys; the report reads the folder.
+    insta::assert_snapshot!("user_guide_srun_line", t.text());
 }
 
 /// The validate skill: `srun -N <nodes> -W 0 -o logging/... launch_validate.sh ...`: srun's
@@ -794,23 +714,18 @@ fn the_user_guide_srun_line_gets_nsys_inside_srun_once_per_node() {
 fn the_validate_skill_srun_line_skips_srun_options_with_values() {
     let fake = current_nsys();
     let tree = pithtrain_tree();
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>"), (tree.path(), "<TREE>")]));
     let launch = args(
         "-- srun -N 2 -W 0 -o logging/validate-qwen3-30b-a3b-base.log .agents/skills/validate-correctness/scripts/launch_validate.sh --model qwen3-30b-a3b --pipeline-parallel-size 2 --expert-parallel-size 8",
     );
-    let (out, err) = text(&run_in(tree.path(), &path_with(fake.path()), &launch));
-    let words = shell_words(&out);
-    assert_eq!(&words[..7], &launch[1..8], "{out}");
-    assert!(words[7].ends_with("/nsys"), "{out}");
+    let o = record(&mut t, tree.path(), &path_with(fake.path()), &launch);
+    let words = shell_words(&text(&o).0);
+    assert_eq!(&words[..7], &launch[1..8]);
+    assert_eq!(words[7], fake.path().join("nsys").display().to_string());
     assert_eq!(&words[words.len() - 7..], &launch[8..]);
-    assert!(
-        err.contains("nsys runs inside srun -N 2, once per node"),
-        "{err}"
-    );
-    // validate.py, which the script runs, is pithtrain's and sets no capture window.
-    assert!(
-        err.contains(".agents/skills/validate-correctness/scripts/validate.py does not set both"),
-        "{err}"
-    );
+    // nsys inside srun -N 2, once per node; validate.py, which the script runs, is
+    // pithtrain's and sets no capture window.
+    insta::assert_snapshot!("validate_skill_srun_line", t.text());
 }
 
 /// The benchmark: its launch.sh runs srun itself (refused: nsys around it would record this node
@@ -819,7 +734,10 @@ fn the_validate_skill_srun_line_skips_srun_options_with_values() {
 fn the_benchmark_launcher_is_refused_and_its_srun_line_is_placed() {
     let fake = current_nsys();
     let tree = pithtrain_tree();
-    let o = run_in(
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>"), (tree.path(), "<TREE>")]));
+    // Refused in one line naming the srun line, nothing printed.
+    let o = record(
+        &mut t,
         tree.path(),
         &path_with(fake.path()),
         &[
@@ -828,16 +746,7 @@ fn the_benchmark_launcher_is_refused_and_its_srun_line_is_placed() {
             "benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/launch.sh",
         ],
     );
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2), "{err}");
-    assert!(out.is_empty(), "nothing printed: {out}");
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    assert!(
-        lines[0].starts_with("error: benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/launch.sh runs srun itself (line 9: `srun ${SRUN_ARGS[@]} --output logging/$STEP.log $STEP.sh`)")
-            && lines[0].contains("give instrument that srun line"),
-        "{err}"
-    );
+    assert_eq!(o.status.code(), Some(2));
     // The srun line with the script's variables written out.
     let step = "benchmarks/pretraining/qwen3-30b-a3b/h100-2n8g/pp2-dp1-cp1-ep8-seq2048-bf16";
     let log = format!("logging/{step}.log");
@@ -853,21 +762,14 @@ fn the_benchmark_launcher_is_refused_and_its_srun_line_is_placed() {
         &log,
         &sh,
     ];
-    let (out, err) = text(&run_in(tree.path(), &path_with(fake.path()), &launch));
-    let words = shell_words(&out);
-    assert_eq!(&words[..7], &launch[1..8], "{out}");
+    let o = record(&mut t, tree.path(), &path_with(fake.path()), &launch);
+    let words = shell_words(&text(&o).0);
+    assert_eq!(&words[..7], &launch[1..8]);
     assert_eq!(words.last().unwrap(), &sh);
-    // pithtrain through the Python file the step script runs; per node through its torchrun.
-    assert!(
-        err.contains("note: tracing what pithtrain's capture"),
-        "{err}"
-    );
-    assert!(
-        words.contains(
-            &"--output=profiling/results/nsys/pithtrain_node%q{SLURM_NODEID}".to_string()
-        ),
-        "{out}"
-    );
+    // pithtrain through the Python file the step script runs; per node through its
+    // torchrun.
+    assert_eq!(nsys_options(&words), pithtrain_per_node_options());
+    insta::assert_snapshot!("benchmark_launcher", t.text());
 }
 
 /// The capture skill's own launcher runs nsys itself: refused, in one line, exit 2, both as the
@@ -876,6 +778,7 @@ fn the_benchmark_launcher_is_refused_and_its_srun_line_is_placed() {
 fn the_capture_skill_launcher_is_refused_it_runs_nsys_itself() {
     let fake = current_nsys();
     let tree = pithtrain_tree();
+    let mut t = Transcript::new(redact(&[(fake.path(), "<FAKE>"), (tree.path(), "<TREE>")]));
     let script = ".agents/skills/capture-nsys-profile/scripts/launch_capture.sh";
     for launch in [
         vec![
@@ -905,83 +808,52 @@ fn the_capture_skill_launcher_is_refused_it_runs_nsys_itself() {
             "2",
         ],
     ] {
-        let o = run_in(tree.path(), &path_with(fake.path()), &launch);
-        let (out, err) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{err}");
-        assert!(out.is_empty(), "{out}");
-        let lines: Vec<&str> = err.lines().collect();
-        assert_eq!(lines.len(), 1, "{err}");
-        assert!(
-            lines[0].starts_with(&format!(
-                "error: {script} runs nsys itself (line 26: `nsys ${{NSYS_ARGS[@]}} torchrun"
-            )) && lines[0].contains("run it as it is"),
-            "{err}"
-        );
+        let o = record(&mut t, tree.path(), &path_with(fake.path()), &launch);
+        assert_eq!(o.status.code(), Some(2));
+        assert_eq!(text(&o).1.lines().count(), 1);
     }
+    insta::assert_snapshot!("capture_skill_launcher", t.text());
 }
 
 #[test]
 fn torchrun_on_several_nodes_by_hand_names_each_export_by_host() {
     let empty = tempfile::tempdir().unwrap();
     let tree = pithtrain_tree();
+    let mut t = Transcript::new(redact(&[
+        (empty.path(), "<EMPTY>"),
+        (tree.path(), "<TREE>"),
+    ]));
     // examples/pretrain_lm/launch.sh's torchrun line, as the shell expands it on node 0.
     let launch = args(
         "-- torchrun --nnodes=2 --node-rank=0 --nproc-per-node=gpu --rdzv-backend=c10d --rdzv-endpoint=10.0.0.1:15213 examples/pretrain_lm/qwen3-30b-a3b/script.py",
     );
-    let (out, err) = text(&run_in(tree.path(), &path_with(empty.path()), &launch));
-    let words = shell_words(&out);
-    assert_eq!(&words[..2], ["nsys", "profile"]);
-    assert!(
-        words.contains(&"--output=profiling/results/nsys/pithtrain_node%h".to_string()),
-        "{out}"
-    );
-    assert!(
-        err.contains("torchrun --nnodes 2 starts only this node's ranks: run this command on each of the 2 nodes"),
-        "{err}"
-    );
-    assert!(err.contains("%h is nsys's own expansion"), "{err}");
-    assert!(
-        err.contains("then: instrument nsys report profiling/results/nsys/"),
-        "{err}"
-    );
+    let o = record(&mut t, tree.path(), &path_with(empty.path()), &launch);
+    assert!(o.status.success());
+    // nsys first, the export named by host (%h); run it on each of the 2 nodes.
+    insta::assert_snapshot!("torchrun_by_hand_on_two_nodes", t.text());
 }
 
 #[test]
 fn per_task_and_per_rank_launches_name_each_export_by_task() {
     let empty = tempfile::tempdir().unwrap();
-    let (out, err) = text(&run(
+    let mut t = Transcript::new(redact(&[(empty.path(), "<EMPTY>")]));
+    // Once per task: the export named by node and task.
+    let o = record(
+        &mut t,
+        &repo_root(),
         &path_with(empty.path()),
         &args("-- srun -N 2 --ntasks-per-node=8 python train.py"),
-    ));
-    assert!(
-        shell_words(&out).contains(
-            &"--output=profiling/results/nsys/profile_node%q{SLURM_NODEID}_rank%q{SLURM_PROCID}"
-                .to_string()
-        ),
-        "{out}"
     );
-    assert!(
-        err.contains("once per task (python starts one rank"),
-        "{err}"
-    );
-    let (out, err) = text(&run(
+    assert!(o.status.success());
+    // Inside mpirun, once per rank: by host and process id.
+    let o = record(
+        &mut t,
+        &repo_root(),
         &path_with(empty.path()),
         &args("-- mpirun -np 16 --map-by ppr:8:node python train.py"),
-    ));
-    let words = shell_words(&out);
-    assert_eq!(
-        &words[..5],
-        ["mpirun", "-np", "16", "--map-by", "ppr:8:node"]
     );
-    assert_eq!(words[5], "nsys");
-    assert!(
-        words.contains(&"--output=profiling/results/nsys/profile_node%h_pid%p".to_string()),
-        "{out}"
-    );
-    assert!(
-        err.contains("nsys runs inside mpirun, once per rank"),
-        "{err}"
-    );
+    assert!(o.status.success());
+    insta::assert_snapshot!("per_task_and_per_rank", t.text());
 }
 
 // ---- --out patterns ---------------------------------------------------------------------
@@ -989,39 +861,24 @@ fn per_task_and_per_rank_launches_name_each_export_by_task() {
 #[test]
 fn out_takes_a_pattern_that_must_tell_the_nodes_apart() {
     let empty = tempfile::tempdir().unwrap();
+    let mut t = Transcript::new(redact(&[(empty.path(), "<EMPTY>")]));
     let srun = args("srun -N 2 torchrun --nnodes 2 -m pkg.train");
-    let with = |out: &str| {
+    let mut with = |out: &str| {
         let mut a = vec!["--out", out, "--"];
         a.extend(&srun);
-        run(&path_with(empty.path()), &a)
+        record(&mut t, &repo_root(), &path_with(empty.path()), &a)
+            .status
+            .code()
     };
-    // The same name on every node: refused, with the fix.
-    let o = with("prof/run1");
-    let (out, err) = text(&o);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(out.is_empty());
-    assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(
-        err.starts_with("error: --out prof/run1: srun runs one nsys per node, and each would write the same run1.nsys-rep")
-            && err.contains("--out 'prof/run1_node%q{SLURM_NODEID}'"),
-        "{err}"
-    );
-    // A shell variable would be expanded once, here: refused.
-    let o = with("prof/run_$SLURM_NODEID");
-    assert_eq!(o.status.code(), Some(2));
-    assert!(
-        text(&o).1.contains("use nsys's own %q{NAME}"),
-        "{}",
-        text(&o).1
-    );
-    // A per-node folder: refused (the report reads one folder).
-    assert_eq!(with("prof/%h/run").status.code(), Some(2));
+    // The same name on every node: refused, with the fix; a shell variable would be
+    // expanded once, here: refused; a per-node folder: refused (the report reads one
+    // folder).
+    for refused in ["prof/run1", "prof/run_$SLURM_NODEID", "prof/%h/run"] {
+        assert_eq!(with(refused), Some(2), "{refused}");
+    }
     // A pattern of the user's own, with the job id and the host: used as given.
-    let o = with("prof/run_%q{SLURM_JOB_ID}_%h");
-    let (out, err) = text(&o);
-    assert!(o.status.success(), "{err}");
-    assert!(shell_words(&out).contains(&"--output=prof/run_%q{SLURM_JOB_ID}_%h".to_string()));
-    assert!(err.contains("then: instrument nsys report prof/"), "{err}");
+    assert_eq!(with("prof/run_%q{SLURM_JOB_ID}_%h"), Some(0));
+    insta::assert_snapshot!("out_patterns", t.text());
 }
 
 #[test]
@@ -1037,16 +894,17 @@ fn a_folder_holding_earlier_node_exports_is_warned_about() {
     ] {
         std::fs::write(folder.join(n), "").unwrap();
     }
-    let (_, err) = text(&run_in(
+    let mut t = Transcript::new(redact(&[(empty.path(), "<EMPTY>"), (d.path(), "<DIR>")]));
+    t.note("<DIR>/profiling/results/nsys holds pithtrain_node2.sqlite, pithtrain_node3.nsys-rep, other.sqlite");
+    // The two earlier node exports named; the folder is there.
+    let o = record(
+        &mut t,
         d.path(),
         &path_with(empty.path()),
         &args("-- srun -N 2 torchrun -m pithtrain.tasks.pretrain_lm"),
-    ));
-    assert!(
-        err.contains("warning: profiling/results/nsys/ already holds 2 export(s) named pithtrain_node* (pithtrain_node2.sqlite, pithtrain_node3.nsys-rep)"),
-        "{err}"
     );
-    assert!(!err.contains("does not exist yet"), "{err}");
+    assert!(o.status.success());
+    insta::assert_snapshot!("earlier_node_exports", t.text());
 }
 
 // ---- launches nsys cannot be placed in ----------------------------------------------------
@@ -1054,61 +912,36 @@ fn a_folder_holding_earlier_node_exports_is_warned_about() {
 #[test]
 fn launches_nsys_cannot_be_placed_in_are_refused_in_one_line() {
     let empty = tempfile::tempdir().unwrap();
-    for (launch, needle) in [
-        (
-            vec!["sbatch", "job.sh"],
-            "sbatch queues the job and returns before it runs; put the profiled command inside the batch script",
-        ),
-        (
-            vec!["salloc", "-N", "2", "bash"],
-            "salloc runs its command on this node",
-        ),
-        (
-            vec!["ssh", "node1", "torchrun x.py"],
-            "ssh runs the command on another machine",
-        ),
-        (
-            vec!["srun", "--frobnicate", "2", "torchrun", "x.py"],
-            "srun option --frobnicate is not one instrument knows",
-        ),
-        (
-            vec!["srun", "-N", "1", "a", ":", "-N", "1", "b"],
-            "heterogeneous or MPMD job",
-        ),
-        (
-            vec!["srun", "--multi-prog", "tasks.conf"],
-            "srun --multi-prog reads the programs from a file",
-        ),
-        (
-            vec!["mpirun", "--weird", "python", "x.py"],
-            "mpirun option --weird is not one instrument knows",
-        ),
-        (
-            vec!["timeout", "600", "srun", "-N", "2", "torchrun", "x.py"],
-            "srun comes after `timeout 600`",
-        ),
-        (
-            vec!["srun", "-N", "2", "nsys", "profile", "torchrun", "x.py"],
-            "the launch already runs nsys",
-        ),
-        (
-            vec!["nsys", "profile", "torchrun", "x.py"],
-            "the launch is already an nsys command",
-        ),
-        (vec!["srun", "-N", "2"], "srun is given no program to run"),
+    let mut t = Transcript::new(redact(&[(empty.path(), "<EMPTY>")]));
+    for launch in [
+        // Queues the job and returns before it runs.
+        &["sbatch", "job.sh"][..],
+        // Runs its command on this node.
+        &["salloc", "-N", "2", "bash"],
+        // Runs the command on another machine.
+        &["ssh", "node1", "torchrun x.py"],
+        // Options instrument does not know.
+        &["srun", "--frobnicate", "2", "torchrun", "x.py"],
+        &["mpirun", "--weird", "python", "x.py"],
+        // Heterogeneous or MPMD jobs, programs read from a file.
+        &["srun", "-N", "1", "a", ":", "-N", "1", "b"],
+        &["srun", "--multi-prog", "tasks.conf"],
+        // srun behind another command.
+        &["timeout", "600", "srun", "-N", "2", "torchrun", "x.py"],
+        // nsys already there.
+        &["srun", "-N", "2", "nsys", "profile", "torchrun", "x.py"],
+        &["nsys", "profile", "torchrun", "x.py"],
+        // No program.
+        &["srun", "-N", "2"],
     ] {
         let mut args = vec!["--"];
         args.extend(launch.iter().copied());
-        let o = run(&path_with(empty.path()), &args);
+        let o = record(&mut t, &repo_root(), &path_with(empty.path()), &args);
         let (out, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{launch:?}: {err}");
-        assert!(out.is_empty(), "{launch:?}: {out}");
-        assert_eq!(err.lines().count(), 1, "{launch:?}: {err}");
-        assert!(
-            err.starts_with("error: ") && err.contains(needle),
-            "{launch:?}: {err}"
-        );
+        assert_eq!((out.as_str(), err.lines().count()), ("", 1), "{launch:?}");
     }
+    insta::assert_snapshot!("launches_refused", t.text());
 }
 
 // ---- quoting: what the shell hands on is what was planned ----------------------------------

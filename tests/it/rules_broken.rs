@@ -160,7 +160,7 @@ fn a_set_with_a_name_nothing_defines_is_refused_alike_by_all_four() {
             assert_eq!(out, "", "{what}: {name}");
             assert_eq!(err, first, "{what}: {name} says otherwise than rules");
         }
-        let shown = first.replace(rules.path().to_str().unwrap(), "<DIR>");
+        let shown = Redact::default().folder(rules.path(), "<DIR>").apply(first);
         assert!(
             shown.starts_with(&format!(
                 "error: <DIR>/rules.toml:{line}: rule 1A.after-flag: "

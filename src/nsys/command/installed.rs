@@ -319,7 +319,9 @@ fn consequence(flag: &str) -> &'static str {
         "--capture-range-end" => "the release's default end of the capture range applies",
         "--export" => "export the report afterwards with `nsys export --type sqlite`",
         "--stats" | "--delay" => "nsys's default applies (no statistics, no delay)",
-        _ => "it is left out",
+        "--python-backtrace" => "CUDA calls will have no Python backtrace",
+        "--cudabacktrace" => "CUDA calls will have no CPU backtrace",
+        _ => "nsys's default applies",
     }
 }
 

@@ -181,12 +181,17 @@ fn refuse_hidden_launchers(inner: &[String], t: &Launchers) -> Result<(), Comman
     for (i, w) in inner.iter().enumerate() {
         let b = base(w);
         if b == "nsys" {
-            return Err(CommandError::unplaceable(
+            let at = if i == 0 {
+                "it is the program the launcher starts".to_string()
+            } else {
                 format!(
-                    "the launch already runs nsys (word {} of the program, after `{}`)",
+                    "word {} of the program, after `{}`",
                     i + 1,
                     inner[..i].join(" ")
-                ),
+                )
+            };
+            return Err(CommandError::unplaceable(
+                format!("the launch already runs nsys ({at})"),
                 "give instrument the command without nsys and its options",
             ));
         }
