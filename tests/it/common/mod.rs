@@ -1,5 +1,6 @@
 //! Helpers shared by the integration tests: a scratch copy of the fixture checkout,
-//! running the binary, reading every file of a tree.
+//! running the binary, reading every file of a tree, and a command's whole output as a
+//! snapshot pins it (`Transcript`, with the temporary folders `Redact` names).
 
 #![allow(dead_code)]
 
