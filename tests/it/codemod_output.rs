@@ -36,11 +36,16 @@ fn dry_run_diff_of_every_model() {
 fn status_lists_groups_files_ranks_and_layers() {
     let dir = scratch_copy(&fixture());
     let clean = instrument(&["status"], dir.path());
+    let named = Redact::default().folder(dir.path(), "<CHECKOUT>");
     assert_eq!(
-        (clean.status.code(), stdout(&clean), stderr(&clean)),
+        (
+            clean.status.code(),
+            named.apply(&stdout(&clean)),
+            stderr(&clean)
+        ),
         (
             Some(0),
-            format!("no instrumentation in {}\n", dir.path().display()),
+            "no instrumentation in <CHECKOUT>\n".to_string(),
             String::new()
         )
     );
