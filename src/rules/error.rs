@@ -60,8 +60,7 @@ pub enum Error {
     },
     /// An examples file with no rule file of its name beside it.
     #[error(
-        "{at}: there is no rule file {stem}.toml beside the {} folder; an examples file takes the name of the rule file whose rules it tests (the rule files: {files})",
-        super::examples::FOLDER
+        "{at}: there is no rule file {stem}.toml beside the examples folder; an examples file takes the name of the rule file whose rules it tests (the rule files: {files})"
     )]
     ExamplesWithoutRules {
         at: String,

@@ -11,7 +11,7 @@
 use std::path::Path;
 
 use super::error::Error;
-use super::load::{EMBEDDED, one_line, toml_texts};
+use super::load::{EMBEDDED, line_of_header, one_line, toml_texts};
 use super::{Example, RuleSet};
 
 // `EMBEDDED_EXAMPLES_JSON`: every embedded set's examples files, parsed by build.rs and
@@ -169,7 +169,9 @@ impl ExamplesFile<'_> {
             )));
         }
         for (nth, item) in items.into_iter().enumerate() {
-            let header = self.text.and_then(|t| line_of_header(t, nth));
+            let header = self
+                .text
+                .and_then(|t| line_of_header(t, "[[example]]", nth));
             let toml::Value::Table(mut table) = item else {
                 return Err(self.not_tables(header));
             };
@@ -252,15 +254,6 @@ fn line_at(text: &str, offset: usize) -> usize {
         .filter(|b| **b == b'\n')
         .count()
         + 1
-}
-
-/// The 1-based line of the `nth` (from 0) `[[example]]` header of an examples file.
-fn line_of_header(text: &str, nth: usize) -> Option<usize> {
-    text.lines()
-        .enumerate()
-        .filter(|(_, l)| l.split_whitespace().collect::<String>() == "[[example]]")
-        .nth(nth)
-        .map(|(i, _)| i + 1)
 }
 
 /// The 1-based line of the `rule = ...` of the example whose header is on line `header`:

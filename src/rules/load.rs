@@ -316,7 +316,7 @@ fn rule_at(set: &RuleSet, files: &[(String, String)], i: usize) -> String {
     let (name, id) = (&set.rule_files[i], &set.rules[i].id);
     let text = files.iter().find(|(n, _)| n == name).map(|(_, t)| t);
     let nth = set.rule_files[..i].iter().filter(|f| *f == name).count();
-    let line = text.and_then(|t| line_of_id(t, id).or_else(|| line_of_header(t, nth)));
+    let line = text.and_then(|t| line_of_id(t, id).or_else(|| line_of_header(t, "[[rule]]", nth)));
     match line {
         Some(l) => format!("{}/{name}:{l}: rule {id}", set.origin),
         None => format!("{}/{name}: rule {id}", set.origin),
@@ -337,11 +337,11 @@ fn role_at(set: &RuleSet, files: &[(String, String)], role: &str) -> String {
     }
 }
 
-/// The 1-based line of the `nth` (from 0) `[[rule]]` header of a rule file.
-fn line_of_header(text: &str, nth: usize) -> Option<usize> {
+/// The 1-based line of the `nth` (from 0) `header` (`[[rule]]`, `[[example]]`) of a file.
+pub(super) fn line_of_header(text: &str, header: &str, nth: usize) -> Option<usize> {
     text.lines()
         .enumerate()
-        .filter(|(_, l)| l.split_whitespace().collect::<String>() == "[[rule]]")
+        .filter(|(_, l)| l.split_whitespace().collect::<String>() == header)
         .nth(nth)
         .map(|(i, _)| i + 1)
 }

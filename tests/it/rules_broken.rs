@@ -148,83 +148,73 @@ fn write_set(dir: &Path, rule: &str) {
 type ExamplesDefect = (
     &'static str,
     &'static [(&'static str, &'static str)],
-    &'static [(&'static str, &'static str)],
+    fn() -> Vec<(&'static str, String)>,
 );
 
+fn no_files() -> Vec<(&'static str, String)> {
+    Vec::new()
+}
+
+/// An examples file (path) with one example of `RULE`'s rule.
+fn example_of_the_rule_in(path: &'static str) -> Vec<(&'static str, String)> {
+    let text =
+        "[[example]]\nrule = \"1A.after-flag\"\nbefore = '''\nclass DualPipeV:\n    pass\n'''\n";
+    vec![(path, text.to_string())]
+}
+
+/// A second rule file, whose own rule (`RULE`'s, under another id and name) is tested
+/// inline, and an example of `RULE`'s rule in its examples file.
+fn a_second_rule_file() -> Vec<(&'static str, String)> {
+    let more = RULE
+        .replace("1A.after-flag", "1B.more")
+        .replace("_planted", "_more");
+    let mut files = vec![("more.toml", more)];
+    files.extend(example_of_the_rule_in("examples/more.toml"));
+    files
+}
+
 const RULE_LINE: &str = "rule = \"1A.after-flag\"";
-
-/// A second rule file whose own rule is tested inline.
-const MORE: &str = r#"[[rule]]
-id = "1B.more"
-group = "1"
-file = "pithtrain/dualpipe/dualpipev.py"
-summary = "a second name, from a second rule file"
-scope = ["class DualPipeV", "def step"]
-anchor = "if self.is_first_pp_rank"
-contains = "self.criterion = criterion"
-position = "after"
-template = '''
-_more = {RANKS}
-'''
-
-[[rule.examples]]
-before = '''
-class DualPipeV:
-    def step(self, criterion):
-        if self.is_first_pp_rank:
-            self.criterion = criterion
-'''
-"#;
 
 const EXAMPLES_DEFECTS: &[ExamplesDefect] = &[
     (
         "an example naming a rule the set does not have",
         &[(RULE_LINE, "rule = \"1A.after-flags\"")],
-        &[],
+        no_files,
     ),
     (
         "an example naming a rule nothing in the set is like",
         &[(RULE_LINE, "rule = \"9.unrelated\"")],
-        &[],
+        no_files,
     ),
     (
         "an example naming no rule",
         &[(RULE_LINE, "# (its rule is not named)")],
-        &[],
+        no_files,
     ),
     (
         "an example of another rule file's rule",
         &[],
-        &[
-            ("more.toml", MORE),
-            (
-                "examples/more.toml",
-                "[[example]]\nrule = \"1A.after-flag\"\nbefore = '''\nclass DualPipeV:\n    pass\n'''\n",
-            ),
-        ],
+        a_second_rule_file,
     ),
     (
         "an examples file with no rule file of its name",
         &[],
-        &[(
-            "examples/rule.toml",
-            "[[example]]\nrule = \"1A.after-flag\"\nbefore = '''\nclass DualPipeV:\n    pass\n'''\n",
-        )],
+        || example_of_the_rule_in("examples/rule.toml"),
     ),
     (
         "an unknown key in an example",
         &[("after = '''", "expected = '''")],
-        &[],
+        no_files,
     ),
     (
         "an unknown key in an examples file",
         &[("[[example]]", "[[examples]]")],
-        &[],
+        no_files,
     ),
     (
         "an examples file that is not TOML",
         &[(RULE_LINE, "rule = \"1A.after-flag")],
-        &[],
+        no_files,
     ),
 ];
 
@@ -316,7 +306,7 @@ fn a_set_with_a_broken_example_is_refused_by_the_two_that_read_examples() {
             examples = examples.replacen(from, to, 1);
         }
         std::fs::write(rules.path().join("examples/rules.toml"), &examples).unwrap();
-        for (path, text) in *added {
+        for (path, text) in added() {
             std::fs::write(rules.path().join(path), text).unwrap();
         }
         let results = four(rules.path(), checkout.path());
