@@ -95,29 +95,12 @@ pub fn scan(scope: &Scope) -> TreeStatus {
     let walk = scope.walk();
     let found = session::scan(&scope.root, &walk.python);
     let sets = embedded_sets();
+    // A region's group is its rule's; a rule the built-in set does not know (another
+    // version's) is taken to be in the group its id starts with.
     let group_of = |set: &str, rule: &str| -> String {
         sets.get(set)
-            .and_then(|s| s.rules.iter().find(|r| r.id == rule))
+            .and_then(|s| rules::instantiate::rule_of_marker(s, rule))
             .map(|r| r.group.clone())
-            // Per-target rules are instantiated as `<id>.<target>`; else the id's prefix.
-            .or_else(|| {
-                sets.get(set).and_then(|s| {
-                    s.rules
-                        .iter()
-                        .find(|r| rule.starts_with(&format!("{}.", r.id)))
-                        .map(|r| r.group.clone())
-                })
-            })
-            // A model's stand-in for a rule carries the model in its id
-            // (`5B.qwen35-moe.flags` for `5B.flags`).
-            .or_else(|| {
-                let mut parts = rule.splitn(3, '.');
-                let (group, _tag, rest) = (parts.next()?, parts.next()?, parts.next()?);
-                let base = format!("{group}.{rest}");
-                sets.get(set)
-                    .and_then(|s| s.rules.iter().find(|r| r.id == base))
-                    .map(|r| r.group.clone())
-            })
             .unwrap_or_else(|| rule.split('.').next().unwrap_or(rule).to_string())
     };
     // A model file holding regions of a rule set that works per model names the model.

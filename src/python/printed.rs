@@ -92,11 +92,12 @@ fn normalize(line: Line) -> Line {
 }
 
 /// The lines each template prints (by the caller's index), in template order.
-/// `templates` are the rules' code as written (`{ORIGINAL}`, `$X` metavariables and the
-/// `{PARAM}` placeholders of `params` in it); helpers a template defines are followed
-/// from any template.
-pub fn printed_lines(templates: &[(usize, &str)], params: &[&str]) -> BTreeMap<usize, Vec<Line>> {
-    let (text, wrappers) = module_text(templates, params);
+/// `templates` are the rules' code as Python a parser takes, column 0 their indentation:
+/// the values it cannot know written as names, each metavariable `$X` as
+/// `metavariable_name("X")`, read back as the field `$X`. Helpers a template defines
+/// are followed from any template.
+pub fn printed_lines(templates: &[(usize, String)]) -> BTreeMap<usize, Vec<Line>> {
+    let (text, wrappers) = module_text(templates);
     let src = Source::parse(text);
     let root = src.root();
     // Each rule's wrapper function, and the helpers defined at a template's top level.
@@ -175,29 +176,20 @@ fn undecorate(n: Node) -> Node {
 }
 
 /// All templates as one module: each rule's template is the body of a function named
-/// after the rule's index, with parameters and metavariables replaced by names Python
-/// accepts.
-fn module_text(templates: &[(usize, &str)], params: &[&str]) -> (String, HashMap<String, usize>) {
+/// after the rule's index.
+fn module_text(templates: &[(usize, String)]) -> (String, HashMap<String, usize>) {
     let mut text = String::new();
     let mut wrappers = HashMap::new();
-    for &(i, template) in templates {
+    for (i, template) in templates {
         if template.trim().is_empty() {
             continue;
         }
         let name = format!("__instrument_rule_{i}__");
-        wrappers.insert(name.clone(), i);
+        wrappers.insert(name.clone(), *i);
         text.push_str(&format!("def {name}():\n    pass\n"));
         for line in template.lines() {
-            let mut l = line.to_string();
-            if l.trim() == "{ORIGINAL}" {
-                l = l.replace("{ORIGINAL}", "pass");
-            }
-            for p in params {
-                l = l.replace(&format!("{{{p}}}"), "None");
-            }
-            l = metavariables(&l);
             text.push_str("    ");
-            text.push_str(&l);
+            text.push_str(line);
             text.push('\n');
         }
         text.push('\n');
@@ -205,27 +197,9 @@ fn module_text(templates: &[(usize, &str)], params: &[&str]) -> (String, HashMap
     (text, wrappers)
 }
 
-/// `$X` and `$$$X` become `__mv_X__`, read back as the field `$X`.
-fn metavariables(line: &str) -> String {
-    let mut out = String::new();
-    let mut rest = line;
-    while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
-        let after = rest[i..].trim_start_matches('$');
-        let name: String = after
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect();
-        if name.is_empty() {
-            out.push('$');
-            rest = &rest[i + 1..];
-            continue;
-        }
-        out.push_str(&format!("__mv_{name}__"));
-        rest = &after[name.len()..];
-    }
-    out.push_str(rest);
-    out
+/// The name metavariable `$X` is written as in a template given to `printed_lines`.
+pub fn metavariable_name(name: &str) -> String {
+    format!("__mv_{name}__")
 }
 
 /// `__mv_X__` back to `$X` in text shown to people.

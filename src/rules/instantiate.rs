@@ -259,6 +259,35 @@ pub fn instantiate(set: &RuleSet, target: &Target) -> Result<CompiledSet, Error>
     })
 }
 
+/// The rule of `set` a marker's rule id was instantiated from: the id itself (a rule
+/// under its own id, an override with one), a function's instance (`<id>.<Class.function>`
+/// of a `per = "function"` rule), or a model's tagged instance (`5B.qwen35-moe.flags` of
+/// `5B.flags`, a rule of the file every model has). The inverse of the ids `instantiate`
+/// gives, for what reads markers back (`status`); none for an id the set never gives.
+pub fn rule_of_marker<'s>(set: &'s RuleSet, id: &str) -> Option<&'s Rule> {
+    if let Some(rule) = set.rules.iter().find(|r| r.id == id) {
+        return Some(rule);
+    }
+    let per_function = |r: &&Rule| {
+        r.per == Some(Per::Function)
+            && id
+                .strip_prefix(r.id.as_str())
+                .is_some_and(|rest| rest.len() > 1 && rest.starts_with('.'))
+    };
+    if let Some(rule) = set.rules.iter().find(per_function) {
+        return Some(rule);
+    }
+    // `tagged_id` puts the tag after the group part, or after a dotless id.
+    let (group, rest) = id.split_once('.')?;
+    let base = match rest.split_once('.') {
+        Some((_tag, rest)) => format!("{group}.{rest}"),
+        None => group.to_string(),
+    };
+    set.rules
+        .iter()
+        .find(|r| r.id == base && r.models.is_empty() && r.file.contains("{MODEL}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -360,5 +389,68 @@ template = "@d(\"{NAME}\")\n"
                 ),
             ]
         );
+    }
+
+    /// `rule_of_marker` inverts the ids `instantiate` gives: every rule of every known
+    /// model of the embedded memory-prints set, and every per-file and per-function rule
+    /// of the nvtx set, leads back to the rule it came from (its group, and its file
+    /// once the target is filled in); an id no rule gives leads nowhere.
+    #[test]
+    fn a_markers_id_leads_back_to_its_rule() {
+        let prints = crate::rules::load("memory-prints").unwrap();
+        let spec = prints.manifest.models.as_ref().unwrap();
+        let classes: BTreeMap<String, String> = spec
+            .roles
+            .keys()
+            .map(|r| (r.clone(), format!("Role{r}")))
+            .collect();
+        let params = BTreeMap::new();
+        let mut tagged = 0;
+        for model in spec.known.keys() {
+            let c = instantiate(
+                &prints,
+                &Target {
+                    on: On::Model {
+                        name: model,
+                        classes: &classes,
+                    },
+                    params: &params,
+                },
+            )
+            .unwrap();
+            for r in &c.rules {
+                let raw = rule_of_marker(&prints, &r.id).unwrap_or_else(|| panic!("{}", r.id));
+                assert_eq!(raw.group, r.group, "{}", r.id);
+                assert_eq!(raw.file.replace("{MODEL}", model), r.file, "{}", r.id);
+                tagged += usize::from(raw.id != r.id);
+            }
+        }
+        assert!(
+            tagged > 0,
+            "no model's rules carry a tag: the test tests nothing"
+        );
+        let nvtx = crate::rules::load("nvtx").unwrap();
+        let targets = [FunctionTarget {
+            file: "pkg/m.py".into(),
+            class: Some("Block".into()),
+            function: "forward".into(),
+        }];
+        let c = instantiate(
+            &nvtx,
+            &Target {
+                on: On::Functions(&targets),
+                params: &params,
+            },
+        )
+        .unwrap();
+        assert!(c.rules.iter().any(|r| r.id.ends_with(".Block.forward")));
+        for r in &c.rules {
+            let raw = rule_of_marker(&nvtx, &r.id).unwrap_or_else(|| panic!("{}", r.id));
+            assert_eq!(raw.group, r.group, "{}", r.id);
+            assert_eq!(raw.file.replace("{FILE}", "pkg/m.py"), r.file, "{}", r.id);
+        }
+        for unknown in ["9Z.nothing", "5B", "", "5B.qwen35-moe.nothing"] {
+            assert!(rule_of_marker(&prints, unknown).is_none(), "{unknown}");
+        }
     }
 }

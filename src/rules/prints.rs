@@ -153,15 +153,50 @@ pub fn derive_line(
 pub fn printed_lines(
     set: &super::RuleSet,
 ) -> std::collections::BTreeMap<usize, Vec<crate::python::printed::Line>> {
-    let templates: Vec<(usize, &str)> = set
+    let templates: Vec<(usize, String)> = set
         .rules
         .iter()
         .enumerate()
         .filter(|(_, r)| r.per.is_none())
-        .map(|(i, r)| (i, r.template.as_str()))
+        .map(|(i, r)| (i, template_as_python(&r.template, &set.manifest)))
         .collect();
-    let params: Vec<&str> = set.manifest.params.keys().map(String::as_str).collect();
-    crate::python::printed::printed_lines(&templates, &params)
+    crate::python::printed::printed_lines(&templates)
+}
+
+/// A rule's template as Python that parses without a target: split into lines and
+/// pieces as `instantiate` splits it (`Template`), each parameter's value `None` (what
+/// it prints is a value known at `add` time), each metavariable a name `python::printed`
+/// reads back as the field `$X`, the statement a `replace`/`wrap` rule stands in for
+/// (`{ORIGINAL}`) a `pass`.
+fn template_as_python(template: &str, manifest: &super::Manifest) -> String {
+    use super::template::{Line, Piece, Template};
+    let params: std::collections::BTreeMap<String, String> = manifest
+        .params
+        .keys()
+        .map(|name| (name.clone(), "None".to_string()))
+        .collect();
+    let mut out = String::new();
+    for line in Template::compile(template, &params).lines {
+        match line {
+            Line::Original { indent } => {
+                out.push_str(&indent);
+                out.push_str("pass");
+            }
+            Line::Code(pieces) => {
+                for piece in pieces {
+                    match piece {
+                        Piece::Text(t) => out.push_str(&t),
+                        Piece::Param { value, .. } => out.push_str(&value),
+                        Piece::Meta(name) => {
+                            out.push_str(&crate::python::printed::metavariable_name(&name))
+                        }
+                    }
+                }
+            }
+        }
+        out.push('\n');
+    }
+    out
 }
 
 /// A line with every value unnamed: `{}` for each value, span bounds (`{name=`, its `}`)
