@@ -5,10 +5,14 @@
 //! the embedded TOML was ~8 M of the ~245 M instructions of an `add` on a real checkout
 //! (issue #19: `add` within 1.5x of reading and parsing the target files).
 //!
-//! A rule file that is not valid TOML fails the build here, naming the file.
+//! A set's rule examples (`examples/<stem>.toml`, `[[example]]` tables) are pre-parsed the
+//! same way into a table of their own, which only `rules` and `test-rules` read: `add`
+//! never deserializes them.
+//!
+//! A rule or examples file that is not valid TOML fails the build here, naming the file.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 fn main() {
     println!("cargo:rerun-if-changed=rules");
@@ -23,15 +27,28 @@ fn main() {
     sets.sort();
     // `EMBEDDED_JSON: &[(set, &[(file, json)])]`, sets and files by name.
     let mut code = format!("const EMBEDDED_SETS: usize = {};\n", sets.len());
-    code.push_str("static EMBEDDED_JSON: &[(&str, &[(&str, &str)])] = &[\n");
-    for set in &sets {
-        let name = file_name(set);
-        let _ = writeln!(code, "    ({name:?}, &[");
-        let mut files: Vec<_> = std::fs::read_dir(set)
-            .unwrap_or_else(|e| fail(&format!("{}: {e}", set.display())))
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|e| e == "toml"))
-            .collect();
+    code.push_str(&json_table("EMBEDDED_JSON", &sets, |set| set.to_path_buf()));
+    write(&out_dir, "embedded_rules.rs", &code);
+    // `EMBEDDED_EXAMPLES_JSON`, the same for each set's `examples/` folder (none: no files).
+    let examples = json_table("EMBEDDED_EXAMPLES_JSON", &sets, |set| set.join("examples"));
+    write(&out_dir, "embedded_examples.rs", &examples);
+}
+
+/// `static NAME: &[(&str, &[(&str, &str)])]`: for each set, the `.toml` files of the folder
+/// `folder(set)` (none when it is missing), parsed and written as JSON, by name.
+fn json_table(name: &str, sets: &[PathBuf], folder: impl Fn(&Path) -> PathBuf) -> String {
+    let mut code = format!("static {name}: &[(&str, &[(&str, &str)])] = &[\n");
+    for set in sets {
+        let _ = writeln!(code, "    ({:?}, &[", file_name(set));
+        let dir = folder(set);
+        let mut files: Vec<_> = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|e| e == "toml"))
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => fail(&format!("{}: {e}", dir.display())),
+        };
         files.sort();
         for file in &files {
             let at = file.display().to_string();
@@ -47,7 +64,11 @@ fn main() {
         code.push_str("    ]),\n");
     }
     code.push_str("];\n");
-    let dest = Path::new(&out_dir).join("embedded_rules.rs");
+    code
+}
+
+fn write(out_dir: &str, name: &str, code: &str) {
+    let dest = Path::new(out_dir).join(name);
     std::fs::write(&dest, code).unwrap_or_else(|e| fail(&format!("{}: {e}", dest.display())));
 }
 

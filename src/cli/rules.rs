@@ -17,9 +17,10 @@ fn load_rules(spec: &str) -> Result<RuleSet, Error> {
     Ok(crate::rules::load_with_prints(spec)?)
 }
 
-/// `load_rules`, every rule compiled as written: for reviewing the whole set.
+/// The rule set `spec` with its prints and its examples, every rule compiled as written: for
+/// reviewing the whole set.
 fn load_reviewed(spec: &str) -> Result<RuleSet, Error> {
-    let set = load_rules(spec)?;
+    let set = crate::rules::load_with_examples(spec)?;
     crate::rules::instantiate::review(&set)?;
     Ok(set)
 }
@@ -228,8 +229,15 @@ pub fn test_rules(args: TestRulesArgs) -> Result<u8, Error> {
     let untested = selftest::groups_without_examples(&set);
     for u in &untested {
         println!(
-            "FAIL rule set {} group {} in {}/{}: none of its {} rule(s) there has examples; write [[rule.examples]] for each rule whose shape differs",
-            set.manifest.name, u.group, set.origin, u.file, u.rules
+            "FAIL rule set {} group {} in {}/{}: none of its {} rule(s) there has examples; write [[example]] tables in {}/{}/{} for each rule whose shape differs",
+            set.manifest.name,
+            u.group,
+            set.origin,
+            u.file,
+            u.rules,
+            set.origin,
+            crate::rules::examples::FOLDER,
+            u.file
         );
     }
     let with_examples = set.rules.iter().filter(|r| !r.examples.is_empty()).count();

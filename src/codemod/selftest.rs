@@ -1,7 +1,8 @@
-//! Rule self-tests: each `[[rule.examples]]` gives a snippet standing for the rule's
-//! target file; the rule alone is planned on it and the output compared with the
-//! expected text (marker hashes may be written `h=XXXXXXXX`), or the error with the
-//! expected fragment. Every passing example must also strip back to its input.
+//! Rule self-tests: each example (an `[[example]]` of the set's `examples/<stem>.toml`, or
+//! a `[[rule.examples]]` written inline) gives a snippet standing for the rule's target
+//! file; the rule alone is planned on it and the output compared with the expected text
+//! (marker hashes may be written `h=XXXXXXXX`), or the error with the expected fragment.
+//! Every passing example must also strip back to its input.
 
 use std::collections::BTreeMap;
 

@@ -47,6 +47,26 @@ pub enum Error {
         /// What the patterns bind (`$X`), for the message.
         bound: Vec<String>,
     },
+    /// An example (`examples/<stem>.toml`) naming a rule the set does not have.
+    #[error("{at}: the example names rule {id}, which the rule set does not have; {}", near_or_list(.near, .spec))]
+    ExampleRule {
+        /// Where the example names it: `origin/examples/file:line`.
+        at: String,
+        id: String,
+        /// The set's ids most like it, best first.
+        near: Vec<String>,
+        /// The `--rules` the set was loaded with, for the command that lists its rules.
+        spec: String,
+    },
+    /// An examples file with no rule file of its name beside it.
+    #[error(
+        "{at}: there is no rule file {stem}.toml beside the examples folder; an examples file takes the name of the rule file whose rules it tests (the rule files: {files})"
+    )]
+    ExamplesWithoutRules {
+        at: String,
+        stem: String,
+        files: String,
+    },
     /// A pattern that does not compile: where the rule is (`origin/file: rule id`), and
     /// the pattern's error.
     #[error("{at}: {source}")]
@@ -86,6 +106,15 @@ fn unbound(partly: bool, bound: &[String]) -> String {
         format!(
             "which no pattern of the rule binds ({bound}); bind it in the scope, the anchor or a capture, or correct the name"
         )
+    }
+}
+
+/// The rest of `Error::ExampleRule`'s message: the ids it may mean, else how to list them.
+fn near_or_list(near: &[String], spec: &str) -> String {
+    if near.is_empty() {
+        format!("`instrument rules --rules {spec}` lists its rules")
+    } else {
+        format!("did you mean {}?", near.join(", "))
     }
 }
 

@@ -11,7 +11,7 @@ use super::set::{RuleSet, tagged_id};
 use super::{Manifest, Rule};
 
 /// The raw files: for `embedded_names`, and for the TOML path that messages come from.
-static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
+pub(super) static EMBEDDED: Dir<'_> = include_dir!("$CARGO_MANIFEST_DIR/rules");
 
 // `EMBEDDED_JSON` (sets and their files, by name) and `EMBEDDED_SETS` (how many): every
 // embedded TOML file parsed by build.rs and written as JSON, which `serde_json` reads into
@@ -70,8 +70,8 @@ pub fn load_with_prints(spec: &str) -> Result<RuleSet, Error> {
     Ok(set)
 }
 
-/// The `.toml` files of an embedded rule set, as text.
-fn embedded_texts(dir: &Dir<'_>) -> Result<Vec<(String, String)>, Error> {
+/// The `.toml` files of an embedded folder (a rule set, its examples), as text.
+pub(super) fn embedded_texts(dir: &Dir<'_>) -> Result<Vec<(String, String)>, Error> {
     let mut files: Vec<(String, String)> = Vec::new();
     for f in dir.files() {
         let name = f
@@ -144,6 +144,11 @@ fn embedded_manifest(origin: &str, set: usize) -> Result<Manifest, Error> {
 }
 
 fn load_from_dir(dir: &Path) -> Result<RuleSet, Error> {
+    build(dir.display().to_string(), toml_texts(dir)?)
+}
+
+/// The `.toml` files of folder `dir` (a rule set, its examples), as (name, text), by name.
+pub(super) fn toml_texts(dir: &Path) -> Result<Vec<(String, String)>, Error> {
     let mut files = Vec::new();
     let entries = std::fs::read_dir(dir).map_err(|source| Error::Read {
         path: dir.display().to_string(),
@@ -166,7 +171,7 @@ fn load_from_dir(dir: &Path) -> Result<RuleSet, Error> {
             ));
         }
     }
-    build(dir.display().to_string(), files)
+    Ok(files)
 }
 
 fn build(origin: String, mut files: Vec<(String, String)>) -> Result<RuleSet, Error> {
@@ -311,7 +316,7 @@ fn rule_at(set: &RuleSet, files: &[(String, String)], i: usize) -> String {
     let (name, id) = (&set.rule_files[i], &set.rules[i].id);
     let text = files.iter().find(|(n, _)| n == name).map(|(_, t)| t);
     let nth = set.rule_files[..i].iter().filter(|f| *f == name).count();
-    let line = text.and_then(|t| line_of_id(t, id).or_else(|| line_of_header(t, nth)));
+    let line = text.and_then(|t| line_of_id(t, id).or_else(|| line_of_header(t, "[[rule]]", nth)));
     match line {
         Some(l) => format!("{}/{name}:{l}: rule {id}", set.origin),
         None => format!("{}/{name}: rule {id}", set.origin),
@@ -332,11 +337,11 @@ fn role_at(set: &RuleSet, files: &[(String, String)], role: &str) -> String {
     }
 }
 
-/// The 1-based line of the `nth` (from 0) `[[rule]]` header of a rule file.
-fn line_of_header(text: &str, nth: usize) -> Option<usize> {
+/// The 1-based line of the `nth` (from 0) `header` (`[[rule]]`, `[[example]]`) of a file.
+pub(super) fn line_of_header(text: &str, header: &str, nth: usize) -> Option<usize> {
     text.lines()
         .enumerate()
-        .filter(|(_, l)| l.split_whitespace().collect::<String>() == "[[rule]]")
+        .filter(|(_, l)| l.split_whitespace().collect::<String>() == header)
         .nth(nth)
         .map(|(i, _)| i + 1)
 }
@@ -552,7 +557,7 @@ fn inherit(
     Ok(out)
 }
 
-fn one_line(s: &str) -> String {
+pub(super) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
@@ -599,6 +604,43 @@ mod tests {
             assert_eq!(format!("{:?}", load_manifest(name).unwrap()), manifest);
             assert_eq!(format!("{:?}", load_manifest(name).unwrap()), manifest);
             assert_eq!(format!("{:?}", load(name).unwrap()), format!("{slow:?}"));
+            // The examples: the same files and tables, read into the same examples of the
+            // same rules; `load` (what `add` uses) has none of them.
+            let examples = super::super::examples::pre_parsed(name);
+            let mut example_texts = super::super::examples::embedded_texts(name).unwrap();
+            example_texts.sort();
+            assert!(!examples.is_empty(), "{name}");
+            assert_eq!(
+                example_texts
+                    .iter()
+                    .map(|(n, _)| n.as_str())
+                    .collect::<Vec<_>>(),
+                examples.iter().map(|(n, _)| *n).collect::<Vec<_>>()
+            );
+            for ((file, text), (_, json)) in example_texts.iter().zip(examples) {
+                let from_toml: toml::Table = toml::from_str(text).unwrap();
+                let from_json: toml::Table = serde_json::from_str(json).unwrap();
+                assert_eq!(from_toml, from_json, "{name}/examples/{file}");
+            }
+            let has_rule_file = |n: &str| dir.get_file(dir.path().join(n)).is_some();
+            let fast = super::super::examples::from_json(&slow, name, examples, &has_rule_file);
+            let slow_examples =
+                super::super::examples::from_texts(&slow, name, example_texts, &has_rule_file);
+            let (fast, slow_examples) = (fast.unwrap(), slow_examples.unwrap());
+            assert_eq!(format!("{fast:?}"), format!("{slow_examples:?}"), "{name}");
+            assert!(slow.rules.iter().all(|r| r.examples.is_empty()), "{name}");
+            let with = super::super::load_with_examples(name).unwrap();
+            for (i, rule) in with.rules.iter().enumerate() {
+                let own: Vec<_> = fast
+                    .iter()
+                    .filter(|(r, _)| *r == i)
+                    .map(|(_, e)| e)
+                    .collect();
+                assert_eq!(
+                    format!("{:?}", rule.examples.iter().collect::<Vec<_>>()),
+                    format!("{own:?}")
+                );
+            }
         }
     }
 

@@ -3,7 +3,9 @@
 //! A rule set is a folder: `ruleset.toml` (what the set is for, how to recognise the
 //! checkout it applies to, its parameters) and any number of `*.toml` files holding
 //! `[[rule]]` tables. Rules are applied in file-name order, then in the order they are
-//! written. The format is documented for rule authors in the README ("Rule format").
+//! written. Their examples (self-tests) live apart, in `examples/<stem>.toml` beside rule
+//! file `<stem>.toml` (`examples`). The format is documented for rule authors in the README
+//! ("Rule format").
 //!
 //! A rule goes through three stages, each its own type (as ast-grep keeps its
 //! serialisable rule apart from the compiled one):
@@ -23,6 +25,7 @@ use serde::{Deserialize, Serialize};
 pub mod compiled;
 pub mod compilers;
 pub mod error;
+pub mod examples;
 pub mod instantiate;
 pub mod load;
 pub mod models;
@@ -33,6 +36,7 @@ pub mod template;
 
 pub use compiled::{CompiledRule, CompiledSet};
 pub use error::Error;
+pub use examples::load_with_examples;
 pub use instantiate::{FunctionTarget, On, Target, instantiate};
 pub use load::{load, load_with_prints};
 pub use prints::PrintDecl;
@@ -470,6 +474,9 @@ pub struct Rule {
     #[serde(default)]
     pub note: Option<String>,
     /// Self-tests: input snippet and the expected output (checked by `instrument test-rules`).
+    /// Written inline (`[[rule.examples]]`) or, usually, in the rule file's examples file
+    /// (`examples/<stem>.toml`), which only `load_with_examples` reads: a set loaded with
+    /// `load` has its inline examples only.
     #[serde(default)]
     pub examples: Vec<Example>,
     /// How the lines the template prints read (for `instrument log`); see `prints.rs`.

@@ -116,7 +116,7 @@ fn test_rules_passes_on_the_shipped_rules_and_fails_on_a_wrong_expectation() {
         .unwrap_or_else(|| panic!("{passing}"));
     let dir = tempfile::tempdir().unwrap();
     copy_tree(&repo_root().join("rules/memory-prints"), dir.path());
-    let path = dir.path().join("5-model.toml");
+    let path = dir.path().join("examples/5-model.toml");
     let text = std::fs::read_to_string(&path).unwrap();
     let wrong = text.replacen(
         "        _out = self.down_proj(_gu, **kwargs)\n",
@@ -178,13 +178,14 @@ fn test_rules_fails_on_a_group_without_examples() {
     assert_eq!(
         stdout(&out),
         format!(
-            "FAIL rule set own group 1 in {root}/rules.toml: none of its 1 rule(s) there has examples; write [[rule.examples]] for each rule whose shape differs\n\
+            "FAIL rule set own group 1 in {root}/rules.toml: none of its 1 rule(s) there has examples; write [[example]] tables in {root}/examples/rules.toml for each rule whose shape differs\n\
              rule set own: 0 examples on 0 of 1 rules\n\
              prints: 1 of 1 lines the templates of 1 rules print read back through 1 declarations\n\
              1 passed, 1 failed\n"
         )
     );
-    // With an example there, the group passes; its rules in another file need their own.
+    // With an example there (inline, as a set may write them), the group passes; its rules
+    // in another file need their own.
     let example = "[[rule.examples]]\nbefore = '''\ndef f():\n    return 1\n'''\n";
     one_rule_set(dir.path(), &format!("{PRINTING_RULE}\n{example}\n{print}"));
     let other = PRINTING_RULE
@@ -196,15 +197,27 @@ fn test_rules_fails_on_a_group_without_examples() {
     assert_eq!(
         stdout(&out),
         format!(
-            "FAIL rule set own group 1 in {root}/more.toml: none of its 1 rule(s) there has examples; write [[rule.examples]] for each rule whose shape differs\n\
+            "FAIL rule set own group 1 in {root}/more.toml: none of its 1 rule(s) there has examples; write [[example]] tables in {root}/examples/more.toml for each rule whose shape differs\n\
              rule set own: 1 examples on 1 of 2 rules\n\
              prints: 2 of 2 lines the templates of 2 rules print read back through 2 declarations\n\
              3 passed, 1 failed\n"
         )
     );
-    std::fs::remove_file(dir.path().join("more.toml")).unwrap();
+    // Given in that file's examples file, beside the other file's inline one, they pass.
+    std::fs::create_dir(dir.path().join("examples")).unwrap();
+    std::fs::write(
+        dir.path().join("examples/more.toml"),
+        "[[example]]\nrule = \"1.again\"\nbefore = '''\ndef g():\n    return 1\n'''\n",
+    )
+    .unwrap();
     let out = instrument(&["test-rules", "--rules", root], &repo_root());
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        "rule set own: 2 examples on 2 of 2 rules\n\
+         prints: 2 of 2 lines the templates of 2 rules print read back through 2 declarations\n\
+         4 passed, 0 failed\n"
+    );
 }
 
 #[test]
