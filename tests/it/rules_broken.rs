@@ -323,7 +323,7 @@ fn a_set_with_a_broken_example_is_refused_by_the_two_that_read_examples() {
             assert_eq!(got.1, Some(0), "{what}: {}: {}{}", got.0, got.2, got.3);
             assert_eq!(got, want, "{what}: {} reads the examples", got.0);
         }
-        let shown = first.replace(rules.path().to_str().unwrap(), "<DIR>");
+        let shown = Redact::default().folder(rules.path(), "<DIR>").apply(first);
         assert!(
             shown.starts_with("error: <DIR>/examples/"),
             "{what}: {shown}"
