@@ -92,6 +92,32 @@ pub fn param_args(manifest: &Manifest) -> Vec<clap::Arg> {
         .collect()
 }
 
+/// The rule set `spec` (its manifest) refused when a parameter's flag is one of `add`'s
+/// own, as clap defines `add` (its flags, `--help`, the global ones): the flag could not
+/// be told apart. The rule layer sits below the command line and cannot ask clap, so the
+/// command line checks here, for `add` and for the commands that review a set.
+pub fn check_param_flags(manifest: &Manifest, spec: &str) -> Result<(), crate::rules::Error> {
+    let cli = super::command(None);
+    let Some(add) = cli.find_subcommand("add") else {
+        return Ok(());
+    };
+    let mut own: Vec<&str> = add.get_arguments().filter_map(|a| a.get_long()).collect();
+    own.push("help");
+    own.extend(cli.get_arguments().filter_map(|a| a.get_long()));
+    for (name, p) in &manifest.params {
+        if let Some(flag) = &p.flag
+            && own.contains(&flag.as_str())
+        {
+            return Err(crate::rules::Error::invalid(format!(
+                "{}/ruleset.toml: [params.{name}] flag = {flag:?} is one of add's own flags (--{})",
+                crate::rules::load::origin_of(spec),
+                own.join(", --")
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The values given for the flags of `param_args`, by flag.
 pub fn given_flags(manifest: &Manifest, matches: &clap::ArgMatches) -> BTreeMap<String, String> {
     manifest

@@ -14,13 +14,16 @@ pub const EXPLAIN_SCHEMA: &str = "instrument.explain/1";
 
 /// The rule set `spec`, with its print declarations' lines.
 fn load_rules(spec: &str) -> Result<RuleSet, Error> {
-    Ok(crate::rules::load_with_prints(spec)?)
+    let set = crate::rules::load_with_prints(spec)?;
+    super::codemod::check_param_flags(&set.manifest, spec)?;
+    Ok(set)
 }
 
 /// The rule set `spec` with its prints and its examples, every rule compiled as written: for
 /// reviewing the whole set.
 fn load_reviewed(spec: &str) -> Result<RuleSet, Error> {
     let set = crate::rules::load_with_examples(spec)?;
+    super::codemod::check_param_flags(&set.manifest, spec)?;
     crate::rules::instantiate::review(&set)?;
     Ok(set)
 }

@@ -119,7 +119,7 @@ fn near_or_list(near: &[String], spec: &str) -> String {
 }
 
 impl Error {
-    pub(crate) fn invalid(message: impl Into<String>) -> Error {
+    pub fn invalid(message: impl Into<String>) -> Error {
         Error::Invalid(message.into())
     }
 }

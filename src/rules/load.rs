@@ -411,11 +411,6 @@ fn group_lines(text: &str, group: &str) -> (Option<usize>, Option<usize>) {
     (Some(h + 1), requires)
 }
 
-/// The flags of `add` itself: a parameter's flag may not be one of them.
-pub const OWN_FLAGS: &[&str] = &[
-    "rules", "root", "param", "config", "dry-run", "partial", "force", "json", "help", "color",
-];
-
 /// Read and check `ruleset.toml`.
 fn parse_manifest(origin: &str, text: &str) -> Result<Manifest, Error> {
     let manifest: Manifest = toml::from_str(text).map_err(|e| {
@@ -450,12 +445,6 @@ fn check_manifest(origin: &str, mut manifest: Manifest) -> Result<Manifest, Erro
                     "{at}: [params.{name}] flag = {flag:?}: a flag is lowercase letters, digits and dashes (`snapshot-dir`), without the leading --"
                 )));
             }
-            if OWN_FLAGS.contains(&flag.as_str()) {
-                return Err(Error::invalid(format!(
-                    "{at}: [params.{name}] flag = {flag:?} is one of add's own flags (--{})",
-                    OWN_FLAGS.join(", --")
-                )));
-            }
             if flags.contains(&flag.as_str()) {
                 return Err(Error::invalid(format!(
                     "{at}: [params.{name}] flag = {flag:?} is given to two parameters"
@@ -478,6 +467,15 @@ fn check_manifest(origin: &str, mut manifest: Manifest) -> Result<Manifest, Erro
         }
     }
     Ok(manifest)
+}
+
+/// How messages name the rule set `spec`: its folder as given, or `embedded:NAME`.
+pub fn origin_of(spec: &str) -> String {
+    if Path::new(spec).join("ruleset.toml").is_file() {
+        spec.to_string()
+    } else {
+        format!("embedded:{spec}")
+    }
 }
 
 /// Only the manifest of `spec` (an embedded rule set or a folder): enough to know the
@@ -671,10 +669,5 @@ mod tests {
         assert!(with("snapshot-dir").is_ok());
         assert!(with("--x").unwrap_err().contains("without the leading --"));
         assert!(with("Ranks").unwrap_err().contains("lowercase"));
-        assert!(
-            with("dry-run")
-                .unwrap_err()
-                .contains("one of add's own flags")
-        );
     }
 }

@@ -117,6 +117,11 @@ fn a_flag_that_is_one_of_adds_own_or_an_undeclared_computed_default_is_refused()
     t.note("[params.WHERE] flag = \"root\"");
     let out = t.run(&["add", "--rules", set, "--help"], &repo_root());
     assert_eq!(out.status.code(), Some(2));
+    // The commands that review a set refuse it the same way.
+    for review in ["rules", "test-rules"] {
+        let out = t.run(&[review, "--rules", set], &repo_root());
+        assert_eq!(out.status.code(), Some(2));
+    }
     banner_set(
         rules.path(),
         "[params.LAYERS]\nkind = \"int-tuple\"\nflag = \"layers\"\nhelp = \"x\"\ndefault = { computed = \"first-layers\" }\n",
