@@ -9,7 +9,8 @@ use std::ops::Range;
 
 use tree_sitter::Node;
 
-use super::names::{BUILTINS, MODULE_KEY, Resolution, ancestors, shares_loop};
+use super::builtins::BUILTINS;
+use super::names::{MODULE_KEY, Resolution, ancestors, shares_loop};
 use super::{KindOf, Source};
 
 /// Where inserted code lands in a file, as the name checks see it: the file is read as

@@ -5,6 +5,7 @@
 use tree_sitter::{Node, Parser, Tree};
 
 pub mod binds;
+pub mod builtins;
 pub mod compiled;
 pub mod eval;
 pub mod host;
