@@ -8,10 +8,8 @@
 //! the override's own (possibly derived, tagged) id. Examples written inline in a rule
 //! (`[[rule.examples]]`) stay accepted; a rule's file examples follow its inline ones.
 
-use std::path::Path;
-
 use super::error::Error;
-use super::load::{EMBEDDED, line_of_header, one_line, toml_texts};
+use super::load::{EMBEDDED, Located, line_of_header, one_line, toml_texts};
 use super::{Example, RuleSet};
 
 // `EMBEDDED_EXAMPLES_JSON`: every embedded set's examples files, parsed by build.rs and
@@ -34,26 +32,26 @@ pub fn load_with_examples(spec: &str) -> Result<RuleSet, Error> {
 /// The examples of `set` (loaded from `spec`), each with the index of its rule, in file
 /// order: nothing is attached until every file is read and checked.
 fn read(set: &RuleSet, spec: &str) -> Result<Vec<(usize, Example)>, Error> {
-    // The same choice as `load`: a folder holding ruleset.toml, else the embedded set.
-    let path = Path::new(spec);
-    if path.join("ruleset.toml").is_file() {
-        let folder = path.join(FOLDER);
-        let texts = if folder.is_dir() {
-            toml_texts(&folder)?
-        } else {
-            Vec::new()
-        };
-        return from_texts(set, spec, texts, &|name| path.join(name).is_file());
+    match super::load::locate(spec) {
+        Some(Located::Folder(path)) => {
+            let folder = path.join(FOLDER);
+            let texts = if folder.is_dir() {
+                toml_texts(&folder)?
+            } else {
+                Vec::new()
+            };
+            from_texts(set, spec, texts, &|name| path.join(name).is_file())
+        }
+        Some(Located::Embedded(dir)) => {
+            let has_rule_file = |name: &str| dir.get_file(dir.path().join(name)).is_some();
+            // The pre-parsed copy; should it fail, the TOML says why, with file and line.
+            if let Ok(found) = from_json(set, spec, pre_parsed(spec), &has_rule_file) {
+                return Ok(found);
+            }
+            from_texts(set, spec, embedded_texts(spec)?, &has_rule_file)
+        }
+        None => Ok(Vec::new()),
     }
-    let Some(dir) = EMBEDDED.get_dir(spec) else {
-        return Ok(Vec::new());
-    };
-    let has_rule_file = |name: &str| dir.get_file(dir.path().join(name)).is_some();
-    // The pre-parsed copy; should it fail, the TOML says why, with file and line.
-    if let Ok(found) = from_json(set, spec, pre_parsed(spec), &has_rule_file) {
-        return Ok(found);
-    }
-    from_texts(set, spec, embedded_texts(spec)?, &has_rule_file)
 }
 
 /// The pre-parsed examples files of embedded set `name` (none: no such set).

@@ -34,30 +34,42 @@ pub fn embedded_names() -> Vec<String> {
 /// rules are raw: `instantiate` makes them the rules of one target. A print declaration
 /// without `line` keeps it empty (`load_with_prints` derives it).
 pub fn load(spec: &str) -> Result<RuleSet, Error> {
+    match locate(spec) {
+        Some(Located::Folder(path)) => load_from_dir(path),
+        Some(Located::Embedded(dir)) => {
+            let origin = origin_of(spec);
+            // The pre-parsed copy; should it fail, the TOML says why, with file and line.
+            if let Some(set) = json_index(dir.path())
+                && let Ok(rules) = from_json(&origin, set)
+            {
+                return Ok(rules);
+            }
+            build(origin, embedded_texts(dir)?)
+        }
+        None if Path::new(spec).exists() => Err(Error::NoManifest {
+            spec: spec.to_string(),
+            path: Path::new(spec).display().to_string(),
+        }),
+        None => Err(Error::NotFound {
+            spec: spec.to_string(),
+            builtin: embedded_names().join(", "),
+        }),
+    }
+}
+
+/// Where rule set `spec` is: a folder holding `ruleset.toml` first, else the embedded set
+/// of that name. The one choice every loader (rules, manifest, examples) makes.
+pub(super) enum Located<'a> {
+    Folder(&'a Path),
+    Embedded(&'static Dir<'static>),
+}
+
+pub(super) fn locate(spec: &str) -> Option<Located<'_>> {
     let path = Path::new(spec);
     if path.join("ruleset.toml").is_file() {
-        return load_from_dir(path);
+        return Some(Located::Folder(path));
     }
-    if let Some(dir) = EMBEDDED.get_dir(spec) {
-        let origin = format!("embedded:{spec}");
-        // The pre-parsed copy; should it fail, the TOML says why, with file and line.
-        if let Some(set) = json_index(dir.path())
-            && let Ok(rules) = from_json(&origin, set)
-        {
-            return Ok(rules);
-        }
-        return build(origin, embedded_texts(dir)?);
-    }
-    if path.exists() {
-        return Err(Error::NoManifest {
-            spec: spec.to_string(),
-            path: path.display().to_string(),
-        });
-    }
-    Err(Error::NotFound {
-        spec: spec.to_string(),
-        builtin: embedded_names().join(", "),
-    })
+    EMBEDDED.get_dir(spec).map(Located::Embedded)
 }
 
 /// `load`, with every print declaration's `line` (derived from the template where the
@@ -471,39 +483,42 @@ fn check_manifest(origin: &str, mut manifest: Manifest) -> Result<Manifest, Erro
 
 /// How messages name the rule set `spec`: its folder as given, or `embedded:NAME`.
 pub fn origin_of(spec: &str) -> String {
-    if Path::new(spec).join("ruleset.toml").is_file() {
-        spec.to_string()
-    } else {
-        format!("embedded:{spec}")
+    match locate(spec) {
+        Some(Located::Folder(path)) => path.display().to_string(),
+        _ => format!("embedded:{spec}"),
     }
 }
 
 /// Only the manifest of `spec` (an embedded rule set or a folder): enough to know the
 /// parameters and flags, without reading the rules.
 pub fn load_manifest(spec: &str) -> Result<Manifest, Error> {
-    let path = Path::new(spec);
-    if path.join("ruleset.toml").is_file() {
-        let file = path.join("ruleset.toml");
-        let text = std::fs::read_to_string(&file).map_err(|source| Error::Read {
-            path: file.display().to_string(),
-            source,
-        })?;
-        return parse_manifest(&path.display().to_string(), &text);
-    }
-    if let Some(file) = EMBEDDED.get_file(format!("{spec}/ruleset.toml")) {
-        let origin = format!("embedded:{spec}");
-        if let Some(set) = file.path().parent().and_then(json_index) {
-            return embedded_manifest(&origin, set);
+    match locate(spec) {
+        Some(Located::Folder(path)) => {
+            let file = path.join("ruleset.toml");
+            let text = std::fs::read_to_string(&file).map_err(|source| Error::Read {
+                path: file.display().to_string(),
+                source,
+            })?;
+            parse_manifest(&origin_of(spec), &text)
         }
-        let text = file.contents_utf8().ok_or_else(|| {
-            Error::invalid(format!(
-                "embedded rule set {spec}: ruleset.toml is not UTF-8"
-            ))
-        })?;
-        return parse_manifest(&origin, text);
+        Some(Located::Embedded(dir)) if dir.get_file(dir.path().join("ruleset.toml")).is_some() => {
+            let origin = origin_of(spec);
+            if let Some(set) = json_index(dir.path()) {
+                return embedded_manifest(&origin, set);
+            }
+            let text = dir
+                .get_file(dir.path().join("ruleset.toml"))
+                .and_then(|f| f.contents_utf8())
+                .ok_or_else(|| {
+                    Error::invalid(format!(
+                        "embedded rule set {spec}: ruleset.toml is not UTF-8"
+                    ))
+                })?;
+            parse_manifest(&origin, text)
+        }
+        // The full load says why, as `add` would.
+        _ => load(spec).map(|s| s.manifest),
     }
-    // The full load says why, as `add` would.
-    load(spec).map(|s| s.manifest)
 }
 
 /// The 1-based line of `id = "<id>"` in a rule file, for messages.
