@@ -15,11 +15,13 @@
 //! - `par`      — independent work spread over the machine's cores;
 //! - `fnv`      — the one content hash (markers, journals, manifests);
 //! - `kept`     — large values left to the system when the process ends;
+//! - `alloc`    — tree-sitter's allocations routed to the binary's allocator (mimalloc);
 //! - `skills`   — skills for pithtrain's agents, written into `.agents/skills/` and taken out;
 //! - `report`   — one run's logs and snapshots joined per rank and schedule event (above
 //!   `log` and `snapshot`);
 //! - `cli`      — the command line, thin glue over the above.
 
+pub mod alloc;
 pub mod cli;
 pub mod codemod;
 pub mod exit;

@@ -237,7 +237,9 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         style,
         blocked,
     };
-    let outcome = crate::kept::Kept::new(session::plan_add(&req));
+    let mut outcome = session::plan_add(&req);
+    let changes = std::mem::take(&mut outcome.changes);
+    let outcome = crate::kept::Kept::new(outcome);
     // A parameter that could not be worked out matters only to the groups that apply:
     // under --partial, one only skipped groups use is no reason to refuse.
     for (name, problem) in problems {
@@ -267,17 +269,8 @@ pub fn run(opts: &AddOptions) -> Result<AddReport, Error> {
         report.advice = Some(advice(&report));
         return Ok(report);
     }
-    // Each file's diff on its own core.
-    let changed: Vec<_> = outcome
-        .plans
-        .iter()
-        .filter(|p| p.before != p.after)
-        .collect();
-    report.changes = crate::par::map(
-        &changed,
-        |p| p.after.len(),
-        |p| FileChange::new(p.file.clone(), p.before.clone(), p.after.clone()),
-    );
+    // Each file's diff was made on the core that planned it.
+    report.changes = changes;
     if report.changes.is_empty() {
         report.verdict = Verdict::UpToDate;
         return Ok(report);

@@ -336,6 +336,8 @@ fn find_in_lines(lines: &[Line]) -> Result<Vec<Region>, MarkerError> {
     let mut i = 0;
     let open_b = OPEN.as_bytes();
     let close_b = CLOSE.as_bytes();
+    // One searcher for every line (building one costs more than searching a line).
+    let inline = memchr::memmem::Finder::new(INLINE.as_bytes());
     while i < lines.len() {
         let raw = lines[i].text;
         let trimmed = trim_start(raw);
@@ -346,7 +348,7 @@ fn find_in_lines(lines: &[Line]) -> Result<Vec<Region>, MarkerError> {
             });
         }
         if !trimmed.starts_with(open_b) {
-            if memchr::memmem::find(raw, INLINE.as_bytes()).is_some()
+            if inline.find(raw).is_some()
                 && let Ok(line) = std::str::from_utf8(raw)
                 && let Some((code, rule_set, rule, blank, hash)) = parse_inline(line)
             {

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::checkout;
+use super::diff::FileChange;
 use super::failure::{Failure, FailureKind};
 use super::markers::{self, MarkerError, Region};
 use super::plan::{self, FilePlan, PlanContext};
@@ -57,6 +58,9 @@ impl GroupOutcome {
 pub struct AddOutcome {
     /// Every file planned: targets and files whose old regions are taken out.
     pub plans: Vec<FilePlan>,
+    /// The change of every file whose text changes, with its diff, in the order of
+    /// `plans`: made on the core that planned the file, as the last piece of its work.
+    pub changes: Vec<FileChange>,
     pub groups: Vec<GroupOutcome>,
     /// Failures not tied to a rule (a file that does not parse, broken markers).
     pub file_failures: Vec<Failure>,
@@ -154,6 +158,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             blocked: &req.blocked,
         };
         let mut plans = Vec::new();
+        let mut changes = Vec::new();
         let mut failures: Vec<Failure> = Vec::new();
         // Files are independent: plan them on all cores (tree-sitter parsers are per
         // thread), the largest first.
@@ -165,7 +170,15 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             &files,
             |(_, _, text)| text.as_ref().map_or(0, String::len),
             |(file, rules, text)| match text {
-                Ok(text) => Ok(plan::plan_file(file, text, rules, &ctx)),
+                Ok(text) => {
+                    let p = plan::plan_file(file, text, rules, &ctx);
+                    // The diff on the same core, while the texts are fresh in its cache (a
+                    // file that fails keeps its text: no change).
+                    let change = (p.before != p.after).then(|| {
+                        FileChange::new(p.file.clone(), p.before.clone(), p.after.clone())
+                    });
+                    Ok((p, change))
+                }
                 Err(e) => Err(e.clone()),
             },
         );
@@ -175,7 +188,8 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             .map(|((file, rules, _), outcome)| (*file, *rules, outcome));
         for (file, rules, outcome) in outcomes {
             match outcome {
-                Ok(mut p) => {
+                Ok((mut p, change)) => {
+                    changes.extend(change);
                     // A failure that is not tied to a rule blocks every rule of the file.
                     for f in std::mem::take(&mut p.failures) {
                         if f.rule.is_some() {
@@ -291,6 +305,7 @@ pub fn plan_add(req: &AddRequest) -> AddOutcome {
             .collect();
         return AddOutcome {
             plans,
+            changes,
             groups,
             file_failures,
         };

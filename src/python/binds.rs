@@ -192,17 +192,20 @@ pub(crate) fn declared_global(src: &Source, func: Node) -> HashSet<String> {
         return out;
     };
     // Most functions declare nothing global: their text says so (`global_rank` is
-    // not `global x`).
-    let text = src.text_of(body);
-    let declares = text.match_indices("global").any(|(i, _)| {
-        let before = text[..i].chars().next_back();
-        let after = text[i + 6..].chars().next();
-        before.is_none_or(|c| !(c.is_alphanumeric() || c == '_'))
-            && after.is_some_and(|c| c == ' ' || c == '\t')
+    // not `global x`). Where it says `global`, only the nodes around those words are
+    // walked (a docstring's "global batch size" is not a statement).
+    let words: Vec<usize> =
+        super::word_occurrences(&src.text, body.byte_range(), "global").collect();
+    let declares = words.iter().any(|&i| {
+        matches!(
+            src.text[i + "global".len()..].chars().next(),
+            Some(' ' | '\t')
+        )
     });
     if !declares {
         return out;
     }
+    let holds_word = |n: &Node| words.iter().any(|w| n.byte_range().contains(w));
     let mut stack = vec![body];
     while let Some(n) = stack.pop() {
         if n.kind_of() == "global_statement" {
@@ -221,7 +224,7 @@ pub(crate) fn declared_global(src: &Source, func: Node) -> HashSet<String> {
             continue;
         }
         let mut c = n.walk();
-        stack.extend(n.named_children(&mut c));
+        stack.extend(n.named_children(&mut c).filter(holds_word));
     }
     out
 }
@@ -230,20 +233,11 @@ pub(crate) fn declared_global(src: &Source, func: Node) -> HashSet<String> {
 /// included. Found as text first (few names, one pass each), then confirmed on the tree:
 /// an identifier, and a name (not an attribute, a keyword argument or a module path).
 fn host_uses(src: &Source, scope: Node, name: &str, inserted: &Spans) -> bool {
-    let text = &src.text;
-    let range = scope.byte_range();
-    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
-    let mut from = range.start;
-    while let Some(i) = text[from..range.end].find(name) {
-        let at = from + i;
-        from = at + name.len();
-        if word(text[..at].chars().next_back()) || word(text[from..].chars().next()) {
-            continue;
-        }
+    for at in super::word_occurrences(&src.text, scope.byte_range(), name) {
         if inserted.holding(at).is_some() {
             continue;
         }
-        let Some(node) = src.root().descendant_for_byte_range(at, from) else {
+        let Some(node) = src.root().descendant_for_byte_range(at, at + name.len()) else {
             continue;
         };
         if node.kind_of() == "identifier" && node.start_byte() == at && is_name(node) {
@@ -373,6 +367,24 @@ fn targets<'a>(target: Node<'a>, f: &mut impl FnMut(Node<'a>)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_function_declares_global_what_its_own_global_statements_name() {
+        let text = "def f():\n    \"\"\"The global batch size; global_rank.\"\"\"\n    if x:\n        global A, B\n    def g():\n        global C\n    global\\\n        D\n    return [E for E in global_rank]\n\n\ndef h():\n    \"\"\"global state\"\"\"\n    return 1\n";
+        let src = Source::parse(text.into());
+        let funcs: Vec<Node> = {
+            let mut c = src.root().walk();
+            src.root().named_children(&mut c).collect()
+        };
+        let names = |f: Node| {
+            let mut v: Vec<String> = declared_global(&src, f).into_iter().collect();
+            v.sort();
+            v
+        };
+        // `g`'s own `global C` is not `f`'s; a docstring saying "global" declares nothing.
+        assert_eq!(names(funcs[0]), ["A", "B", "D"]);
+        assert!(names(funcs[1]).is_empty());
+    }
 
     #[test]
     fn level_bindings_leave_out_the_codes_own_scopes() {

@@ -167,18 +167,9 @@ impl<'a> Host<'a> {
             return v.clone();
         }
         let src = self.src;
-        let text = &src.text;
-        let range = scope.byte_range();
-        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
         let mut out = Vec::new();
-        let mut from = range.start;
-        while let Some(i) = text[from..range.end].find(name) {
-            let at = from + i;
-            from = at + name.len();
-            if word(text[..at].chars().next_back()) || word(text[from..].chars().next()) {
-                continue;
-            }
-            let Some(ident) = scope.descendant_for_byte_range(at, from) else {
+        for at in super::word_occurrences(&src.text, scope.byte_range(), name) {
+            let Some(ident) = scope.descendant_for_byte_range(at, at + name.len()) else {
                 continue;
             };
             if ident.kind_of() != "identifier" || ident.start_byte() != at {

@@ -250,6 +250,26 @@ pub fn parameter_names<'s>(src: &'s Source, func: Node) -> Vec<&'s str> {
         .collect()
 }
 
+/// Where `word` occurs in `text[range]` as a whole word (not inside a longer name), as
+/// byte offsets in `text`, in order and not overlapping. memchr's vectorised search, not
+/// `str::find`'s two-way search: the name checks look names up in whole functions, some
+/// hundreds of times an `add`.
+pub fn word_occurrences<'t>(
+    text: &'t str,
+    range: std::ops::Range<usize>,
+    word: &'t str,
+) -> impl Iterator<Item = usize> + 't {
+    let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+    let start = range.start;
+    // A match of a UTF-8 needle in UTF-8 text starts and ends on character boundaries.
+    memchr::memmem::find_iter(&text.as_bytes()[range], word.as_bytes())
+        .map(move |i| start + i)
+        .filter(move |&at| {
+            !is_word(text[..at].chars().next_back())
+                && !is_word(text[at + word.len()..].chars().next())
+        })
+}
+
 /// Row and column (0-based, bytes) of a byte offset.
 fn point_at(text: &str, byte: usize) -> tree_sitter::Point {
     let before = &text.as_bytes()[..byte];
@@ -434,6 +454,36 @@ pub fn enclosing_functions(node: Node) -> Vec<Node> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn word_occurrences_are_str_finds_whole_words() {
+        // The second implementation: `str::find` from after each match, as the name
+        // checks searched before, with the same whole-word test.
+        fn by_find(text: &str, range: std::ops::Range<usize>, word: &str) -> Vec<usize> {
+            let is_word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+            let (mut out, mut from) = (Vec::new(), range.start);
+            while let Some(i) = text[from..range.end].find(word) {
+                let at = from + i;
+                from = at + word.len();
+                if !is_word(text[..at].chars().next_back()) && !is_word(text[from..].chars().next())
+                {
+                    out.push(at);
+                }
+            }
+            out
+        }
+        let text = "x = xx + x_x + éx + xé + x\nx(x)x\n  x.x = [x for x in x]\nxx";
+        for word in ["x", "xx", "x_x", "é", "for"] {
+            for range in [0..text.len(), 4..text.len(), 0..20, 9..9, 20..text.len()] {
+                assert_eq!(
+                    word_occurrences(text, range.clone(), word).collect::<Vec<_>>(),
+                    by_find(text, range.clone(), word),
+                    "{word:?} in {range:?}"
+                );
+            }
+        }
+        assert_eq!(word_occurrences(text, 0..text.len(), "x").count(), 10);
+    }
 
     #[test]
     fn a_field_by_its_cached_id_is_the_field_by_name() {
