@@ -5,7 +5,10 @@
 //! malloc (docs/speed.md). Library users keep their own allocator unless they call
 //! `install` themselves.
 
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use libmimalloc_sys as mi;
 
 static INSTALLED: AtomicBool = AtomicBool::new(false);
 
@@ -16,14 +19,63 @@ pub fn install() {
         return;
     }
     // SAFETY: called before any tree-sitter object exists (first thing in `main`), once;
-    // the four functions are one allocator's, never return null for a non-zero size
-    // (mimalloc aborts on out-of-memory like the default), and align as malloc does.
+    // the four functions are one allocator's, never return null for a non-zero size (they
+    // abort, as tree-sitter's own default does), and align as malloc does.
     unsafe {
         tree_sitter::set_allocator(Some(tree_sitter::Allocator {
-            malloc: libmimalloc_sys::mi_malloc,
-            calloc: libmimalloc_sys::mi_calloc,
-            realloc: libmimalloc_sys::mi_realloc,
-            free: libmimalloc_sys::mi_free,
+            malloc: ts_malloc,
+            calloc: ts_calloc,
+            realloc: ts_realloc,
+            free: mi::mi_free,
         }));
+    }
+}
+
+/// `p`, or the end of the process when an allocation of `size` bytes failed: tree-sitter
+/// does not check for null (its default allocator aborts too).
+fn or_abort(p: *mut c_void, size: usize) -> *mut c_void {
+    if p.is_null() && size != 0 {
+        eprintln!("error: out of memory (tree-sitter asked for {size} bytes)");
+        std::process::abort();
+    }
+    p
+}
+
+unsafe extern "C" fn ts_malloc(size: usize) -> *mut c_void {
+    // SAFETY: mimalloc's malloc, for any size.
+    or_abort(unsafe { mi::mi_malloc(size) }, size)
+}
+
+unsafe extern "C" fn ts_calloc(count: usize, size: usize) -> *mut c_void {
+    // SAFETY: mimalloc's calloc, for any sizes (it checks the product for overflow).
+    or_abort(
+        unsafe { mi::mi_calloc(count, size) },
+        count.saturating_mul(size),
+    )
+}
+
+unsafe extern "C" fn ts_realloc(p: *mut c_void, size: usize) -> *mut c_void {
+    // SAFETY: `p` is null or came from these functions (tree-sitter's contract).
+    or_abort(unsafe { mi::mi_realloc(p, size) }, size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_wrappers_allocate_zero_resize_and_free_with_mimalloc() {
+        // SAFETY: every pointer comes from these functions and is freed once.
+        unsafe {
+            let z = ts_calloc(16, 8) as *mut u8;
+            assert!((0..128).all(|i| *z.add(i) == 0), "calloc zeroes");
+            let p = ts_malloc(24) as *mut u8;
+            p.write_bytes(7, 24);
+            let q = ts_realloc(p as *mut c_void, 4096) as *mut u8;
+            assert!((0..24).all(|i| *q.add(i) == 7), "realloc keeps the bytes");
+            assert_eq!(q as usize % 16, 0, "aligned as malloc");
+            mi::mi_free(q as *mut c_void);
+            mi::mi_free(z as *mut c_void);
+        }
     }
 }
