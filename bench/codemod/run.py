@@ -179,18 +179,20 @@ def main():
     subprocess.run(["cargo", "build", "--release", "--quiet", "--example", "codemod_floor"], cwd=ROOT, check=True)
     global BIN, FLOOR
     installed = Path(tempfile.mkdtemp(prefix="bench-bin-"))
-    BIN = Path(shutil.copy(BIN, installed / "instrument"))
-    FLOOR = Path(shutil.copy(FLOOR, installed / "codemod_floor"))
-    if args.before:
-        args.before = Path(shutil.copy(args.before, installed / f"before-{args.before.name}"))
-    cpu, wall = codemod(ROOT / "fixtures" / "pithtrain", args.runs, "codemod on the fixture", args.callgrind, args.before)
-    if args.pithtrain:
-        cpu, wall = codemod(args.pithtrain, args.runs, "codemod on a real pithtrain checkout", args.callgrind, args.before)
-    print(f"aim (issue #27): add --dry-run <= 1.6x the floor in wall time: {wall:.2f}x ({cpu:.2f}x CPU)")
-    if not args.skip_check:
-        check_ratio = check_tree(max(5, args.runs // 2))
-        print(f"aim: check <= 2x grep: {check_ratio:.2f}x CPU")
-    shutil.rmtree(installed)
+    try:
+        BIN = Path(shutil.copy(BIN, installed / "instrument"))
+        FLOOR = Path(shutil.copy(FLOOR, installed / "codemod_floor"))
+        if args.before:
+            args.before = Path(shutil.copy(args.before, installed / f"before-{args.before.name}"))
+        cpu, wall = codemod(ROOT / "fixtures" / "pithtrain", args.runs, "codemod on the fixture", args.callgrind, args.before)
+        if args.pithtrain:
+            cpu, wall = codemod(args.pithtrain, args.runs, "codemod on a real pithtrain checkout", args.callgrind, args.before)
+        print(f"aim (issue #27): add --dry-run <= 1.6x the floor in wall time: {wall:.2f}x ({cpu:.2f}x CPU)")
+        if not args.skip_check:
+            check_ratio = check_tree(max(5, args.runs // 2))
+            print(f"aim: check <= 2x grep: {check_ratio:.2f}x CPU")
+    finally:
+        shutil.rmtree(installed)
 
 
 if __name__ == "__main__":
