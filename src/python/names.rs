@@ -198,12 +198,9 @@ fn reads_of(code: &Source, analysis: &Analysis, ranges: &[Range<usize>]) -> Vec<
     let mut out = Vec::new();
     for range in ranges {
         for r in reads_in(code, analysis, range.clone()) {
-            let node = code
-                .root()
-                .descendant_for_byte_range(r.at, r.at)
-                .unwrap_or(code.root());
+            // The scopes around the read, from its offset (no need to find its node).
             let in_own_function = analysis
-                .scope_chain(node)
+                .scope_chain(r.at)
                 .iter()
                 .any(|(_, n)| n.kind_of() == "function_definition");
             out.push(OpenRead {
@@ -590,10 +587,10 @@ impl<'a> Analysis<'a> {
         !matches!(parent.map(|p| p.kind_of()), Some("format_specifier"))
     }
 
-    /// Scope chain of a node, innermost first: function, lambda and comprehension scopes,
-    /// with class bodies included only when the node sits directly in them.
-    fn scope_chain(&self, node: Node<'a>) -> Vec<(usize, Node<'a>)> {
-        let at = node.start_byte();
+    /// Scope chain of the node starting at `at`, innermost first: function, lambda and
+    /// comprehension scopes, with class bodies included only when the node sits directly
+    /// in them.
+    fn scope_chain(&self, at: usize) -> Vec<(usize, Node<'a>)> {
         let mut inside: Vec<&ScopeSpan<'a>> = self
             .spans
             .iter()
@@ -619,7 +616,8 @@ impl<'a> Analysis<'a> {
     /// `ancestors` are the read's ancestors, the root first.
     fn resolve(&self, read: Node<'a>, name: &str, ancestors: &[Node<'a>]) -> Resolution {
         let at = read.start_byte();
-        for (key, scope_node) in self.scope_chain(read) {
+        let chain = self.scope_chain(at);
+        for &(key, scope_node) in &chain {
             if self.globals.get(&key).is_some_and(|g| g.contains(name)) {
                 break;
             }
@@ -644,8 +642,7 @@ impl<'a> Analysis<'a> {
             }
             return Resolution::Bound;
         }
-        let in_function = self
-            .scope_chain(read)
+        let in_function = chain
             .iter()
             .any(|(_, n)| n.kind_of() == "function_definition");
         if let Some(offsets) = self.scopes.get(&MODULE_KEY).and_then(|s| s.get(name)) {
