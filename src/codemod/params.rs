@@ -52,8 +52,8 @@ pub fn shown(name: &str, spec: &ParamSpec) -> String {
 /// says what to give instead. `flag` is how the user gives it (`--ranks`).
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ValueError {
-    #[error("{flag} is empty; give comma-separated non-negative integers, e.g. {flag} 3,14")]
-    NoIntegers { flag: String },
+    #[error("{flag} is empty; give comma-separated non-negative integers, e.g. {flag} {example}")]
+    NoIntegers { flag: String, example: &'static str },
     #[error("{flag} {}: `{part}` is too large (the largest is {})", .text.escape_debug(), u64::MAX)]
     ItemTooLarge {
         flag: String,
@@ -61,7 +61,7 @@ pub enum ValueError {
         part: String,
     },
     #[error(
-        "{flag} {}: `{}` is not a non-negative integer (expected e.g. {flag} 3,14)",
+        "{flag} {}: `{}` is not a non-negative integer (expected e.g. {flag} {example})",
         .text.escape_debug(),
         .part.escape_debug()
     )]
@@ -69,6 +69,7 @@ pub enum ValueError {
         flag: String,
         text: String,
         part: String,
+        example: &'static str,
     },
     #[error("{flag} {text}: too large (the largest is {})", u64::MAX)]
     TooLarge { flag: String, text: String },
@@ -152,9 +153,17 @@ impl<E: std::error::Error + 'static> From<Error> for FillError<E> {
 /// Check `text` as given for a parameter of `spec`'s kind.
 pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, ValueError> {
     let flag_ = || flag.to_string();
+    // The example a message gives, by kind: a set of ids (ranks) or indices in order (layers).
+    let example = match spec.kind {
+        ParamKind::IntTuple => "0,1",
+        _ => "3,14",
+    };
     let ints = |text: &str| -> Result<Vec<u64>, ValueError> {
         if text.trim().is_empty() {
-            return Err(ValueError::NoIntegers { flag: flag_() });
+            return Err(ValueError::NoIntegers {
+                flag: flag_(),
+                example,
+            });
         }
         let mut out = Vec::new();
         for part in text.split(',') {
@@ -164,7 +173,12 @@ pub fn parse(spec: &ParamSpec, flag: &str, text: &str) -> Result<Value, ValueErr
                 if too_large(p) {
                     ValueError::ItemTooLarge { flag, text, part }
                 } else {
-                    ValueError::ItemNotAnInteger { flag, text, part }
+                    ValueError::ItemNotAnInteger {
+                        flag,
+                        text,
+                        part,
+                        example,
+                    }
                 }
             })?;
             if !out.contains(&n) {

@@ -256,7 +256,7 @@ pub fn select(tree: &Tree, sel: &Selection) -> Selected {
                         },
                         location: loc(m, line),
                         message: format!(
-                            "`{name}` runs inside a function compiled with torch.compile (fullgraph): code added around it would break the graph, and its Python frame does not run there; left out"
+                            "`{name}` runs inside a compiled function (torch.compile or the like): code added around it would break the graph, and its Python frame does not run there; left out"
                         ),
                     }),
                 }

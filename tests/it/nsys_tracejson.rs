@@ -164,7 +164,7 @@ fn functions_run_inside_compiled_code_are_left_out() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains(
-            "error: mypkg/base.py:17: `scale` runs inside a function compiled with torch.compile"
+            "error: mypkg/base.py:17: `scale` runs inside a compiled function (torch.compile"
         ),
         "{}",
         stderr(&out)
