@@ -15,7 +15,8 @@
 //! - `par`      — independent work spread over the machine's cores;
 //! - `fnv`      — the one content hash (markers, journals, manifests);
 //! - `kept`     — large values left to the system when the process ends;
-//! - `alloc`    — tree-sitter's allocations on mimalloc (the binary installs it);
+//! - `alloc`    — the allocators: tree-sitter's on mimalloc, Rust's on mimalloc for the
+//!   commands that plan code (the binary installs both);
 //! - `skills`   — skills for pithtrain's agents, written into `.agents/skills/` and taken out;
 //! - `report`   — one run's logs and snapshots joined per rank and schedule event (above
 //!   `log` and `snapshot`);

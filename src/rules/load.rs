@@ -36,8 +36,8 @@ pub fn embedded_names() -> Vec<String> {
 pub fn load(spec: &str) -> Result<RuleSet, Error> {
     match locate(spec) {
         Some(Located::Folder(path)) => load_from_dir(path),
-        Some(Located::Embedded(dir)) => {
-            let origin = origin_of(spec);
+        Some(found @ Located::Embedded(dir)) => {
+            let origin = found.origin(spec);
             // The pre-parsed copy; should it fail, the TOML says why, with file and line.
             if let Some(set) = json_index(dir.path())
                 && let Ok(rules) = from_json(&origin, set)
@@ -62,6 +62,16 @@ pub fn load(spec: &str) -> Result<RuleSet, Error> {
 pub(super) enum Located<'a> {
     Folder(&'a Path),
     Embedded(&'static Dir<'static>),
+}
+
+impl Located<'_> {
+    /// How messages name the set found for `spec`: its folder as given, or `embedded:NAME`.
+    fn origin(&self, spec: &str) -> String {
+        match self {
+            Located::Folder(path) => path.display().to_string(),
+            Located::Embedded(_) => format!("embedded:{spec}"),
+        }
+    }
 }
 
 pub(super) fn locate(spec: &str) -> Option<Located<'_>> {
@@ -484,8 +494,8 @@ fn check_manifest(origin: &str, mut manifest: Manifest) -> Result<Manifest, Erro
 /// How messages name the rule set `spec`: its folder as given, or `embedded:NAME`.
 pub fn origin_of(spec: &str) -> String {
     match locate(spec) {
-        Some(Located::Folder(path)) => path.display().to_string(),
-        _ => format!("embedded:{spec}"),
+        Some(found) => found.origin(spec),
+        None => format!("embedded:{spec}"),
     }
 }
 
@@ -499,21 +509,20 @@ pub fn load_manifest(spec: &str) -> Result<Manifest, Error> {
                 path: file.display().to_string(),
                 source,
             })?;
-            parse_manifest(&origin_of(spec), &text)
+            parse_manifest(&path.display().to_string(), &text)
         }
-        Some(Located::Embedded(dir)) if dir.get_file(dir.path().join("ruleset.toml")).is_some() => {
-            let origin = origin_of(spec);
+        Some(found @ Located::Embedded(dir))
+            if let Some(file) = dir.get_file(dir.path().join("ruleset.toml")) =>
+        {
+            let origin = found.origin(spec);
             if let Some(set) = json_index(dir.path()) {
                 return embedded_manifest(&origin, set);
             }
-            let text = dir
-                .get_file(dir.path().join("ruleset.toml"))
-                .and_then(|f| f.contents_utf8())
-                .ok_or_else(|| {
-                    Error::invalid(format!(
-                        "embedded rule set {spec}: ruleset.toml is not UTF-8"
-                    ))
-                })?;
+            let text = file.contents_utf8().ok_or_else(|| {
+                Error::invalid(format!(
+                    "embedded rule set {spec}: ruleset.toml is not UTF-8"
+                ))
+            })?;
             parse_manifest(&origin, text)
         }
         // The full load says why, as `add` would.
